@@ -1,0 +1,56 @@
+# attnmt — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+ARGS ?=
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup data train test test-fast lint format tensorboard benchmark clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+setup: $(STAMP) ## create .venv: torch (CPU build here) first, then attnmt[dev]; quick when done
+
+data: setup ## fetch and prepare the default corpus (ding_de_en); print pairs per split
+	$(PY) scripts/prepare_data.py $(ARGS)
+
+train: setup ## fetch the default corpus and train model=transformer (ARGS="key=value ...")
+	$(PY) train.py model=transformer $(ARGS)
+
+test: setup ## run the test suite, slow end-to-end tests included (PYTEST_ARGS to narrow)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup ## run the test suite without the slow tests
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lint: setup ## ruff check and format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup ## ruff autofix and format
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+tensorboard: setup ## serve the dashboards of every run under outputs/ on 127.0.0.1 (PORT=6006)
+	$(VENV)/bin/tensorboard --logdir outputs --host 127.0.0.1 --port $${PORT:-6006}
+
+benchmark: setup ## speed and memory benchmarks (scripts/benchmark.py)
+	$(PY) scripts/benchmark.py $(ARGS)
+
+clean: ## remove caches and outputs/ (keeps data/ and .venv)
+	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
+	@touch outputs/.gitkeep

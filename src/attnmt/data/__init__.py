@@ -1,0 +1,1 @@
+"""Corpora, tokenization and batching."""

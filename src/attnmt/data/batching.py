@@ -1,0 +1,94 @@
+"""Batch-first padded batches with shifted decoder input/output, and masks.
+
+A target sentence with pieces ``y_1..y_n`` becomes ``tgt = [BOS, y_1..y_n, EOS]``;
+the decoder reads ``tgt_input = tgt[:, :-1]`` and predicts ``tgt_out = tgt[:, 1:]``.
+A source sentence becomes ``[x_1..x_m, EOS]``.
+Masks follow PyTorch's ``key_padding_mask`` convention: ``True`` marks padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import torch
+from torch import Tensor
+
+from attnmt import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Batch:
+    """One batch, every tensor batch-first.
+
+    src:          LongTensor [B, S]   source ids, EOS-terminated, right-padded
+    src_pad_mask: BoolTensor [B, S]   True at padding
+    tgt_input:    LongTensor [B, T]   tgt[:, :-1], starts with BOS
+    tgt_out:      LongTensor [B, T]   tgt[:, 1:], ends with EOS (before padding)
+    tgt_pad_mask: BoolTensor [B, T]   True where tgt_out is padding
+    n_tokens:     int                 non-pad target tokens (the loss normaliser)
+    index:        LongTensor [B]      position of each pair in its dataset (or -1)
+    """
+
+    src: Tensor
+    src_pad_mask: Tensor
+    tgt_input: Tensor | None = None
+    tgt_out: Tensor | None = None
+    tgt_pad_mask: Tensor | None = None
+    n_tokens: int = 0
+    index: Tensor | None = None
+
+    def to(self, device: torch.device | str) -> Batch:
+        """Move every tensor to ``device`` (non-blocking where possible)."""
+        moved = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            moved[f.name] = value.to(device, non_blocking=True) if isinstance(value, Tensor) else value
+        return Batch(**moved)
+
+    def __len__(self) -> int:
+        return self.src.size(0)
+
+
+def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> Tensor:
+    """Right-pad integer lists into a LongTensor [B, max_len] (max_len >= 1)."""
+    width = max([len(s) for s in seqs] + [1])
+    out = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if len(s):
+            out[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+    return out
+
+
+def make_batch(
+    src: Sequence[Sequence[int]],
+    tgt: Sequence[Sequence[int]] | None = None,
+    index: Sequence[int] | None = None,
+) -> Batch:
+    """Build a :class:`Batch` from piece ids without special tokens.
+
+    Appends EOS to every source; wraps every target as ``[BOS] + y + [EOS]`` and
+    shifts it. With ``tgt=None`` (inference) only the source fields are filled.
+    """
+    src_t = pad_sequences([[*s, EOS_ID] for s in src])
+    batch = Batch(src=src_t, src_pad_mask=src_t.eq(PAD_ID))
+    if index is not None:
+        batch.index = torch.as_tensor(list(index), dtype=torch.long)
+    if tgt is not None:
+        if len(tgt) != len(src):
+            raise ValueError(f"make_batch: {len(src)} sources but {len(tgt)} targets")
+        full = pad_sequences([[BOS_ID, *t, EOS_ID] for t in tgt])
+        batch.tgt_input = full[:, :-1].clone()
+        batch.tgt_out = full[:, 1:].clone()
+        batch.tgt_pad_mask = batch.tgt_out.eq(PAD_ID)
+        batch.n_tokens = int((~batch.tgt_pad_mask).sum())
+    return batch
+
+
+def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
+    """BoolTensor [T, T], True where query i may attend to key j (j <= i).
+
+    This is the ``attn_mask`` convention of ``F.scaled_dot_product_attention``
+    (True = take part), the opposite of the padding masks above.
+    """
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()

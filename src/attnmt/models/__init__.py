@@ -1,0 +1,1 @@
+"""Attention mechanisms and the model families behind one registry."""

@@ -1,0 +1,70 @@
+"""The one interface that training, search, evaluation and plotting use.
+
+Every model is an encoder–decoder over the shared special ids (attnmt.PAD_ID …)
+and implements:
+
+* ``encode(src [B,S], src_pad_mask [B,S]) -> memory``  (a dict of batch-first tensors)
+* ``init_state(memory, src_pad_mask) -> state``         (a dict; leaves are tensors
+  whose dim 0 is the batch, or lists/tuples/dicts of such tensors)
+* ``decode_step(state, prev_tokens [B]) -> (log_probs [B,V], state, attn [B,S])``
+  ``attn`` is this step's cross-attention over the source (for a Transformer: the
+  last layer's, averaged over heads); it is 0 on padding.
+* ``forward(batch) -> logits [B,T,V]``                  (teacher forcing)
+* ``attention(batch) -> dict[str, Tensor]``             teacher-forced attention maps:
+  ``"cross"`` [B,T,S] always; Transformers add ``"cross/layer{i}"`` [B,H,T,S],
+  ``"self/layer{i}"`` [B,H,T,T] (decoder) and ``"enc_self/layer{i}"`` [B,H,S,S].
+
+Beam search reorders or expands a state with :func:`map_state` (``index_select`` on
+dim 0 of every leaf), so models never need their own reorder code.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from torch import Tensor, nn
+
+State = dict[str, Any]
+
+
+def map_state(state: Any, fn: Callable[[Tensor], Tensor]) -> Any:
+    """Apply ``fn`` to every tensor leaf of a nested dict/list/tuple state."""
+    if isinstance(state, Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return {k: map_state(v, fn) for k, v in state.items()}
+    if isinstance(state, list):
+        return [map_state(v, fn) for v in state]
+    if isinstance(state, tuple):
+        return tuple(map_state(v, fn) for v in state)
+    return state
+
+
+def select_state(state: Any, index: Tensor) -> Any:
+    """Reorder/expand every leaf along the batch dim: ``leaf.index_select(0, index)``."""
+    return map_state(state, lambda t: t.index_select(0, index))
+
+
+class Seq2Seq(nn.Module, ABC):
+    """Base class of every registered model (see module docstring for the contract)."""
+
+    #: registry name, set by the registry; stored in checkpoints
+    name: str = ""
+
+    @abstractmethod
+    def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:
+        """src [B,S] ids, src_pad_mask [B,S] (True = pad) -> memory dict."""
+
+    @abstractmethod
+    def init_state(self, memory: State, src_pad_mask: Tensor) -> State:
+        """Decoder state before the first step (holds what decode_step needs of memory)."""
+
+    @abstractmethod
+    def decode_step(self, state: State, prev_tokens: Tensor) -> tuple[Tensor, State, Tensor]:
+        """prev_tokens [B] -> (log_probs [B,V], new state, cross-attention [B,S])."""
+
+    @abstractmethod
+    def attention(self, batch: Any) -> dict[str, Tensor]:
+        """Teacher-forced attention maps for ``batch`` (see module docstring)."""

@@ -1,0 +1,44 @@
+"""Model registry: one dict from config name to class.
+
+Each class defines a dataclass ``Config`` (its config schema: unknown keys and wrong
+types are rejected) and ``from_config(cfg, src_vocab_size, tgt_vocab_size, shared_vocab)``.
+Checkpoints store the registry name and the config dict, never an import path.
+Presets (``transformer_base`` …) are config files under ``configs/model/`` whose
+``name`` is one of these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attnmt.models.base import Seq2Seq
+from attnmt.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq
+from attnmt.models.transformer import Transformer
+
+MODELS: dict[str, type[Seq2Seq]] = {
+    "rnn_bahdanau": BahdanauSeq2Seq,
+    "rnn_luong": LuongSeq2Seq,
+    "transformer": Transformer,
+}
+
+
+def model_class(name: str) -> type[Seq2Seq]:
+    """The class registered as ``name``; a clear error listing the choices otherwise."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise KeyError(
+            f"unknown model {name!r}; choose one of: {', '.join(sorted(MODELS))} "
+            "(set it with model=<name> or model.name=<name>)"
+        ) from None
+
+
+def build_model(
+    cfg: Mapping[str, Any], src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool
+) -> Seq2Seq:
+    """Instantiate the model named ``cfg["name"]`` from its config mapping."""
+    cls = model_class(str(cfg["name"]))
+    model = cls.from_config(cfg, src_vocab_size, tgt_vocab_size, shared_vocab)
+    model.name = str(cfg["name"])
+    return model
