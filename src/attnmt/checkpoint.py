@@ -1,0 +1,108 @@
+"""Checkpoints: atomic writes, safe reads, and finding the right file in a run.
+
+A checkpoint is a dict of tensors and plain data only, so that it loads with
+``torch.load(weights_only=True)``:
+
+    format        "attnmt-checkpoint-v1"
+    model_name    registry name (str)
+    model_config  the model's config (plain dict)
+    vocab         {"src_size": int, "tgt_size": int, "joint": bool}
+    model         state_dict
+    tokenizer     {file name: bytes}   SentencePiece model files (see Tokenizer.to_files_dict)
+    config        the whole resolved run config (plain dict)
+    step, epoch   ints
+    metrics       {"val_bleu": float, ...}
+    optimizer, scheduler, scaler, rng, sampler   training state (absent in averaged checkpoints)
+
+Layout of a run directory: ``<run>/checkpoints/last.pt`` and ``best-<step>.pt`` files;
+``<run>/checkpoints/best.json`` lists the best ones, best first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnmt.errors import CheckpointError
+
+FORMAT = "attnmt-checkpoint-v1"
+REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
+
+
+def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
+    """Write ``payload`` to ``path`` atomically: temporary file, fsync, rename.
+
+    A crash at any point leaves either the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True``; clear errors for missing/corrupt files."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # torch raises many types for truncated or foreign files
+        raise CheckpointError(
+            f"cannot read checkpoint {path}: it is corrupt or not an attnmt checkpoint "
+            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+        ) from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not an attnmt checkpoint (expected format {FORMAT})")
+    missing = [k for k in REQUIRED_KEYS if k not in payload]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}; it is incomplete")
+    return payload
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint file as given, or for a run directory its best checkpoint (else last).
+
+    Accepts ``<run>``, ``<run>/checkpoints`` or a file.
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    if not path.exists():
+        raise CheckpointError(f"checkpoint or run directory not found: {path}")
+    ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    best = ckpt_dir / "best.json"
+    if best.is_file():
+        try:
+            entries = json.loads(best.read_text())
+        except json.JSONDecodeError:
+            entries = []
+        for entry in entries:
+            candidate = ckpt_dir / entry["file"]
+            if candidate.is_file():
+                return candidate
+    last = ckpt_dir / "last.pt"
+    if last.is_file():
+        return last
+    raise CheckpointError(
+        f"no checkpoint in {path}: expected {ckpt_dir}/best.json or {ckpt_dir}/last.pt"
+    )
