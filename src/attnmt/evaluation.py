@@ -1,0 +1,183 @@
+"""``python evaluate.py``: decode a split (or the user's files) and score it with sacrebleu.
+
+Outputs, beside the checkpoint unless ``out_dir`` is set (``<tag>`` =
+``<ckpt-stem>.<split or src file name>.beam<k>``):
+
+* ``<tag>.hyp``            one detokenised hypothesis per source line
+* ``<ckpt-stem>.<split>.ref`` the references (corpus splits only; for files, ``ref_file``)
+* ``scores.json``          ``{<tag>: {"metrics": {bleu: {...}, ...}, "hyp_file": ..., ...}}``
+  (merged with the entries of earlier runs)
+* ``<tag>.attn<i>.png``    heatmaps of the first ``plot_attention`` sentences
+
+and one line per metric on stdout, in sacrebleu's own format with its signature.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from attnmt import EOS_ID
+from attnmt.data.textio import read_lines, write_lines
+from attnmt.errors import ConfigError, DataError
+from attnmt.inference import Translator, load_translator
+from attnmt.metrics import MetricResult, corpus_scores
+from attnmt.plots import save_attention_png
+from attnmt.search import Hypothesis
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalSettings:
+    """Schema of configs/evaluate.yaml."""
+
+    ckpt: str = "???"
+    split: str = "test"
+    src_file: str | None = None
+    ref_file: str | None = None
+    beam: int = 5
+    alpha: float = 0.6
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    batch_tokens: int = 4000
+    device: str = "auto"
+    plot_attention: int = 0
+    out_dir: str | None = None
+    metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])
+
+
+def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type) -> Any:
+    """Merge ``cfg`` onto a dataclass schema: ConfigError naming the key on a bad value."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
+        missing = sorted(OmegaConf.missing_keys(merged))
+        if missing:
+            raise ConfigError(
+                f"missing {', '.join(missing)}: pass e.g. ckpt=outputs/<date>/<time> "
+                "(a run directory) or ckpt=path/to/checkpoint.pt"
+            )
+        return OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        raise ConfigError(f"bad setting {key}: {str(err).splitlines()[0]}") from None
+
+
+def _check(s: EvalSettings) -> None:
+    if s.beam < 1:
+        raise ConfigError(f"beam={s.beam} must be >= 1 (1 = greedy)")
+    if s.batch_tokens < 1:
+        raise ConfigError(f"batch_tokens={s.batch_tokens} must be >= 1")
+    if s.plot_attention < 0:
+        raise ConfigError(f"plot_attention={s.plot_attention} must be >= 0")
+    if (s.src_file is None) != (s.ref_file is None):
+        raise ConfigError("give both src_file=... and ref_file=..., or neither (then split=...)")
+
+
+def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[str], list[str]]:
+    """(label, sources, references) from src_file/ref_file or the checkpoint's corpus split."""
+    if s.src_file is not None and s.ref_file is not None:
+        src, ref = read_lines(s.src_file), read_lines(s.ref_file)
+        if len(src) != len(ref):
+            raise DataError(
+                f"src_file {s.src_file} has {len(src)} lines but ref_file {s.ref_file} has "
+                f"{len(ref)}; they must be aligned, one sentence per line"
+            )
+        return Path(s.src_file).name, src, ref
+    from attnmt.data.corpora import prepare_corpus
+
+    data_cfg = translator.config.get("data")
+    if not isinstance(data_cfg, Mapping):
+        raise ConfigError(
+            f"{translator.checkpoint_path} stores no data config; pass src_file=... ref_file=..."
+        )
+    src, ref = prepare_corpus(data_cfg, log).read(s.split)
+    return s.split, src, ref
+
+
+def write_scores(path: Path, tag: str, entry: dict[str, Any]) -> None:
+    """Merge ``{tag: entry}`` into the JSON file ``path`` (written atomically)."""
+    scores: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            scores = loaded if isinstance(loaded, dict) else {}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            log.warning("%s is not valid JSON; overwriting it", path)
+    scores[tag] = entry
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def plot_hypotheses(
+    translator: Translator, sources: list[str], hyps: list[Hypothesis | None], n: int, prefix: Path
+) -> list[Path]:
+    """Heatmaps (source pieces + </s> × produced pieces) of the first ``n`` non-blank lines."""
+    paths: list[Path] = []
+    for i, hyp in enumerate(hyps):
+        if len(paths) >= n:
+            break
+        if hyp is None:
+            continue
+        src_ids = [*translator.encode([sources[i]])[0], EOS_ID]
+        tgt_ids = [*hyp.tokens, EOS_ID] if hyp.finished else list(hyp.tokens)
+        tok = translator.tokenizer
+        path = prefix.with_name(f"{prefix.name}.attn{i:04d}.png")
+        title = f"#{i} (score {hyp.score:.2f})"
+        paths.append(
+            save_attention_png(
+                hyp.attention, tok.src_pieces(src_ids), tok.tgt_pieces(tgt_ids), path, title
+            )
+        )
+    return paths
+
+
+def run(
+    cfg: DictConfig | Mapping[str, Any], stdout: TextIO | None = None
+) -> dict[str, MetricResult]:
+    """Evaluate as configs/evaluate.yaml describes; print one line per metric to stdout."""
+    s: EvalSettings = parse_settings(cfg, EvalSettings)
+    _check(s)
+    translator = load_translator(s.ckpt, s.device)
+    label, sources, refs = read_eval_data(s, translator)
+    ckpt = translator.checkpoint_path
+    out_dir = Path(s.out_dir) if s.out_dir else ckpt.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tag = f"{ckpt.stem}.{label}.beam{s.beam}"
+    log.info("decoding %d sentences of %s with beam %d", len(sources), label, s.beam)
+    hyps = translator.hypotheses(sources, s.beam, s.alpha, s.batch_tokens, s.max_len_a, s.max_len_b)
+    texts = translator.detokenize(hyps)
+    hyp_path = out_dir / f"{tag}.hyp"
+    write_lines(hyp_path, texts)
+    if s.ref_file is not None:
+        ref_path = Path(s.ref_file)
+    else:
+        ref_path = out_dir / f"{ckpt.stem}.{label}.ref"
+        write_lines(ref_path, refs)
+    scores = corpus_scores(texts, refs, s.metrics)
+    plots = plot_hypotheses(translator, sources, hyps, s.plot_attention, out_dir / tag)
+    entry = {
+        "checkpoint": str(ckpt),
+        "hyp_file": str(hyp_path),
+        "ref_file": str(ref_path),
+        "sentences": len(sources),
+        "settings": {k: v for k, v in asdict(s).items() if k not in ("ckpt", "out_dir")},
+        "metrics": {k: r.to_dict() for k, r in scores.items()},
+    }
+    write_scores(out_dir / "scores.json", tag, entry)
+    log.info("wrote %s, %s/scores.json and %d plots", hyp_path, out_dir, len(plots))
+    out = stdout or sys.stdout
+    for result in scores.values():
+        print(result.text, file=out)
+    out.flush()
+    return scores

@@ -1,0 +1,76 @@
+"""scripts/average_checkpoints.py: exact means, run directories, and an evaluable result."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_checkpoint import private_run
+
+from attnmt.checkpoint import FORMAT, load_checkpoint, save_checkpoint
+from attnmt.errors import CheckpointError, ConfigError
+from attnmt.evaluation import run as evaluate
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "average_checkpoints.py"
+_spec = importlib.util.spec_from_file_location("average_checkpoints", SCRIPT)
+avg = importlib.util.module_from_spec(_spec)
+assert _spec.loader is not None
+_spec.loader.exec_module(avg)
+
+
+@pytest.fixture
+def run_dir(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    return private_run(tmp_path_factory, tmp_path)
+
+
+def test_average_of_identical_is_identity(run_dir: Path, tmp_path: Path) -> None:
+    a = run_dir / "checkpoints" / "best-60.pt"
+    out = avg.average_checkpoints([a, a, a], tmp_path / "same.pt")
+    original = load_checkpoint(a)["model"]
+    assert out["model"].keys() == original.keys()
+    for key, value in original.items():
+        assert torch.equal(out["model"][key], value), key
+
+
+def test_average_of_two_is_the_mean(run_dir: Path, tmp_path: Path) -> None:
+    files = [run_dir / "checkpoints" / f"best-{s}.pt" for s in (60, 61)]
+    p, q = (load_checkpoint(f)["model"] for f in files)
+    assert any(not torch.equal(p[k], q[k]) for k in p)  # really two different models
+    code = avg.main(["--inputs", str(run_dir), "--k", "2", "--output", str(tmp_path / "avg.pt")])
+    assert code == 0
+    out = load_checkpoint(tmp_path / "avg.pt")
+    for key in p:
+        if p[key].is_floating_point():
+            assert torch.allclose(out["model"][key], (p[key] + q[key]) / 2, atol=1e-7), key
+    assert out["format"] == FORMAT and out["step"] == 61
+    assert out["averaged_from"] == [str(f) for f in files]  # best.json order
+    assert "optimizer" not in out and out["tokenizer"] == load_checkpoint(files[0])["tokenizer"]
+    # ... and evaluate.py accepts it
+    scores = evaluate({"ckpt": str(tmp_path / "avg.pt"), "split": "test", "beam": 2}, io.StringIO())
+    assert (tmp_path / "avg.test.beam2.hyp").is_file() and 0.0 <= scores["bleu"].score <= 100.0
+
+
+def test_k_picks_the_best_of_a_run(run_dir: Path) -> None:
+    files = avg.checkpoint_files([run_dir], k=1)
+    assert files == [run_dir / "checkpoints" / "best-60.pt"]
+    both = [run_dir / "checkpoints" / "best-61.pt", run_dir / "checkpoints" / "best-60.pt"]
+    assert avg.checkpoint_files(both, k=5) == both
+
+
+def test_bad_inputs(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(ConfigError, match="--k 0: must be >= 1"):
+        avg.checkpoint_files([run_dir], k=0)
+    assert (
+        avg.main(["--inputs", str(tmp_path / "nothing"), "--output", str(tmp_path / "o.pt")]) == 2
+    )
+    assert "nothing: neither a checkpoint file nor a run directory" in capsys.readouterr().err
+    a = run_dir / "checkpoints" / "best-60.pt"
+    other = load_checkpoint(a)
+    other["model"] = {k: v[:1] if v.dim() else v for k, v in other["model"].items()}
+    save_checkpoint(other, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="has shape"):
+        avg.average_checkpoints([a, tmp_path / "other.pt"], tmp_path / "o.pt")
+    assert not (tmp_path / "o.pt").exists()

@@ -1,0 +1,189 @@
+"""evaluate.py: files written, sacrebleu CLI agreement, plots, and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tiny_checkpoint import private_run, run_entry_point
+
+from attnmt.checkpoint import load_checkpoint, save_checkpoint
+from attnmt.errors import CheckpointError, ConfigError, DataError
+from attnmt.evaluation import run
+from attnmt.inference import load_translator
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+SACREBLEU = Path(sys.executable).with_name("sacrebleu")
+WIDTH = ["-w", "2", "-f", "text"]  # evaluate.py prints 2 decimals
+
+
+@pytest.fixture
+def run_dir(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    return private_run(tmp_path_factory, tmp_path)
+
+
+def test_evaluate_split_writes_hyps_scores_and_plots(run_dir: Path) -> None:
+    out = io.StringIO()
+    scores = run({"ckpt": str(run_dir), "split": "test", "beam": 2, "plot_attention": 2}, out)
+    ckpt_dir = run_dir / "checkpoints"  # best.json lists best-60.pt first
+    hyp = ckpt_dir / "best-60.test.beam2.hyp"
+    ref = ckpt_dir / "best-60.test.ref"
+    assert len(hyp.read_text().splitlines()) == 12 == len(ref.read_text().splitlines())
+    lines = out.getvalue().splitlines()
+    assert [line.split("|")[0] for line in lines] == ["BLEU", "chrF2", "TER"]
+    assert lines[0] == scores["bleu"].text
+    saved = json.loads((ckpt_dir / "scores.json").read_text())
+    entry = saved["best-60.test.beam2"]
+    assert entry["metrics"]["bleu"]["score"] == pytest.approx(scores["bleu"].score)
+    assert entry["hyp_file"] == str(hyp) and entry["sentences"] == 12
+    assert entry["settings"]["beam"] == 2
+    pngs = sorted(ckpt_dir.glob("best-60.test.beam2.attn*.png"))
+    assert [p.name for p in pngs] == [
+        "best-60.test.beam2.attn0000.png",
+        "best-60.test.beam2.attn0001.png",
+    ]
+    assert pngs[0].read_bytes()[:4] == b"\x89PNG"
+    # a second evaluation adds its entry to scores.json
+    run({"ckpt": str(ckpt_dir / "best-61.pt"), "split": "valid", "beam": 1}, io.StringIO())
+    assert set(json.loads((ckpt_dir / "scores.json").read_text())) == {
+        "best-60.test.beam2",
+        "best-61.valid.beam1",
+    }
+
+
+def test_printed_scores_equal_sacrebleu_cli(run_dir: Path, tmp_path: Path) -> None:
+    """evaluate.py in a subprocess; then the sacrebleu command on the files it wrote."""
+    # references: the model's own output on even lines, so BLEU is neither 0 nor 100
+    src = [f"{a} {b} {c} {d}" for a, b, c, d in zip("abcdef", "bcdefa", "cdefab", "fedcba")]
+    own = load_translator(run_dir, "cpu").translate(src, beam_size=3)
+    refs = [hyp if i % 2 == 0 else s[::-1] for i, (s, hyp) in enumerate(zip(src, own))]
+    (tmp_path / "in.src").write_text("\n".join(src) + "\n")
+    (tmp_path / "in.ref").write_text("\n".join(refs) + "\n")
+    cmd = [PYTHON, "evaluate.py", f"ckpt={run_dir}", "beam=3", f"out_dir={tmp_path}"]
+    cmd += [f"src_file={tmp_path / 'in.src'}", f"ref_file={tmp_path / 'in.ref'}"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    assert len(printed) == 3
+    hyp = tmp_path / "best-60.in.src.beam3.hyp"
+    sacre = subprocess.run(
+        [SACREBLEU, str(tmp_path / "in.ref"), "-i", str(hyp), "-m", "bleu", "chrf", "ter", *WIDTH],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert [line.strip() for line in sacre.stdout.splitlines()] == printed
+    default = subprocess.run(
+        [SACREBLEU, str(tmp_path / "in.ref"), "-i", str(hyp), "-m", "bleu"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    cli_bleu = json.loads(default.stdout)["score"]
+    ours = float(printed[0].split(" = ")[1].split()[0])
+    assert cli_bleu == pytest.approx(round(ours, 1))
+    assert 0.0 < ours < 100.0
+
+
+def test_missing_and_corrupt_checkpoint(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = run_entry_point(
+        "evaluate", [f"ckpt={tmp_path / 'nope.pt'}"], monkeypatch, capsys
+    )
+    assert code == 2 and out == ""
+    assert f"checkpoint or run directory not found: {tmp_path / 'nope.pt'}" in err
+    assert "Traceback" not in err
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint at all")
+    code, out, err = run_entry_point("evaluate", [f"ckpt={bad}"], monkeypatch, capsys)
+    assert code == 2 and f"cannot read checkpoint {bad}" in err and "Traceback" not in err
+    code, _, err = run_entry_point("evaluate", [], monkeypatch, capsys)
+    assert code == 2 and "missing ckpt" in err
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({}, "has no usable tokenizer files (got [], some empty or none)"),
+        # torch.load(weights_only=True) itself rejects a pickled b"": "cannot read"
+        ({"spm.model": b""}, "cannot read checkpoint"),
+        ({"spm.model": b"garbage"}, "cannot read SentencePiece model spm.model"),
+    ],
+)
+def test_checkpoint_without_tokenizer(run_dir: Path, files: dict, message: str) -> None:
+    payload = load_checkpoint(run_dir / "checkpoints" / "best-60.pt")
+    payload["tokenizer"] = files
+    broken = save_checkpoint(payload, run_dir / "broken.pt")
+    with pytest.raises(CheckpointError) as info:
+        run({"ckpt": str(broken), "split": "test"}, io.StringIO())
+    assert message in str(info.value) and str(broken) in str(info.value)
+
+
+def test_src_and_ref_of_different_lengths(
+    run_dir: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "a.src").write_text("a b c\nb c d\nc d e\n")
+    (tmp_path / "a.ref").write_text("c b a\nd c b\n")
+    args = [f"ckpt={run_dir}", f"src_file={tmp_path / 'a.src'}", f"ref_file={tmp_path / 'a.ref'}"]
+    code, out, err = run_entry_point("evaluate", args, monkeypatch, capsys)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert (
+        f"src_file {tmp_path / 'a.src'} has 3 lines but ref_file {tmp_path / 'a.ref'} has 2" in err
+    )
+    with pytest.raises(DataError, match="has 3 lines but ref_file"):
+        run(
+            {
+                "ckpt": str(run_dir),
+                "src_file": str(tmp_path / "a.src"),
+                "ref_file": str(tmp_path / "a.ref"),
+            }
+        )
+
+
+def test_bad_settings(run_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="beam=0 must be >= 1"):
+        run({"ckpt": str(run_dir), "beam": 0})
+    with pytest.raises(ConfigError, match="give both src_file"):
+        run({"ckpt": str(run_dir), "src_file": "x.txt"})
+    with pytest.raises(ConfigError, match="bad setting beam"):
+        run({"ckpt": str(run_dir), "beam": "wide"})
+
+
+def test_blank_source_lines_give_blank_hypotheses(run_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "b.src").write_text("a b c\n\n   \nc d e\n")
+    (tmp_path / "b.ref").write_text("c b a\n\nx\ne d c\n")
+    run(
+        {
+            "ckpt": str(run_dir),
+            "src_file": str(tmp_path / "b.src"),
+            "ref_file": str(tmp_path / "b.ref"),
+            "out_dir": str(tmp_path),
+            "beam": 1,
+            "plot_attention": 5,
+        },
+        io.StringIO(),
+    )
+    hyps = (tmp_path / "best-60.b.src.beam1.hyp").read_text().split("\n")
+    assert len(hyps) == 5 and hyps[1] == hyps[2] == "" and hyps[4] == ""
+    # blank lines are skipped in the plots; sentence numbers are kept in the names
+    assert sorted(p.name[-12:] for p in tmp_path.glob("*.png")) == ["attn0000.png", "attn0003.png"]
+
+
+@pytest.mark.parametrize("name", ["evaluate", "translate"])
+def test_config_files_match_their_schemas(name: str) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from attnmt.evaluation import EvalSettings, parse_settings
+    from attnmt.translation import TranslateSettings
+
+    schema = {"evaluate": EvalSettings, "translate": TranslateSettings}[name]
+    with initialize_config_dir(str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose(config_name=name, overrides=["ckpt=x.pt"])
+    settings = parse_settings(cfg, schema)
+    assert settings == schema(ckpt="x.pt")  # the YAML defaults are the schema's defaults
+    with pytest.raises(ConfigError, match="missing ckpt"):
+        parse_settings({}, schema)

@@ -1,0 +1,105 @@
+"""translate.py: one line out per line in, blank lines, chunks, pipes, prompts, bad input."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tiny_checkpoint import run_entry_point, shared_run
+
+from attnmt.errors import DataError
+from attnmt.inference import load_translator
+from attnmt.translation import run
+
+ROOT = Path(__file__).resolve().parents[1]
+LINES = ["a b c", "", "d e f a", "   ", "b", "f e d c b a", "c  a   b"]
+
+
+@pytest.fixture
+def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_run(tmp_path_factory)
+
+
+def _translate(ckpt: Path, lines: list[str], **settings: object) -> list[str]:
+    stdin = io.BytesIO("".join(f"{line}\n" for line in lines).encode())
+    out = io.BytesIO()
+    run({"ckpt": str(ckpt), "interactive": False, **settings}, stdin, out)
+    text = out.getvalue().decode("utf-8")
+    assert text.endswith("\n") or not lines
+    return text.split("\n")[:-1]
+
+
+def test_one_line_per_line_blank_to_blank_and_same_as_translator(ckpt: Path) -> None:
+    got = _translate(ckpt, LINES, beam=2)
+    assert len(got) == len(LINES)
+    assert got[1] == got[3] == ""
+    expected = load_translator(ckpt, "cpu").translate(LINES, beam_size=2)
+    assert got == expected
+    # whitespace is normalised as in training: "c  a   b" translates like "c a b"
+    (same,) = load_translator(ckpt, "cpu").translate(["c a b"], beam_size=2)
+    assert got[6] == same
+
+
+def test_chunks_and_tiny_batches_do_not_change_output(ckpt: Path) -> None:
+    whole = _translate(ckpt, LINES, beam=3)
+    assert _translate(ckpt, LINES, beam=3, chunk_lines=2, batch_tokens=1) == whole
+    assert _translate(ckpt, ["", ""], beam=3) == ["", ""]
+    assert _translate(ckpt, []) == []
+
+
+def test_crlf_and_bom_input(ckpt: Path) -> None:
+    stdin = io.BytesIO("\ufeffa b c\r\n\r\nd e\r\n".encode())
+    out = io.BytesIO()
+    run({"ckpt": str(ckpt), "interactive": False, "beam": 1}, stdin, out)
+    got = out.getvalue().decode().split("\n")[:-1]
+    assert got == _translate(ckpt, ["a b c", "", "d e"], beam=1)
+
+
+def test_invalid_utf8_names_the_line(ckpt: Path) -> None:
+    stdin = io.BytesIO(b"a b\nc \xff d\n")
+    with pytest.raises(DataError, match=r"stdin line 2: invalid UTF-8 \(byte 0xff at column 3\)"):
+        run({"ckpt": str(ckpt), "interactive": False}, stdin, io.BytesIO())
+
+
+def test_interactive_prompt_goes_to_stderr(ckpt: Path, capsys: pytest.CaptureFixture) -> None:
+    out = io.BytesIO()
+    run({"ckpt": str(ckpt), "interactive": True, "beam": 1}, io.BytesIO(b"a b c\n\n"), out)
+    assert out.getvalue().decode().split("\n")[:-1] == _translate(ckpt, ["a b c", ""], beam=1)
+    assert capsys.readouterr().err.count("> ") == 3  # two lines, then end of input
+
+
+def test_pipe_subprocess(ckpt: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "translate.py", f"ckpt={ckpt}", "beam=2", "device=cpu"],
+        input="\n".join(LINES) + "\n",
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:-1] == load_translator(ckpt, "cpu").translate(
+        LINES, beam_size=2
+    )
+    assert "translated 7 lines" in done.stderr
+
+
+def test_missing_checkpoint_no_traceback(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a\n")))
+    code, out, err = run_entry_point(
+        "translate", [f"ckpt={tmp_path / 'none'}"], monkeypatch, capsys
+    )
+    assert code == 2 and out == ""
+    assert err.strip() == f"error: checkpoint or run directory not found: {tmp_path / 'none'}"
+
+
+def test_length_batches_respect_the_budget() -> None:
+    from attnmt.inference import length_batches
+
+    # longest first: 10+10 fill 20; then 5, 3, 2 (5 x 3 = 15 <= 20)
+    assert length_batches([3, 10, 2, 10, 5], 20) == [[1, 3], [4, 0, 2]]
+    assert length_batches([30, 1], 20) == [[0], [1]]  # too long for the budget: alone
+    assert length_batches([], 20) == []
