@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ import torch
 from attnmt.errors import CheckpointError
 
 FORMAT = "attnmt-checkpoint-v1"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 
 
@@ -67,9 +69,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises many types for truncated or foreign files
+        first = _ANSI.sub("", str(err)).strip().splitlines()
         raise CheckpointError(
             f"cannot read checkpoint {path}: it is corrupt or not an attnmt checkpoint "
-            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+            f"({type(err).__name__}: {first[0] if first else ''})"
         ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an attnmt checkpoint (expected format {FORMAT})")

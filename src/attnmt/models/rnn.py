@@ -1,0 +1,255 @@
+"""RNN encoder–decoders with attention: ``rnn_bahdanau`` and ``rnn_luong``.
+
+Both share the encoder (embeddings → packed (bi)GRU/LSTM → bridge) and differ in the
+recurrent core of one decoder step, ``_core(state, E y_{t-1}) -> (features, state, attn)``,
+and in ``_output(features) -> logits``. ``decode_step`` runs core + output for one
+step; ``forward`` (teacher forcing) embeds the whole target once, runs the same core in
+a loop over t and applies the same output layers to all steps at once (one big matmul
+instead of T small ones), so teacher-forced logits equal step-by-step decoding by
+construction.
+
+Decoder state (a dict; every leaf has batch dim 0, see base.select_state):
+    hidden [B,L,H]    decoder RNN state, layer-second; cell [B,L,H] for LSTM
+    memory [B,S,Denc] encoder outputs (the attention values)
+    keys   [B,S,*]    Attention.precompute(memory): the key side, computed once per source
+    src_mask [B,S]    bool, True at real source tokens (the *allowed* mask)
+    step   [B]        long, target position t (the local_m centre)
+    feed   [B,H]      Luong with input feeding: h̃_{t-1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnmt import PAD_ID
+from attnmt.errors import ConfigError
+from attnmt.models.attention import Attention
+from attnmt.models.base import Seq2Seq, State
+from attnmt.models.rnn_config import (
+    AttentionConfig,
+    BahdanauConfig,
+    LuongConfig,
+    RNNConfig,
+    parse_config,
+)
+from attnmt.models.rnn_encoder import CELLS, Bridge, RNNEncoder, rnn_step
+
+__all__ = ["AttentionConfig", "BahdanauSeq2Seq", "LuongSeq2Seq", "RNNSeq2Seq"]
+
+
+class RNNSeq2Seq(Seq2Seq):
+    """Shared encoder, bridge, attention and teacher-forcing loop of the RNN models."""
+
+    Config: ClassVar[type[RNNConfig]] = RNNConfig
+
+    def __init__(
+        self, cfg: RNNConfig, src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool
+    ) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = nn.Embedding(src_vocab_size, cfg.emb_dim, padding_idx=PAD_ID)
+        share = shared_vocab and cfg.share_embeddings and src_vocab_size == tgt_vocab_size
+        self.tgt_embed = (
+            self.src_embed
+            if share
+            else nn.Embedding(tgt_vocab_size, cfg.emb_dim, padding_idx=PAD_ID)
+        )
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.encoder = RNNEncoder(
+            cfg.cell, cfg.emb_dim, cfg.hidden_size, cfg.enc_layers, cfg.bidirectional, cfg.dropout
+        )
+        enc_dim = self.encoder.output_dim
+        self.bridge_h = Bridge(enc_dim, cfg.hidden_size, cfg.dec_layers)
+        self.bridge_c = (
+            Bridge(enc_dim, cfg.hidden_size, cfg.dec_layers) if cfg.cell == "lstm" else None
+        )
+        a = cfg.attention
+        self.attn = Attention(
+            a.score,
+            a.mode,
+            query_dim=cfg.hidden_size,
+            key_dim=enc_dim,
+            hidden_dim=a.hidden_dim or cfg.hidden_size,
+            window=a.window,
+            max_src_len=a.max_src_len,
+            cosine_beta=a.cosine_beta,
+            learn_beta=a.learn_beta,
+            hard_estimator=a.hard_estimator,
+            gumbel_tau=a.gumbel_tau,
+        )
+        self.decoder = CELLS[cfg.cell](
+            self._decoder_input_dim(enc_dim),
+            cfg.hidden_size,
+            cfg.dec_layers,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.dec_layers > 1 else 0.0,
+        )
+        out_dim = self._build_output(enc_dim)
+        self.generator = nn.Linear(out_dim, tgt_vocab_size)
+        if cfg.tie_embeddings:
+            if out_dim != cfg.emb_dim:
+                raise ConfigError(
+                    f"model.tie_embeddings=true needs the output layer size ({out_dim}) to equal "
+                    f"model.emb_dim ({cfg.emb_dim}); change one of them or set it false"
+                )
+            self.generator.weight = self.tgt_embed.weight
+
+    # -- what each decoder defines -------------------------------------------------
+    def _decoder_input_dim(self, enc_dim: int) -> int:
+        raise NotImplementedError
+
+    def _build_output(self, enc_dim: int) -> int:
+        """Create the layers between the RNN and the generator; return their output size."""
+        raise NotImplementedError
+
+    def _core(self, state: State, y_prev: Tensor) -> tuple[Tensor, State, Tensor]:
+        """y_prev [B,E] embedded previous token -> (features [B,F], state, attention [B,S])."""
+        raise NotImplementedError
+
+    def _output(self, features: Tensor) -> Tensor:
+        """features [..., F] -> logits [..., V]."""
+        raise NotImplementedError
+
+    # -- the Seq2Seq interface -----------------------------------------------------
+    @classmethod
+    def from_config(
+        cls,
+        cfg: Mapping[str, Any] | RNNConfig,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        shared_vocab: bool,
+    ) -> RNNSeq2Seq:
+        """Build from a dict/DictConfig merged onto ``cls.Config`` (unknown keys: ConfigError)."""
+        return cls(parse_config(cls.Config, cfg), src_vocab_size, tgt_vocab_size, shared_vocab)
+
+    def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:
+        """src [B,S] -> {"memory": [B,S,Denc], "final_h": [B,Denc], "final_c"?: [B,Denc]}."""
+        outputs, final = self.encoder(self.dropout(self.src_embed(src)), src_pad_mask)
+        memory = {"memory": outputs, "final_h": final["h"]}
+        if "c" in final:
+            memory["final_c"] = final["c"]
+        return memory
+
+    def init_state(self, memory: State, src_pad_mask: Tensor) -> State:
+        """Bridge the encoder's final states to the decoder; precompute attention keys."""
+        allowed = ~src_pad_mask
+        state: State = {
+            "hidden": self.bridge_h(memory["final_h"]),
+            "memory": memory["memory"],
+            "keys": self.attn.precompute(memory["memory"], allowed),
+            "src_mask": allowed,
+            "step": torch.zeros(src_pad_mask.size(0), dtype=torch.long, device=src_pad_mask.device),
+        }
+        if self.bridge_c is not None:
+            state["cell"] = self.bridge_c(memory["final_c"])
+        return state
+
+    def decode_step(self, state: State, prev_tokens: Tensor) -> tuple[Tensor, State, Tensor]:
+        """prev_tokens [B] -> (log_probs [B,V], new state, attention [B,S])."""
+        features, state, attn = self._core(state, self.dropout(self.tgt_embed(prev_tokens)))
+        return F.log_softmax(self._output(features), dim=-1), state, attn
+
+    def _attend(self, query: Tensor, state: State) -> tuple[Tensor, Tensor]:
+        """query [B,H] -> (context [B,Denc], weights [B,S]) at target step state["step"]."""
+        ctx, weights = self.attn(
+            query.unsqueeze(1),
+            state["memory"],
+            state["src_mask"],
+            cache=state["keys"],
+            positions=state["step"].unsqueeze(1),
+        )
+        return ctx[:, 0], weights[:, 0]
+
+    def _teacher_force(self, batch: Any) -> tuple[Tensor, Tensor]:
+        """-> (logits [B,T,V], cross-attention [B,T,S]), one _core call per position t."""
+        state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+        embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
+        features, attn = [], []
+        for t in range(embedded.size(1)):
+            step_features, state, step_attn = self._core(state, embedded[:, t])
+            features.append(step_features)
+            attn.append(step_attn)
+        return self._output(torch.stack(features, dim=1)), torch.stack(attn, dim=1)
+
+    def forward(self, batch: Any) -> Tensor:
+        """Teacher forcing: batch.tgt_input [B,T] -> logits [B,T,V]."""
+        return self._teacher_force(batch)[0]
+
+    def attention(self, batch: Any) -> dict[str, Tensor]:
+        """{"cross": [B,T,S]} teacher-forced attention weights."""
+        return {"cross": self._teacher_force(batch)[1]}
+
+
+class BahdanauSeq2Seq(RNNSeq2Seq):
+    """Bahdanau et al. (2015) decoder.
+
+    c_t = Attention(query = s_{t-1}, memory)                (the previous state)
+    s_t = RNN([E y_{t-1}; c_t], s_{t-1})
+    r_t = tanh(W_r [s_t; c_t; E y_{t-1}] + b_r)             (deep output / readout)
+    p(y_t | y_<t, x) = softmax(W_o r_t + b_o)
+    The query is the top decoder layer's previous state.
+    """
+
+    Config = BahdanauConfig
+
+    def _decoder_input_dim(self, enc_dim: int) -> int:
+        return self.cfg.emb_dim + enc_dim
+
+    def _build_output(self, enc_dim: int) -> int:
+        readout_dim = self.cfg.readout_dim or self.cfg.emb_dim
+        self.readout = nn.Linear(self.cfg.hidden_size + enc_dim + self.cfg.emb_dim, readout_dim)
+        return readout_dim
+
+    def _core(self, state: State, y_prev: Tensor) -> tuple[Tensor, State, Tensor]:
+        """features = [s_t; c_t; E y_{t-1}] (the readout's input)."""
+        ctx, weights = self._attend(state["hidden"][:, -1], state)  # query s_{t-1}
+        s_t, rnn_state = rnn_step(self.decoder, torch.cat([y_prev, ctx], dim=-1), state)
+        features = torch.cat([s_t, ctx, y_prev], dim=-1)
+        return features, {**state, **rnn_state, "step": state["step"] + 1}, weights
+
+    def _output(self, features: Tensor) -> Tensor:
+        return self.generator(self.dropout(torch.tanh(self.readout(features))))
+
+
+class LuongSeq2Seq(RNNSeq2Seq):
+    """Luong et al. (2015) decoder.
+
+    h_t = RNN([E y_{t-1}; h̃_{t-1}], h_{t-1})   (h̃_{t-1} only with input_feeding; h̃_0 = 0)
+    c_t = Attention(query = h_t, memory)
+    h̃_t = tanh(W_c [c_t; h_t])
+    p(y_t | y_<t, x) = softmax(W_s h̃_t + b_s)
+    """
+
+    Config = LuongConfig
+
+    def _decoder_input_dim(self, enc_dim: int) -> int:
+        return self.cfg.emb_dim + (self.cfg.hidden_size if self.cfg.input_feeding else 0)
+
+    def _build_output(self, enc_dim: int) -> int:
+        self.combine = nn.Linear(enc_dim + self.cfg.hidden_size, self.cfg.hidden_size, bias=False)
+        return self.cfg.hidden_size
+
+    def init_state(self, memory: State, src_pad_mask: Tensor) -> State:
+        state = super().init_state(memory, src_pad_mask)
+        if self.cfg.input_feeding:
+            state["feed"] = state["hidden"].new_zeros(src_pad_mask.size(0), self.cfg.hidden_size)
+        return state
+
+    def _core(self, state: State, y_prev: Tensor) -> tuple[Tensor, State, Tensor]:
+        """features = h̃_t."""
+        x = torch.cat([y_prev, state["feed"]], dim=-1) if self.cfg.input_feeding else y_prev
+        h_t, rnn_state = rnn_step(self.decoder, x, state)
+        ctx, weights = self._attend(h_t, state)
+        h_tilde = torch.tanh(self.combine(torch.cat([ctx, h_t], dim=-1)))  # [B,H]
+        new_state = {**state, **rnn_state, "step": state["step"] + 1}
+        if self.cfg.input_feeding:
+            new_state["feed"] = h_tilde
+        return h_tilde, new_state, weights
+
+    def _output(self, features: Tensor) -> Tensor:
+        return self.generator(self.dropout(features))

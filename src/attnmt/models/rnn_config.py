@@ -1,0 +1,125 @@
+"""Config schemas of the RNN encoder–decoders (``model=rnn_bahdanau | rnn_luong``).
+
+The dataclasses are the schema: ``OmegaConf.structured(Config)`` rejects unknown keys
+and wrong types; :func:`parse_config` turns those failures (and bad values) into a
+:class:`attnmt.errors.ConfigError` that names the ``model.<key>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from attnmt.errors import ConfigError
+from attnmt.models.alignment import ALIGNMENTS, HARD_ESTIMATORS
+from attnmt.models.rnn_encoder import CELLS
+from attnmt.models.scorers import SCORERS
+
+
+@dataclass
+class AttentionConfig:
+    """``model.attention``: one scorer × one alignment mode (see attention.py)."""
+
+    score: str = "additive"  # dot|scaled_dot|general|additive|concat|cosine|location
+    mode: str = "global"  # global|local_m|local_p|hard
+    window: int = 5  # local_m/local_p half-width D (σ = D/2 for local_p)
+    hidden_dim: int | None = None  # additive/concat/local_p hidden size; null -> hidden_size
+    cosine_beta: float = 10.0  # cosine: β (initial value if learn_beta)
+    learn_beta: bool = True  # cosine: learn β or keep it fixed
+    hard_estimator: str = "gumbel"  # hard: gumbel (straight-through Gumbel) | straight_through
+    gumbel_tau: float = 1.0  # hard: temperature of the relaxed sample
+    max_src_len: int = 256  # location: source positions W_a covers; later ones get weight 0
+
+
+@dataclass
+class RNNConfig:
+    """Fields shared by both RNN decoders."""
+
+    name: str = ""
+    cell: str = "gru"  # gru|lstm
+    emb_dim: int = 256
+    hidden_size: int = 256  # per direction in the encoder; decoder state size
+    enc_layers: int = 2
+    dec_layers: int = 1
+    bidirectional: bool = True
+    dropout: float = 0.2
+    share_embeddings: bool = True  # one source/target embedding when the vocab is joint
+    tie_embeddings: bool = False  # output projection reuses the target embedding
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
+
+    def check(self, prefix: str = "model") -> None:
+        """Value checks beyond types (called by attnmt.config and by from_config)."""
+        validate(self, prefix)
+
+
+@dataclass
+class BahdanauConfig(RNNConfig):
+    """``model=rnn_bahdanau``."""
+
+    name: str = "rnn_bahdanau"
+    readout_dim: int | None = None  # deep-output layer size; null -> emb_dim
+
+
+@dataclass
+class LuongConfig(RNNConfig):
+    """``model=rnn_luong``."""
+
+    name: str = "rnn_luong"
+    input_feeding: bool = True  # feed h̃_{t-1} into the next RNN input
+    attention: AttentionConfig = field(default_factory=lambda: AttentionConfig(score="general"))
+
+
+ConfigT = TypeVar("ConfigT", bound=RNNConfig)
+
+
+def _choice(key: str, value: str, choices: Mapping[str, Any]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{key}={value!r} is unknown; choose one of: {', '.join(choices)}")
+
+
+def _positive(key: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ConfigError(f"{key}={value}: must be a positive integer")
+
+
+def validate(cfg: RNNConfig, prefix: str = "model") -> None:
+    """Value checks the schema cannot express; ConfigError naming ``<prefix>.<key>``."""
+    p, a = prefix, cfg.attention
+    _choice(f"{p}.cell", cfg.cell, CELLS)
+    _choice(f"{p}.attention.score", a.score, SCORERS)
+    _choice(f"{p}.attention.mode", a.mode, ALIGNMENTS)
+    _choice(f"{p}.attention.hard_estimator", a.hard_estimator, HARD_ESTIMATORS)
+    for key in ("emb_dim", "hidden_size", "enc_layers", "dec_layers"):
+        _positive(f"{p}.{key}", getattr(cfg, key))
+    _positive(f"{p}.attention.hidden_dim", a.hidden_dim)
+    _positive(f"{p}.attention.max_src_len", a.max_src_len)
+    if a.mode in ("local_m", "local_p"):
+        _positive(f"{p}.attention.window", a.window)
+    if not 0.0 <= cfg.dropout < 1.0:
+        raise ConfigError(f"{p}.dropout={cfg.dropout}: must be in [0, 1)")
+    if a.gumbel_tau <= 0:
+        raise ConfigError(f"{p}.attention.gumbel_tau={a.gumbel_tau}: must be > 0")
+
+
+def parse_config(schema: type[ConfigT], cfg: Mapping[str, Any] | ConfigT) -> ConfigT:
+    """Merge a dict/DictConfig (or an instance) onto ``schema``; validate; return it."""
+    if isinstance(cfg, schema):
+        validate(cfg)
+        return cfg
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
+        out = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        msg = str(getattr(err, "msg", err)).splitlines()[0]
+        raise ConfigError(
+            f"model.{key}: {msg}; see {schema.__name__} in attnmt/models/rnn_config.py "
+            "for the valid keys and types"
+        ) from None
+    assert isinstance(out, schema)
+    validate(out)
+    return out

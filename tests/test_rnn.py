@@ -1,0 +1,221 @@
+"""RNN encoder–decoders: interface, padding invariance, causality, cached == teacher-forced,
+beam-style state selection, config validation, and overfitting a tiny batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+
+from attnmt import BOS_ID
+from attnmt.data.batching import make_batch
+from attnmt.errors import ConfigError
+from attnmt.models.attention import ALIGNMENTS, SCORERS
+from attnmt.models.base import select_state
+from attnmt.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNSeq2Seq
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
+MODELS = {"rnn_bahdanau": BahdanauSeq2Seq, "rnn_luong": LuongSeq2Seq}
+V = 12
+SRC = [[4, 5, 6, 7, 8, 9], [10, 11], [5, 5, 6]]
+TGT = [[6, 7, 8], [9, 10, 11, 4, 5, 6, 7], [8]]
+
+
+def tiny(name: str, cell: str = "gru", score: str = "additive", mode: str = "global", **kw):
+    cfg = {
+        "cell": cell,
+        "emb_dim": 8,
+        "hidden_size": 6,
+        "enc_layers": 2,
+        "dec_layers": 2,
+        "dropout": 0.1,
+        "attention": {"score": score, "mode": mode, "window": 2, "max_src_len": 16},
+        **kw,
+    }
+    return MODELS[name].from_config(cfg, V, V, shared_vocab=True).eval()
+
+
+COMBOS = [(n, s, m) for n in MODELS for s in SCORERS for m in ALIGNMENTS]
+
+
+@pytest.mark.parametrize(("name", "score", "mode"), COMBOS)
+def test_every_scorer_and_mode_padding_invariant(name: str, score: str, mode: str) -> None:
+    model = tiny(name, score=score, mode=mode)
+    batch = make_batch(SRC, TGT)
+    with torch.no_grad():
+        logits = model(batch)
+        cross = model.attention(batch)["cross"]
+        assert logits.shape == (3, 8, V) and cross.shape == (3, 8, 7)
+        assert cross[batch.src_pad_mask[:, None, :].expand_as(cross)].eq(0).all()
+        for i in range(3):
+            alone = model(make_batch([SRC[i]], [TGT[i]]))[0]
+            torch.testing.assert_close(logits[i, : alone.size(0)], alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_forward_equals_step_by_step_decoding(name: str, cell: str) -> None:
+    model = tiny(name, cell)
+    batch = make_batch(SRC, TGT)
+    with torch.no_grad():
+        expected = F.log_softmax(model(batch), dim=-1)
+        cross = model.attention(batch)["cross"]
+        state = model.init_state(model.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+        for t in range(batch.tgt_input.size(1)):
+            log_probs, state, attn = model.decode_step(state, batch.tgt_input[:, t])
+            assert log_probs.shape == (3, V) and attn.shape == (3, 7)
+            torch.testing.assert_close(log_probs, expected[:, t], atol=1e-6, rtol=1e-6)
+            torch.testing.assert_close(attn, cross[:, t])
+            torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(3))
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_causality(name: str, cell: str) -> None:
+    model = tiny(name, cell)
+    batch = make_batch(SRC, TGT)
+    with torch.no_grad():
+        base = model(batch)
+        for k in (1, 4):
+            changed = make_batch(SRC, TGT)
+            changed.tgt_input[:, k] = (changed.tgt_input[:, k] + 3) % V
+            logits = model(changed)
+            assert torch.equal(logits[:, :k], base[:, :k])
+            assert not torch.allclose(logits[:, k:], base[:, k:])
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_state_leaves_are_batch_first_for_beam_search(name: str, cell: str) -> None:
+    model = tiny(name, cell, mode="local_m")
+    batch = make_batch(SRC)
+    index = torch.tensor([2, 2, 0, 1, 1])
+    with torch.no_grad():
+        state = model.init_state(model.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+        tokens = torch.tensor([BOS_ID, 5, 6])
+        for _ in range(2):
+            _, state, _ = model.decode_step(state, tokens)
+        assert all(v.size(0) == 3 for v in state.values())
+        assert ("cell" in state) == (cell == "lstm")
+        a, state_a, attn_a = model.decode_step(select_state(state, index), tokens[index])
+        b, _, attn_b = model.decode_step(state, tokens)
+        torch.testing.assert_close(a, b[index])
+        torch.testing.assert_close(attn_a, attn_b[index])
+        assert state_a["step"].tolist() == [3] * 5
+
+
+def test_luong_input_feeding_switch() -> None:
+    fed, plain = tiny("rnn_luong"), tiny("rnn_luong", input_feeding=False)
+    assert fed.decoder.input_size == 8 + 6 and plain.decoder.input_size == 8
+    batch = make_batch(SRC)
+    with torch.no_grad():
+        memory = fed.encode(batch.src, batch.src_pad_mask)
+        state = fed.init_state(memory, batch.src_pad_mask)
+        assert state["feed"].eq(0).all()
+        _, state, _ = fed.decode_step(state, torch.full((3,), BOS_ID))
+        assert state["feed"].abs().sum() > 0
+        assert "feed" not in plain.init_state(
+            plain.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask
+        )
+
+
+def test_bahdanau_queries_previous_state() -> None:
+    """The first step's attention depends on the bridge's s_0, not on the input token."""
+    model = tiny("rnn_bahdanau")
+    batch = make_batch(SRC)
+    with torch.no_grad():
+        state = model.init_state(model.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+        _, _, attn_a = model.decode_step(state, torch.full((3,), BOS_ID))
+        _, _, attn_b = model.decode_step(state, torch.full((3,), 7))
+    torch.testing.assert_close(attn_a, attn_b)
+
+
+def test_bridge_and_embeddings() -> None:
+    model = tiny("rnn_luong", "lstm")
+    assert len(model.bridge_h.layers) == 2 and len(model.bridge_c.layers) == 2
+    assert model.bridge_h.layers[0].in_features == 2 * 6  # bidirectional top layer
+    assert model.src_embed is model.tgt_embed  # joint vocabulary shares the table
+    separate = LuongSeq2Seq.from_config({"emb_dim": 6, "hidden_size": 6}, 10, 12, False)
+    assert separate.src_embed is not separate.tgt_embed
+    tied = BahdanauSeq2Seq.from_config({"emb_dim": 8, "tie_embeddings": True}, V, V, True)
+    assert tied.generator.weight is tied.tgt_embed.weight
+
+
+def test_unidirectional_single_layer_lstm() -> None:
+    model = tiny("rnn_bahdanau", "lstm", bidirectional=False, enc_layers=1, dec_layers=1)
+    assert model(make_batch(SRC, TGT)).shape == (3, 8, V)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        ({"hiden_size": 4}, r"model\.hiden_size"),
+        ({"attention": {"scor": "dot"}}, r"model\.attention\.scor"),
+        ({"emb_dim": "big"}, r"model\.emb_dim"),
+        ({"cell": "rnn"}, r"model\.cell='rnn'.*gru, lstm"),
+        ({"attention": {"mode": "soft"}}, r"model\.attention\.mode='soft'.*local_p"),
+        ({"dropout": 1.5}, r"model\.dropout"),
+        ({"tie_embeddings": True, "hidden_size": 6, "emb_dim": 8}, "tie_embeddings"),
+        ({"input_feeding": False}, r"model\.input_feeding"),  # a Luong-only key
+    ],
+)
+def test_bad_config_raises_config_error(cfg: dict, message: str) -> None:
+    cls = LuongSeq2Seq if "tie_embeddings" in cfg else BahdanauSeq2Seq
+    with pytest.raises(ConfigError, match=message):
+        cls.from_config(cfg, V, V, True)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_yaml_presets_build_and_accept_any_attention(name: str) -> None:
+    cfg = OmegaConf.load(CONFIGS / f"{name}.yaml")
+    assert cfg.name == name
+    cfg.hidden_size, cfg.emb_dim = 8, 8
+    cfg.attention.score, cfg.attention.mode = "concat", "local_p"
+    model = MODELS[name].from_config(cfg, V, V, True)
+    assert isinstance(model, RNNSeq2Seq) and model.cfg.attention.mode == "local_p"
+    defaults = OmegaConf.to_container(OmegaConf.structured(MODELS[name].Config))
+    assert set(OmegaConf.to_container(cfg)) == set(defaults)
+
+
+def _overfit(model: RNNSeq2Seq, steps: int) -> float:
+    batch = make_batch(
+        [[4, 5, 6], [7, 8], [9, 10, 11, 4], [5, 7]], [[6, 5, 4], [8, 7], [11, 10, 9], [7, 7, 5]]
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    model.train()
+    for _ in range(steps):
+        logits = model(batch)
+        loss = F.cross_entropy(logits.reshape(-1, V), batch.tgt_out.reshape(-1), ignore_index=0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return loss.item()
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_overfits_tiny_batch(name: str) -> None:
+    model = MODELS[name].from_config(
+        {"emb_dim": 16, "hidden_size": 16, "enc_layers": 1, "dropout": 0.0}, V, V, True
+    )
+    assert _overfit(model, 150) < 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize(
+    ("score", "mode"), [("dot", "local_m"), ("concat", "local_p"), ("cosine", "hard")]
+)
+def test_overfits_tiny_batch_lstm_other_attention(name: str, score: str, mode: str) -> None:
+    cfg = {
+        "cell": "lstm",
+        "emb_dim": 16,
+        "hidden_size": 16,
+        "enc_layers": 1,
+        "dropout": 0.0,
+        "attention": {"score": score, "mode": mode, "window": 2},
+    }
+    model = MODELS[name].from_config(cfg, V, V, True)
+    assert _overfit(model, 300) < 0.05
