@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from attnmt.errors import ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq
 from attnmt.models.transformer import Transformer
@@ -28,7 +29,7 @@ def model_class(name: str) -> type[Seq2Seq]:
     try:
         return MODELS[name]
     except KeyError:
-        raise KeyError(
+        raise ConfigError(
             f"unknown model {name!r}; choose one of: {', '.join(sorted(MODELS))} "
             "(set it with model=<name> or model.name=<name>)"
         ) from None

@@ -1,0 +1,259 @@
+"""The Transformer encoder–decoder (Vaswani et al. 2017) behind the attnmt model interface.
+
+    x₀ = √d_model · E[y] + PE(pos);  encoder: N × (self-attn, FFN);
+    decoder: N × (causal self-attn, cross-attn over memory, FFN);  p(y_t) = softmax(h_t Eᵀ)
+
+Pre-norm stacks end with a final LayerNorm. Source and target embeddings are one
+matrix when ``share_embeddings`` and the vocabulary is joint (same size); the output
+projection is the target embedding when ``tie_embeddings``.
+
+Incremental decoding keeps, per decoder layer, the self-attention keys/values of the
+steps so far ([B,H,t,d_k], grown by one each step) and the cross-attention keys/values
+of the memory (computed once in :meth:`Transformer.init_state`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from torch import Tensor, nn
+
+from attnmt import PAD_ID
+from attnmt.errors import ConfigError
+from attnmt.models.base import Seq2Seq, State
+from attnmt.models.positional import POSITIONS
+from attnmt.models.transformer_layers import ACTIVATIONS, NORM_FIRST, DecoderLayer, EncoderLayer
+
+
+@dataclass
+class Config:
+    """Schema of ``configs/model/transformer*.yaml`` (unknown keys are rejected)."""
+
+    name: str = "transformer"
+    d_model: int = 256
+    n_heads: int = 4
+    enc_layers: int = 3
+    dec_layers: int = 3
+    d_ff: int = 1024
+    dropout: float = 0.1
+    attention_dropout: float = 0.0  # >0 forces the unfused SDPA kernel on CPU
+    activation: str = "relu"  # relu | gelu
+    norm: str = "pre"  # pre | post
+    positions: str = "sinusoidal"  # sinusoidal | learned
+    max_positions: int = 1024  # learned positions only
+    tie_embeddings: bool = True  # output projection = target embedding
+    share_embeddings: bool = True  # source = target embedding when the vocabulary is joint
+
+
+_CHOICES: dict[str, Mapping[str, Any]] = {
+    "activation": ACTIVATIONS,
+    "norm": NORM_FIRST,
+    "positions": POSITIONS,
+}
+
+
+def parse_config(cfg: Mapping[str, Any] | Config) -> Config:
+    """Merge ``cfg`` onto the :class:`Config` schema and validate it.
+
+    Unknown keys, wrong types and bad values raise :class:`ConfigError` naming the key.
+    """
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
+        config = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or getattr(err, "key", None) or "?"
+        raise ConfigError(
+            f"bad transformer config key model.{key}: {str(err).splitlines()[0]} "
+            f"(valid keys: {', '.join(Config.__dataclass_fields__)})"
+        ) from None
+    assert isinstance(config, Config)
+    for key, choices in _CHOICES.items():
+        if getattr(config, key) not in choices:
+            raise ConfigError(
+                f"model.{key}={getattr(config, key)!r} is not one of: {', '.join(choices)}"
+            )
+    for key in ("d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "max_positions"):
+        if getattr(config, key) <= 0:
+            raise ConfigError(f"model.{key} must be positive, got {getattr(config, key)}")
+    if config.d_model % config.n_heads:
+        raise ConfigError(
+            f"model.d_model={config.d_model} must be divisible by model.n_heads={config.n_heads}"
+        )
+    for key in ("dropout", "attention_dropout"):
+        if not 0.0 <= getattr(config, key) < 1.0:
+            raise ConfigError(f"model.{key} must be in [0, 1), got {getattr(config, key)}")
+    return config
+
+
+class Transformer(Seq2Seq):
+    """Encoder–decoder Transformer; see the module docstring and attnmt.models.base."""
+
+    Config = Config
+
+    def __init__(self, config: Config, src_vocab_size: int, tgt_vocab_size: int, share: bool):
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.scale = math.sqrt(d)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, d, padding_idx=PAD_ID)
+        self.src_embed = self.tgt_embed if share else nn.Embedding(src_vocab_size, d, PAD_ID)
+        self.positions = POSITIONS[config.positions](d, config.max_positions)
+        self.drop = nn.Dropout(config.dropout)
+        layer_args = (
+            d,
+            config.n_heads,
+            config.d_ff,
+            config.dropout,
+            config.attention_dropout,
+            config.activation,
+            config.norm,
+        )
+        self.encoder = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(config.enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(config.dec_layers))
+        final_norm = nn.LayerNorm if NORM_FIRST[config.norm] else (lambda _: nn.Identity())
+        self.enc_norm, self.dec_norm = final_norm(d), final_norm(d)
+        self.out_proj = nn.Linear(d, tgt_vocab_size, bias=False)
+        self._init_weights()
+        if config.tie_embeddings:
+            self.out_proj.weight = self.tgt_embed.weight
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: Mapping[str, Any] | Config,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        shared_vocab: bool,
+    ) -> Transformer:
+        """Build from a config mapping (see :class:`Config`); ConfigError on bad keys/values."""
+        config = parse_config(cfg)
+        share = config.share_embeddings and shared_vocab and src_vocab_size == tgt_vocab_size
+        return cls(config, src_vocab_size, tgt_vocab_size, share)
+
+    def _init_weights(self) -> None:
+        """Xavier-uniform for matrices; embeddings N(0, d^-½) with a zero PAD row."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        for emb in {id(e): e for e in (self.src_embed, self.tgt_embed)}.values():
+            nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
+            with torch.no_grad():
+                emb.weight[PAD_ID].zero_()
+
+    # ------------------------------------------------------------------ pieces
+
+    def _embed(self, table: nn.Embedding, tokens: Tensor, positions: Tensor) -> Tensor:
+        """tokens [B,T], positions [B,T] or [T] -> √d · E[tokens] + PE(positions), [B,T,D]."""
+        x = table(tokens) * self.scale
+        return self.drop(x + self.positions(positions).to(x.dtype))
+
+    @staticmethod
+    def _src_mask(src_pad_mask: Tensor) -> Tensor:
+        """[B,S] (True = pad) -> allowed mask [B,1,1,S]."""
+        return ~src_pad_mask[:, None, None, :]
+
+    def _encode(
+        self, src: Tensor, src_pad_mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, list[Tensor]]:
+        """src [B,S] -> (memory [B,S,D], per-layer self-attention [B,H,S,S] if requested)."""
+        mask = self._src_mask(src_pad_mask)
+        x = self._embed(self.src_embed, src, torch.arange(src.size(1), device=src.device))
+        weights = []
+        for layer in self.encoder:
+            x, w = layer(x, mask, need_weights)
+            if w is not None:
+                weights.append(w)
+        return self.enc_norm(x), weights
+
+    def _decode(
+        self, tgt_input: Tensor, memory: Tensor, src_pad_mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Teacher forcing: tgt_input [B,T] -> (hidden [B,T,D], self [B,H,T,T] list,
+        cross [B,H,T,S] list)."""
+        mask = self._src_mask(src_pad_mask)
+        positions = torch.arange(tgt_input.size(1), device=tgt_input.device)
+        x = self._embed(self.tgt_embed, tgt_input, positions)
+        self_ws, cross_ws = [], []
+        for layer in self.decoder:
+            x, self_w, cross_w = layer(x, layer.cross_attn.project_kv(memory), mask, need_weights)
+            if need_weights:
+                self_ws.append(self_w)
+                cross_ws.append(cross_w)
+        return self.dec_norm(x), self_ws, cross_ws
+
+    # --------------------------------------------------------------- interface
+
+    def forward(self, batch: Any) -> Tensor:
+        """Teacher-forced logits [B,T,V] for ``batch.tgt_input`` (fused attention path)."""
+        memory, _ = self._encode(batch.src, batch.src_pad_mask)
+        hidden, _, _ = self._decode(batch.tgt_input, memory, batch.src_pad_mask)
+        return self.out_proj(hidden)
+
+    def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:
+        """src [B,S], src_pad_mask [B,S] -> {"memory": [B,S,D], "src_pad_mask": [B,S]}."""
+        memory, _ = self._encode(src, src_pad_mask)
+        return {"memory": memory, "src_pad_mask": src_pad_mask}
+
+    def init_state(self, memory: State, src_pad_mask: Tensor) -> State:
+        """Cross-attention K/V per layer [B,H,S,d_k], empty self-attention caches
+        [B,H,0,d_k], and the step counter [B] (the next target position)."""
+        mem = memory["memory"]
+        b, h = mem.size(0), self.config.n_heads
+        empty = mem.new_zeros(b, h, 0, self.config.d_model // h)
+        cross = [layer.cross_attn.project_kv(mem) for layer in self.decoder]
+        return {
+            "src_pad_mask": src_pad_mask,
+            "step": torch.zeros(b, dtype=torch.long, device=mem.device),
+            "self_k": [empty] * len(self.decoder),
+            "self_v": [empty] * len(self.decoder),
+            "cross_k": [k for k, _ in cross],
+            "cross_v": [v for _, v in cross],
+        }
+
+    def decode_step(self, state: State, prev_tokens: Tensor) -> tuple[Tensor, State, Tensor]:
+        """prev_tokens [B] -> (log_probs [B,V] float32, new state, attn [B,S]: the last
+        layer's cross-attention averaged over heads, 0 on padding)."""
+        mask = self._src_mask(state["src_pad_mask"])
+        x = self._embed(self.tgt_embed, prev_tokens[:, None], state["step"][:, None])
+        self_k, self_v, last = [], [], len(self.decoder) - 1
+        cross_w: Tensor | None = None
+        for i, layer in enumerate(self.decoder):
+            x, (k, v), cross_w = layer.step(
+                x,
+                (state["self_k"][i], state["self_v"][i]),
+                (state["cross_k"][i], state["cross_v"][i]),
+                mask,
+                need_weights=i == last,
+            )
+            self_k.append(k)
+            self_v.append(v)
+        logits = self.out_proj(self.dec_norm(x))[:, 0]
+        assert cross_w is not None
+        new_state = {
+            **state,
+            "step": state["step"] + 1,
+            "self_k": self_k,
+            "self_v": self_v,
+        }
+        return F.log_softmax(logits.float(), dim=-1), new_state, cross_w.mean(dim=1)[:, 0]
+
+    def attention(self, batch: Any) -> dict[str, Tensor]:
+        """Teacher-forced maps: "cross" [B,T,S] (last layer, head mean), "cross/layer{i}"
+        [B,H,T,S], "self/layer{i}" [B,H,T,T], "enc_self/layer{i}" [B,H,S,S]."""
+        memory, enc_ws = self._encode(batch.src, batch.src_pad_mask, need_weights=True)
+        _, self_ws, cross_ws = self._decode(
+            batch.tgt_input, memory, batch.src_pad_mask, need_weights=True
+        )
+        maps = {"cross": cross_ws[-1].mean(dim=1)}
+        for prefix, ws in (("cross", cross_ws), ("self", self_ws), ("enc_self", enc_ws)):
+            maps.update({f"{prefix}/layer{i}": w for i, w in enumerate(ws)})
+        return maps
