@@ -21,7 +21,7 @@ from torch import Tensor
 
 from attnmt import PAD_ID
 from attnmt.data.batching import Batch, make_batch
-from attnmt.errors import AttnmtError
+from attnmt.errors import AttnmtError, ConfigError
 from attnmt.models.base import Seq2Seq, map_state, select_state
 from attnmt.models.registry import MODELS, build_model
 
@@ -98,8 +98,7 @@ def test_registry_has_every_family() -> None:
 
 
 def test_unknown_model_name_lists_the_choices() -> None:
-    # registry.model_class raises KeyError today (not an AttnmtError); accept either
-    with pytest.raises((KeyError, AttnmtError), match="rnn_bahdanau, rnn_luong, transformer"):
+    with pytest.raises(ConfigError, match="rnn_bahdanau, rnn_luong, transformer"):
         build_model({"name": "transfomer"}, VOCAB, VOCAB, True)
 
 
