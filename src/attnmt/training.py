@@ -1,0 +1,333 @@
+"""The training loop: ``train(cfg, run_dir) -> dict`` (``train.py`` is its Hydra entry).
+
+One code path for a single process and for ``torchrun`` (attnmt.distributed): rank 0 logs,
+validates and writes checkpoints; the others wait for its decisions. Each update
+accumulates ``trainer.accum_steps`` batches and minimises the token-normalised loss
+
+    L = Σ_batches Σ_tokens ℓ_smoothed / N          (N = non-pad target tokens, all ranks)
+
+Resume restores model, optimizer, schedule, scaler, sampler position and every RNG, so a
+resumed CPU run repeats the uninterrupted run's losses step for step.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from attnmt import distributed as ddp
+from attnmt.checkpoint import load_checkpoint
+from attnmt.checkpointing import (
+    CheckpointManager,
+    resume_target,
+    rng_state,
+    run_dir_of,
+    seed_everything,
+)
+from attnmt.config import validate_config
+from attnmt.logging_tb import TBLogger, flatten_params
+from attnmt.loss import label_smoothed_nll
+from attnmt.models.registry import build_model
+from attnmt.optim import build_optimizer, build_schedule
+from attnmt.precision import resolve_precision
+from attnmt.training_config import TrainerConfig
+from attnmt.training_data import build_data
+from attnmt.training_report import TrainMeter, report_validation, test_checkpoint
+from attnmt.training_state import TrainingParts, make_payload, restore
+from attnmt.validation import validate
+
+log = logging.getLogger(__name__)
+StepHook = Callable[[int, dict[str, float]], None]
+"""Called after every update with (step, {"loss", "nll", "lr", "grad_norm", "tokens"})."""
+OUTPUTS = Path("outputs")  # where resume=auto looks for runs
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto`` → CUDA when present, else CPU; anything else as given."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    """Holds the run's objects; :meth:`run` trains, validates, tests and returns metrics."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, on_step: StepHook | None = None) -> None:
+        validate_config(cfg)
+        self.cfg, self.on_step = cfg, on_step
+        self.tcfg = TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer, resolve=True))
+        device = pick_device(str(cfg.device))
+        self.dist = ddp.init_distributed(device)
+        self.device = ddp.local_device(device, self.dist)
+        self.precision = resolve_precision(self.tcfg.precision, self.device)
+        ckpt_path = resume_target(cfg.get("resume"), OUTPUTS, Path(run_dir))
+        payload = load_checkpoint(ckpt_path) if ckpt_path else None
+        if ckpt_path is None and cfg.get("resume") == "auto":
+            log.info("resume=auto: no checkpoints/last.pt under %s/; starting afresh", OUTPUTS)
+        self.run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or Path(run_dir)
+        seed_everything(int(cfg.seed))
+        self.data = build_data(
+            cfg.data, self.tcfg, int(cfg.seed), self.dist, payload and payload["tokenizer"]
+        )
+        tok = self.data.tokenizer
+        self.model_cfg = payload["model_config"] if payload else _plain(cfg.model)
+        model = build_model(self.model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
+        self.model = model.to(self.device)
+        self.optimizer = build_optimizer(self.model.parameters(), self.tcfg)
+        self.schedule = build_schedule(self.optimizer, self.tcfg)
+        self.state: dict[str, Any] = dict(step=0, best_bleu=-math.inf, bad_vals=0, val_step=-1)
+        self.parts = TrainingParts(
+            self.model,
+            self.optimizer,
+            self.schedule,
+            self.precision.scaler,
+            self.data.sampler,
+            tok,
+            dict(self.model_cfg),
+            _plain(cfg),
+        )
+        if payload:
+            restore(self.parts, payload, self.state)
+            log.info("resumed from %s at step %d (run dir %s)", ckpt_path, self.step, self.run_dir)
+        self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
+        main = self.dist.is_main
+        purge = self.step + 1 if payload else None
+        self.tb = TBLogger(self.run_dir / "tensorboard", enabled=main, purge_step=purge)
+        self.ckpts = CheckpointManager(self.run_dir / "checkpoints", self.tcfg.keep_best)
+        self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        n_params = sum(p.numel() for p in self.model.parameters())
+        log.info(
+            "model %s: %.2fM parameters on %s, precision %s, %d rank(s)",
+            self.model.name,
+            n_params / 1e6,
+            self.device,
+            self.precision.name,
+            self.dist.world_size,
+        )
+
+    @property
+    def step(self) -> int:
+        return int(self.state["step"])
+
+    # ---- checkpoints ---------------------------------------------------------------------
+
+    def payload(self, metrics: dict[str, float]) -> dict[str, Any]:
+        """Everything needed to evaluate or resume (see attnmt.checkpoint's format)."""
+        return make_payload(self.parts, self.state, self.resume_point, metrics)
+
+    def save_last(self, metrics: dict[str, float] | None = None) -> None:
+        if self.dist.is_main:
+            self.ckpts.save_last(self.payload(metrics or {}))
+
+    # ---- one update ----------------------------------------------------------------------
+
+    def update(self, batches: list[Any]) -> dict[str, float]:
+        """Forward/backward over ``batches`` (accumulated), clip, step; the step's figures."""
+        step, started = self.step + 1, time.perf_counter()
+        lr = self.schedule.step(step)
+        local = sum(b.n_tokens for b in batches)
+        n_global = ddp.global_token_count(local, self.dist)
+        scale = ddp.loss_scale(n_global, self.dist)
+        sums = torch.zeros(3, dtype=torch.float64)
+        self.net.train()
+        for i, batch in enumerate(batches):
+            batch = batch.to(self.device)
+            with ddp.no_sync(self.net, sync=i == len(batches) - 1):
+                with self.precision.autocast():
+                    logits = self.net(batch)
+                out = label_smoothed_nll(logits, batch.tgt_out, self.tcfg.label_smoothing)
+                self.precision.scaler.scale(out.loss * scale).backward()
+            sums += torch.tensor(
+                [float(out.loss.detach()), float(out.nll), out.n_tokens], dtype=torch.float64
+            )
+        self.precision.scaler.unscale_(self.optimizer)
+        max_norm = self.tcfg.clip_grad_norm if self.tcfg.clip_grad_norm > 0 else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        self.precision.scaler.step(self.optimizer)
+        self.precision.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        ddp.all_reduce_sum(sums)
+        self.state["step"] = step
+        self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        tokens = max(float(sums[2]), 1.0)
+        return {
+            "loss": float(sums[0]) / tokens,
+            "nll": float(sums[1]) / tokens,
+            "lr": lr,
+            "grad_norm": float(grad_norm),
+            "tokens": tokens,
+            "seconds": time.perf_counter() - started,
+        }
+
+    # ---- validation ----------------------------------------------------------------------
+
+    def validate(self) -> dict[str, float]:
+        """Rank 0 validates, logs and checkpoints; every rank gets the figures."""
+        figures: dict[str, float] = {}
+        if self.dist.is_main:
+            figures = self._validate_main()
+        figures = ddp.broadcast_object(figures)
+        if not self.dist.is_main:
+            self.schedule.on_validation(figures["val/bleu"])
+            self.state["val_step"] = self.step
+        return figures
+
+    def _validate_main(self) -> dict[str, float]:
+        t, step, data = self.tcfg, self.step, self.data
+        res = validate(
+            self.model,
+            data.valid,
+            data.tokenizer,
+            self.device,
+            self.precision,
+            t.val_max_tokens,
+            t.val_beam_size,
+            t.max_len_a,
+            t.max_len_b,
+        )
+        if "signature" not in self.state:
+            self.state["signature"] = " / ".join(res.signatures.values())
+            log.info("sacrebleu signatures: %s", self.state["signature"])
+        self.schedule.on_validation(res.bleu)  # before saving: the payload holds its state
+        improved = res.bleu > self.state["best_bleu"]
+        self.state.update(
+            val_step=step,
+            best_bleu=max(self.state["best_bleu"], res.bleu),
+            bad_vals=0 if improved else self.state["bad_vals"] + 1,
+        )
+        log.info("valid step %d | %s", step, res.line())
+        report_validation(
+            self.tb, self.run_dir, self.model, data.tokenizer, data.valid, res, step, t, self.device
+        )
+        payload = self.payload({"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss})
+        self.ckpts.save_last(payload)
+        self.ckpts.save_if_best(payload, step, res.bleu)
+        return res.scalars()
+
+    # ---- the loop ------------------------------------------------------------------------
+
+    def _stop_reason(self, started: float) -> str | None:
+        t = self.tcfg
+        reason = None
+        if t.max_steps and self.step >= t.max_steps:
+            reason = "max_steps"
+        elif t.max_epochs and self.data.sampler.epoch >= t.max_epochs:
+            reason = "max_epochs"
+        elif t.early_stopping_patience and self.state["bad_vals"] >= t.early_stopping_patience:
+            reason = "early_stopping"
+        elif t.time_budget_min and time.monotonic() - started > 60 * t.time_budget_min:
+            reason = "time_budget"
+        return ddp.broadcast_object(reason) if self.dist.enabled else reason
+
+    def fit(self) -> str:
+        """Train until a stopping rule fires; returns its name."""
+        t, started = self.tcfg, time.monotonic()
+        show = self.dist.is_main and t.progress_bar and sys.stderr.isatty()
+        bar = tqdm(total=t.max_steps or None, initial=self.step, disable=not show, unit="step")
+        meter = TrainMeter()
+        batches = iter(self.data.loader)
+        reason = self._stop_reason(started)
+        while reason is None:
+            group, epoch_ended = [], False
+            while len(group) < t.accum_steps and not epoch_ended:
+                batch = next(batches, None)
+                if batch is None:
+                    epoch_ended, batches = True, iter(self.data.loader)
+                else:
+                    group.append(batch)
+            if group:
+                fig = self.update(group)
+                self._log_step(fig, meter, bar)
+                if self.on_step is not None:
+                    self.on_step(self.step, fig)
+                if t.val_every_steps and self.step % t.val_every_steps == 0:
+                    self.validate()
+            if epoch_ended:
+                log.info("epoch %d done at step %d", self.data.sampler.epoch, self.step)
+                if t.val_every_epoch and self.state["val_step"] != self.step:
+                    self.validate()
+            reason = self._stop_reason(started)
+        bar.close()
+        return reason
+
+    def _log_step(self, fig: dict[str, float], meter: TrainMeter, bar: tqdm) -> None:
+        meter.add(fig)
+        bar.update(1)
+        bar.set_postfix(meter.postfix(), refresh=False)
+        if self.step % self.tcfg.log_every_steps == 0 or self.step == 1:
+            self.tb.scalars(meter.scalars(), self.step)
+            log.info(meter.line(self.step, self.data.sampler.epoch))
+            meter.reset()
+
+    def run(self) -> dict[str, Any]:
+        try:
+            reason = self.fit()
+        except KeyboardInterrupt:
+            log.warning("interrupted at step %d; saving %s", self.step, self.ckpts.last_path)
+            self.save_last()
+            raise
+        if self.state["val_step"] != self.step and self.step > 0:
+            self.validate()  # also rewrites last.pt at the final step
+        result: dict[str, Any] = {
+            "step": self.step,
+            "epoch": self.data.sampler.epoch,
+            "stop_reason": reason,
+            "best_val_bleu": self.state["best_bleu"],
+            "run_dir": str(self.run_dir),
+        }
+        if self.dist.is_main and self.tcfg.test and self.step > 0:
+            best = self.ckpts.best_path() or self.ckpts.last_path
+            result.update(
+                test_checkpoint(
+                    self.model,
+                    best,
+                    self.data.test_set(),
+                    self.data.tokenizer,
+                    self.tcfg,
+                    self.device,
+                    self.run_dir,
+                )
+            )
+            print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
+        if self.dist.is_main:
+            metrics = {
+                f"hparams/{k}": float(v)
+                for k, v in result.items()
+                if k.endswith(("bleu", "chrf")) and math.isfinite(v)
+            }
+            self.tb.hparams(flatten_params(_plain(self.cfg)), metrics)
+        log.info("finished (%s) at step %d: %s", reason, self.step, result)
+        ddp.barrier()
+        return result
+
+    def close(self) -> None:
+        self.tb.close()
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+
+
+def train(cfg: DictConfig, run_dir: str | Path, on_step: StepHook | None = None) -> dict[str, Any]:
+    """Train as ``cfg`` says, writing checkpoints/TensorBoard/hyps under ``run_dir``.
+
+    Returns {"step", "epoch", "stop_reason", "best_val_bleu", "run_dir", "test_bleu", ...}.
+    A KeyboardInterrupt saves ``checkpoints/last.pt`` and is re-raised.
+    """
+    trainer = None
+    try:
+        trainer = Trainer(cfg, Path(run_dir), on_step)
+        return trainer.run()
+    finally:
+        if trainer is not None:
+            trainer.close()
+        ddp.cleanup()

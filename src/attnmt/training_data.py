@@ -1,0 +1,108 @@
+"""Everything the trainer reads: corpus, tokenizer, training loader, validation/test sets.
+
+Data flow (one direction): ``prepare_corpus(cfg.data)`` → SentencePiece trained on the
+train split (cached beside the corpus) or taken from the checkpoint being resumed →
+ids → ``filter_pairs`` (max_len, max_len_ratio) → :class:`TokenBatchSampler` (sharded
+over DDP ranks) → ``DataLoader(num_workers=0)`` so the sampler's position is exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+from attnmt.data.config import to_data_config
+from attnmt.data.corpora import prepare_corpus
+from attnmt.data.dataset import ParallelDataset, collate, filter_pairs
+from attnmt.data.sampler import TokenBatchSampler
+from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
+from attnmt.distributed import DistInfo
+from attnmt.training_config import TrainerConfig
+from attnmt.validation import EvalSet, make_eval_set
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainingData:
+    """The prepared corpus and what the loop iterates."""
+
+    corpus: Any  # attnmt.data.corpora.PreparedCorpus
+    tokenizer: Tokenizer
+    train: ParallelDataset
+    sampler: TokenBatchSampler
+    loader: DataLoader
+    valid: EvalSet
+    max_len: int
+
+    def test_set(self) -> EvalSet:
+        """The test split, encoded on demand (only the final decoding needs it)."""
+        src, ref = self.corpus.read("test")
+        return make_eval_set(self.tokenizer, src, ref, self.max_len)
+
+
+def _loader(train: ParallelDataset, sampler: TokenBatchSampler) -> DataLoader:
+    """``num_workers=0`` (exact sampler position) and a private generator: creating a
+    DataLoader iterator draws a seed from its generator, and drawing it from the global
+    torch RNG would shift the dropout masks of a resumed run."""
+    return DataLoader(
+        train,
+        batch_sampler=sampler,
+        collate_fn=collate,
+        num_workers=0,
+        pin_memory=torch.cuda.is_available(),
+        generator=torch.Generator(),
+    )
+
+
+def build_data(
+    data_cfg: Mapping[str, Any],
+    tcfg: TrainerConfig,
+    seed: int,
+    dist: DistInfo,
+    tokenizer_files: Mapping[str, bytes] | None = None,
+) -> TrainingData:
+    """Prepare the corpus and loaders; ``tokenizer_files`` (from a checkpoint) skip training."""
+    dcfg = to_data_config(data_cfg)
+    corpus = prepare_corpus(dcfg)
+    if tokenizer_files is not None:
+        tokenizer = Tokenizer.from_files_dict(tokenizer_files)
+        log.info("tokenizer: taken from the checkpoint")
+    else:
+        train_src, train_tgt = corpus.files("train")
+        tokenizer = load_or_train_tokenizer(
+            train_src, train_tgt, dcfg.tokenizer, corpus.directory, log=log
+        )
+    src_lines, tgt_lines = corpus.read("train")
+    src_ids = tokenizer.encode_src(src_lines)
+    tgt_ids = tokenizer.encode_tgt(tgt_lines)
+    kept, removed = filter_pairs(src_ids, tgt_ids, dcfg.max_len, dcfg.max_len_ratio, "train")
+    train = ParallelDataset(src_ids, tgt_ids).subset(kept)
+    log.info(
+        "train: %d pairs kept of %d (removed: %s); vocab src=%d tgt=%d (%s)",
+        len(train),
+        len(src_ids),
+        ", ".join(f"{k} {v}" for k, v in removed.items()),
+        tokenizer.src_vocab_size,
+        tokenizer.tgt_vocab_size,
+        "joint" if tokenizer.joint else "separate",
+    )
+    sampler = TokenBatchSampler(
+        train.src_lengths,
+        train.tgt_lengths,
+        max_tokens=tcfg.max_tokens,
+        shuffle=True,
+        seed=seed,
+        num_replicas=dist.world_size,
+        rank=dist.rank,
+    )
+    loader = _loader(train, sampler)
+    valid_src, valid_ref = corpus.read("valid")
+    valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
+    log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
+    return TrainingData(corpus, tokenizer, train, sampler, loader, valid, dcfg.max_len)

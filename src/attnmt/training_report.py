@@ -1,0 +1,133 @@
+"""What the trainer reports: running train figures, validation artefacts, the final test.
+
+* :class:`TrainMeter`: token-weighted loss / perplexity and tokens per second of the
+  updates since the last log line (validation time excluded).
+* :func:`report_validation`: TensorBoard scalars, attention heatmaps and text samples,
+  and the hypotheses written to ``<run>/hyps/valid-<step>.txt``.
+* :func:`test_checkpoint`: decode the test split with a checkpoint's weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnmt.checkpoint import load_checkpoint
+from attnmt.data.tokenizer import Tokenizer
+from attnmt.logging_tb import TBLogger
+from attnmt.metrics import corpus_scores
+from attnmt.training_config import TrainerConfig
+from attnmt.validation import EvalSet, ValResult, attention_images, decode, sample_text
+
+log = logging.getLogger(__name__)
+
+
+class TrainMeter:
+    """Accumulates per-update figures {"loss", "nll", "tokens", "seconds", "lr", "grad_norm"}."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.loss = self.nll = self.tokens = self.seconds = 0.0
+        self.last: dict[str, float] = {}
+
+    def add(self, fig: dict[str, float]) -> None:
+        self.loss += fig["loss"] * fig["tokens"]
+        self.nll += fig["nll"] * fig["tokens"]
+        self.tokens += fig["tokens"]
+        self.seconds += fig["seconds"]
+        self.last = fig
+
+    @property
+    def tokens_per_sec(self) -> float:
+        return self.tokens / max(self.seconds, 1e-9)
+
+    def scalars(self) -> dict[str, float]:
+        """train/{loss,ppl,lr,grad_norm,tokens_per_sec}: means since the last reset."""
+        tokens = max(self.tokens, 1.0)
+        return {
+            "train/loss": self.loss / tokens,
+            "train/ppl": math.exp(min(self.nll / tokens, 50.0)),
+            "train/lr": self.last["lr"],
+            "train/grad_norm": self.last["grad_norm"],
+            "train/tokens_per_sec": self.tokens_per_sec,
+        }
+
+    def postfix(self) -> dict[str, str]:
+        """Progress-bar fields: loss, lr, tok/s of the latest update / window."""
+        fig = self.last
+        return {
+            "loss": f"{fig['loss']:.3f}",
+            "lr": f"{fig['lr']:.2e}",
+            "tok_s": f"{self.tokens_per_sec:.0f}",
+        }
+
+    def line(self, step: int, epoch: int) -> str:
+        """The concise train.log line for the window."""
+        sc = self.scalars()
+        return (
+            f"step {step} | epoch {epoch} | loss {sc['train/loss']:.3f} | "
+            f"ppl {sc['train/ppl']:.2f} | lr {sc['train/lr']:.2e} | "
+            f"gnorm {sc['train/grad_norm']:.2f} | {sc['train/tokens_per_sec']:.0f} tok/s"
+        )
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def report_validation(
+    tb: TBLogger,
+    run_dir: Path,
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    valid: EvalSet,
+    res: ValResult,
+    step: int,
+    tcfg: TrainerConfig,
+    device: torch.device,
+) -> None:
+    """Scalars, heatmaps of the first ``num_heatmaps`` pairs, samples, hypotheses file."""
+    tb.scalars(res.scalars(), step)
+    write_lines(run_dir / "hyps" / f"valid-{step}.txt", res.hyps)
+    for i in range(min(tcfg.num_heatmaps, len(valid))):
+        for name, image in attention_images(model, tokenizer, valid, i, device):
+            tb.image(f"attention/valid{i}/{name}", image, step)
+    for i in range(min(tcfg.num_samples, len(valid))):
+        tb.text(f"samples/valid{i}", sample_text(valid, res.hyps, i), step)
+    tb.flush()
+
+
+def test_checkpoint(
+    model: nn.Module,
+    checkpoint: Path,
+    test: EvalSet,
+    tokenizer: Tokenizer,
+    tcfg: TrainerConfig,
+    device: torch.device,
+    run_dir: Path,
+) -> dict[str, Any]:
+    """Load ``checkpoint``'s weights into ``model``, decode ``test``, score BLEU/chrF."""
+    model.load_state_dict(load_checkpoint(checkpoint, map_location=device)["model"])
+    model.eval()
+    ids = decode(
+        model,
+        test.src_ids,
+        tcfg.val_max_tokens,
+        device,
+        tcfg.test_beam_size,
+        tcfg.max_len_a,
+        tcfg.max_len_b,
+    )
+    hyps = tokenizer.decode_tgt(ids)
+    write_lines(run_dir / "hyps" / "test.txt", hyps)
+    scores = corpus_scores(hyps, test.ref_text, metrics=("bleu", "chrf"))
+    log.info("test (%s, beam %d): %s", checkpoint.name, tcfg.test_beam_size, scores["bleu"].text)
+    return {"test_bleu": scores["bleu"].score, "test_chrf": scores["chrf"].score}

@@ -1,0 +1,106 @@
+"""k-best bookkeeping, RNG state round trip, resume targets, weights_only loading."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnmt.checkpoint import FORMAT, load_checkpoint
+from attnmt.checkpointing import (
+    CheckpointManager,
+    latest_checkpoint,
+    resume_target,
+    rng_state,
+    run_dir_of,
+    set_rng_state,
+)
+from attnmt.errors import CheckpointError
+
+
+def _payload(step: int) -> dict:
+    return {
+        "format": FORMAT,
+        "model_name": "transformer",
+        "model_config": {"name": "transformer"},
+        "vocab": {"src_size": 8, "tgt_size": 8, "joint": True},
+        "model": {"w": torch.full((2,), float(step))},
+        "tokenizer": {"spm.model": b"\x00\x01"},
+        "config": {"seed": 1},
+        "step": step,
+        "rng": rng_state(),
+    }
+
+
+def test_k_best_keeps_top_k_sorted_and_deletes_the_rest(tmp_path: Path) -> None:
+    mgr = CheckpointManager(tmp_path, keep_best=2)
+    assert mgr.save_if_best(_payload(10), 10, 5.0)
+    assert mgr.save_if_best(_payload(20), 20, 7.0)
+    assert not mgr.save_if_best(_payload(30), 30, 4.0)  # worse than both: not written
+    assert not (tmp_path / "best-30.pt").exists()
+    assert mgr.save_if_best(_payload(40), 40, 6.0)  # evicts best-10 (5.0)
+    assert not (tmp_path / "best-10.pt").exists()
+    entries = json.loads((tmp_path / "best.json").read_text())
+    assert [(e["file"], e["step"], e["val_bleu"]) for e in entries] == [
+        ("best-20.pt", 20, 7.0),
+        ("best-40.pt", 40, 6.0),
+    ]
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best-20.pt", "best-40.pt"]
+    assert mgr.best_path() == tmp_path / "best-20.pt"
+    # a tie does not displace the earlier checkpoint
+    assert not mgr.save_if_best(_payload(50), 50, 6.0)
+    # a new manager over the same directory picks the list up (resume)
+    again = CheckpointManager(tmp_path, keep_best=2)
+    assert [e["step"] for e in again.best] == [20, 40]
+
+
+def test_keep_best_zero_writes_no_best(tmp_path: Path) -> None:
+    mgr = CheckpointManager(tmp_path, keep_best=0)
+    assert not mgr.save_if_best(_payload(1), 1, 99.0)
+    mgr.save_last(_payload(1))
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
+
+
+def test_checkpoints_load_with_weights_only(tmp_path: Path) -> None:
+    mgr = CheckpointManager(tmp_path, keep_best=1)
+    mgr.save_last(_payload(3))
+    mgr.save_if_best(_payload(3), 3, 1.0)
+    for name in ("last.pt", "best-3.pt"):
+        raw = torch.load(tmp_path / name, weights_only=True)
+        assert raw["step"] == 3 and torch.equal(raw["model"]["w"], torch.full((2,), 3.0))
+        assert load_checkpoint(tmp_path / name)["tokenizer"] == {"spm.model": b"\x00\x01"}
+
+
+def test_rng_state_round_trip_through_a_weights_only_file(tmp_path: Path) -> None:
+    random.seed(1)
+    np.random.seed(2)
+    torch.manual_seed(3)
+    torch.save({"rng": rng_state()}, tmp_path / "rng.pt")
+    expected = (random.random(), float(np.random.rand()), torch.rand(3))
+    random.seed(9)
+    np.random.seed(9)
+    torch.manual_seed(9)
+    set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True)["rng"])
+    got = (random.random(), float(np.random.rand()), torch.rand(3))
+    assert got[0] == expected[0] and got[1] == expected[1]
+    assert torch.equal(got[2], expected[2])
+
+
+def test_resume_targets(tmp_path: Path) -> None:
+    old = tmp_path / "outputs" / "2026-01-01" / "10-00-00"
+    new = tmp_path / "outputs" / "2026-01-02" / "09-00-00"
+    for run in (old, new):
+        CheckpointManager(run / "checkpoints").save_last(_payload(1))
+    current = tmp_path / "outputs" / "2026-01-03" / "08-00-00"
+    assert resume_target(None, tmp_path / "outputs", current) is None
+    latest = latest_checkpoint(tmp_path / "outputs")
+    assert latest is not None and latest.parent.parent in (old, new)
+    assert resume_target("auto", tmp_path / "outputs", current) == latest
+    assert resume_target(str(old), tmp_path, current) == old / "checkpoints" / "last.pt"
+    assert run_dir_of(old / "checkpoints" / "last.pt") == old
+    with pytest.raises(CheckpointError, match="resume="):
+        resume_target(str(tmp_path / "nowhere"), tmp_path, current)

@@ -1,0 +1,348 @@
+"""Every config group composes, validates and instantiates; typos fail naming the key.
+
+No data work: models are built with tiny vocabularies, DataConfig and TrainerConfig are
+constructed from the composed config, nothing is downloaded or tokenized.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
+
+from attnmt.config import validate_config
+from attnmt.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+
+
+def names(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def compose_cfg(overrides: list[str], config_dir: Path = CONFIGS) -> DictConfig:
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        return compose("train", overrides=overrides)
+
+
+def fill_missing(cfg: DictConfig, value: str) -> list[str]:
+    """Set every ``???`` value (e.g. data.path of a custom corpus) to ``value``."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    for key in missing:
+        OmegaConf.update(cfg, key, value, force_add=True)
+    return missing
+
+
+def validated(overrides: list[str], tmp_path: Path) -> DictConfig:
+    cfg = compose_cfg(overrides)
+    fill_missing(cfg, str(tmp_path))
+    return validate_config(cfg)
+
+
+def build_small_model(model_cfg: DictConfig) -> torch.nn.Module:
+    """Build the model with tiny vocabularies and run one teacher-forced batch through it."""
+    from attnmt.data.batching import make_batch
+    from attnmt.models.base import Seq2Seq
+    from attnmt.models.registry import build_model
+
+    model = build_model(OmegaConf.to_container(model_cfg), 12, 12, True)
+    assert isinstance(model, Seq2Seq)
+    assert model.name == model_cfg.name
+    model.eval()
+    batch = make_batch([[4, 5, 6], [7, 8]], [[9, 10], [11, 4, 5, 6]])
+    with torch.no_grad():
+        logits = model(batch)
+    assert logits.shape == (2, 5, 12)
+    assert torch.isfinite(logits).all()
+    return model
+
+
+# ---------------------------------------------------------------- every group
+
+
+def test_config_groups_are_not_empty() -> None:
+    for group in ("model", "data", "trainer"):
+        assert names(group), f"configs/{group}/ has no yaml files"
+
+
+@pytest.mark.parametrize("model", names("model"))
+def test_every_model_config_validates_and_builds(model: str, tmp_path: Path) -> None:
+    cfg = validated([f"model={model}"], tmp_path)
+    raw = OmegaConf.load(CONFIGS / "model" / f"{model}.yaml")
+    for key, value in raw.items():  # the preset's values survive validation
+        if not isinstance(value, DictConfig):
+            assert cfg.model[key] == value, f"model={model}: model.{key}"
+    build_small_model(cfg.model)
+
+
+@pytest.mark.parametrize("data", names("data"))
+def test_every_data_config_validates_and_constructs(data: str, tmp_path: Path) -> None:
+    from attnmt.data.config import DataConfig, to_data_config
+
+    cfg = validated([f"data={data}"], tmp_path)
+    dc = to_data_config(cfg.data)
+    assert isinstance(dc, DataConfig)
+    raw = OmegaConf.load(CONFIGS / "data" / f"{data}.yaml")
+    assert dc.name == raw.get("name", dc.name)
+    assert dc.src_lang != dc.tgt_lang
+
+
+@pytest.mark.parametrize("trainer", names("trainer"))
+def test_every_trainer_config_validates_and_constructs(trainer: str, tmp_path: Path) -> None:
+    from attnmt.training_config import TrainerConfig
+
+    cfg = validated([f"trainer={trainer}"], tmp_path)
+    tc = TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer))
+    assert isinstance(tc, TrainerConfig)
+    raw = OmegaConf.load(CONFIGS / "trainer" / f"{trainer}.yaml")
+    for key, value in raw.items():
+        if key != "defaults" and not isinstance(value, (DictConfig,)):
+            assert getattr(tc, key) == value, f"trainer={trainer}: trainer.{key}"
+
+
+def experiment_override(name: str) -> str:
+    defaults = OmegaConf.load(CONFIGS / "train.yaml").get("defaults", [])
+    listed = any(isinstance(d, DictConfig) and "experiment" in str(next(iter(d))) for d in defaults)
+    return f"experiment={name}" if listed else f"+experiment={name}"
+
+
+@pytest.mark.parametrize("experiment", names("experiment"))
+def test_every_experiment_validates_and_builds(experiment: str, tmp_path: Path) -> None:
+    from attnmt.data.config import to_data_config
+    from attnmt.training_config import TrainerConfig
+
+    cfg = validated([experiment_override(experiment)], tmp_path)
+    build_small_model(cfg.model)
+    to_data_config(cfg.data)
+    TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer))
+
+
+def test_defaults_validate_and_fill_the_schema(tmp_path: Path) -> None:
+    cfg = validated([], tmp_path)
+    assert set(cfg) >= {"seed", "device", "resume", "data", "model", "trainer"}
+    assert cfg.seed == 1234 and cfg.device == "auto" and cfg.resume is None
+    # keys the YAML leaves out come from the schema's defaults
+    from attnmt.models.registry import model_class
+
+    schema_keys = set(model_class(cfg.model.name).Config.__dataclass_fields__)
+    assert set(cfg.model) == schema_keys
+
+
+def test_overrides_reach_the_validated_config(tmp_path: Path) -> None:
+    cfg = validated(
+        ["seed=7", "device=cpu", "trainer.max_steps=5", "trainer.lr=0.5", "resume=auto"],
+        tmp_path,
+    )
+    assert (cfg.seed, cfg.device, cfg.resume) == (7, "cpu", "auto")
+    assert cfg.trainer.max_steps == 5 and cfg.trainer.lr == 0.5
+
+
+def test_interpolations_are_resolved(tmp_path: Path) -> None:
+    cfg = validated(["trainer.max_epochs=${seed}", "seed=3"], tmp_path)
+    assert cfg.trainer.max_epochs == 3
+
+
+# ---------------------------------------------------------------- typos and types
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["+sede=3"], "sede: unknown key; did you mean seed?"),
+        (
+            ["+trainer.max_stpes=5"],
+            "trainer.max_stpes: unknown key; did you mean trainer.max_steps?",
+        ),
+        (["+model.d_modle=32"], "model.d_modle: unknown key; did you mean model.d_model?"),
+        (
+            ["model=rnn_luong", "+model.attention.scroe=dot"],
+            "model.attention.scroe: unknown key; did you mean model.attention.score?",
+        ),
+        (
+            ["model=rnn_bahdanau", "+model.hiden_size=8"],
+            "model.hiden_size: unknown key; did you mean model.hidden_size?",
+        ),
+        (["+data.max_lenn=5"], "data.max_lenn: unknown key; did you mean data.max_len?"),
+        (
+            ["+data.tokenizer.vocab_sise=100"],
+            "data.tokenizer.vocab_sise: unknown key; did you mean data.tokenizer.vocab_size?",
+        ),
+    ],
+)
+def test_misspelt_key_names_the_key(overrides: list[str], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        validated(overrides, tmp_path)
+    assert str(err.value) == message
+
+
+def test_unknown_key_without_a_close_match_lists_the_valid_keys(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        validated(["+zzz=1"], tmp_path)
+    assert str(err.value).startswith("zzz: unknown key; valid keys under the top level: data,")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["trainer.max_steps=abc"], "trainer.max_steps: expected int, got 'abc' (str)"),
+        (["seed=1.5"], "seed: expected int, got 1.5 (float)"),
+        (["model=transformer_tiny", "model.d_model=big"], "model.d_model: expected int, got 'big'"),
+        (
+            ["model=rnn_luong", "model.attention.window=wide"],
+            "model.attention.window: expected int",
+        ),
+        (["data.max_len=x"], "data.max_len: expected int, got 'x' (str)"),
+    ],
+)
+def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        validated(overrides, tmp_path)
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        (["model.name=transfomer"], ["model.name", "rnn_bahdanau, rnn_luong, transformer"]),
+        (["trainer.optimizer=adamm"], ["trainer.optimizer", "adam, adamw", "did you mean"]),
+        (["device=gpu"], ["device", "auto, cpu, cuda"]),
+        (["model=rnn_luong", "model.attention.score=dott"], ["model.attention.score", "dot"]),
+        (["trainer.lr=-1"], ["trainer.lr"]),
+        (["model=transformer_tiny", "model.n_heads=3"], ["model.n_heads"]),
+    ],
+)
+def test_bad_choice_or_value_names_the_key_and_choices(
+    overrides: list[str], fragments: list[str], tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        validated(overrides, tmp_path)
+    for fragment in fragments:
+        assert fragment in str(err.value)
+
+
+def test_misspelt_key_in_an_experiment_file(tmp_path: Path) -> None:
+    configs = tmp_path / "configs"
+    shutil.copytree(CONFIGS, configs)
+    (configs / "experiment").mkdir(exist_ok=True)
+    (configs / "experiment" / "typo.yaml").write_text(
+        "# @package _global_\ntrainer:\n  warmup_stpes: 10\n"
+    )
+    cfg = compose_cfg([experiment_override("typo")], config_dir=configs)
+    fill_missing(cfg, str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^trainer\.warmup_stpes: unknown key; did you mean"):
+        validate_config(cfg)
+
+
+def test_command_line_typo_is_refused_by_hydra_naming_the_key() -> None:
+    """Without ``+`` Hydra's struct mode already refuses a new key, naming it in full."""
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match=r"trainer\.max_stpes"):
+        compose_cfg(["trainer.max_stpes=5"])
+
+
+def test_group_given_a_scalar_is_a_config_error() -> None:
+    cfg = OmegaConf.create({"seed": 1, "trainer": 5})
+    with pytest.raises(ConfigError, match=r"^trainer: expected a config group"):
+        validate_config(cfg)
+
+
+def test_missing_value_names_the_key() -> None:
+    cfg = OmegaConf.create({"seed": 1, "trainer": {"max_steps": "???"}})
+    with pytest.raises(ConfigError, match=r"^trainer\.max_steps: no value given"):
+        validate_config(cfg)
+
+
+def test_validation_has_no_global_side_effects() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    before = set(ConfigStore.instance().list(""))
+    import importlib
+
+    import attnmt.config
+
+    importlib.reload(attnmt.config)
+    assert set(ConfigStore.instance().list("")) == before
+
+
+# ---------------------------------------------------------------- sweeps
+
+
+SWEEP = "model.attention.score=dot,general,concat"
+
+
+def sweep_jobs(overrides: list[str]) -> Iterator[list[str]]:
+    """Expand ``a=x,y`` sweep overrides like Hydra's basic sweeper (cartesian product)."""
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    jobs: list[list[str]] = [[]]
+    for o in parsed:
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.value()]
+        key = o.get_key_element()
+        jobs = [[*job, f"{key}={v}"] for job in jobs for v in values]
+    yield from jobs
+
+
+def test_sweep_overrides_compose_and_validate(tmp_path: Path) -> None:
+    jobs = list(sweep_jobs(["model=rnn_luong", SWEEP]))
+    assert len(jobs) == 3
+    scores = []
+    for job in jobs:
+        cfg = validated(job, tmp_path)
+        assert cfg.model.name == "rnn_luong"
+        scores.append(cfg.model.attention.score)
+        build_small_model(cfg.model)
+    assert scores == ["dot", "general", "concat"]
+
+
+APP = """
+import sys
+from pathlib import Path
+import hydra
+from omegaconf import DictConfig
+from attnmt.config import validate_config
+
+@hydra.main(config_path={configs!r}, config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    v = validate_config(cfg)
+    with open({out!r}, "a") as f:
+        f.write(f"{{v.model.name}} {{v.model.attention.score}}\\n")
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_multirun_sweep_runs_one_job_per_value(tmp_path: Path) -> None:
+    """A real ``-m`` launch through Hydra's basic launcher with a validating task."""
+    out = tmp_path / "jobs.txt"
+    app = tmp_path / "app.py"
+    app.write_text(APP.format(configs=str(CONFIGS), out=str(out)))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(app),
+            "-m",
+            "model=rnn_luong",
+            SWEEP,
+            f"hydra.sweep.dir={tmp_path / 'multirun'}",
+            "hydra/job_logging=disabled",
+            "hydra/hydra_logging=disabled",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(out.read_text().split("\n")[:-1]) == sorted(
+        f"rnn_luong {s}" for s in ("dot", "general", "concat")
+    )

@@ -1,0 +1,102 @@
+"""Exact resume: interrupted (max_steps or Ctrl-C) + resumed == uninterrupted, step for step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from attnmt.checkpoint import load_checkpoint
+from attnmt.training import train
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def _cfg(data_root: Path, *overrides: str) -> DictConfig:
+    base = [
+        "data=toy_reverse",
+        "model=transformer_tiny",
+        f"data.root={data_root}",
+        "data.toy.train=200",
+        "data.toy.valid=8",
+        "data.toy.test=8",
+        "model.d_model=32",
+        "model.d_ff=64",
+        "model.n_heads=2",
+        "model.enc_layers=1",
+        "model.dec_layers=1",
+        "model.dropout=0.2",  # dropout on: the torch RNG state must be restored too
+        "device=cpu",
+        "trainer.max_tokens=256",  # ~8 batches per epoch: the runs cross epoch ends
+        "trainer.warmup_steps=5",
+        "trainer.lr=0.003",
+        "trainer.time_budget_min=0",
+        "trainer.val_every_steps=5",
+        "trainer.val_every_epoch=true",
+        "trainer.num_heatmaps=0",
+        "trainer.num_samples=1",
+        "trainer.log_every_steps=1",
+        "trainer.early_stopping_patience=0",
+        "trainer.test=false",
+        "trainer.progress_bar=false",
+        "trainer.accum_steps=2",
+        "trainer.precision=fp32",
+    ]
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose(config_name="train", overrides=base + list(overrides))
+
+
+def _recorder(losses: dict[int, float], stop_at: int | None = None):  # type: ignore[no-untyped-def]
+    def hook(step: int, fig: dict[str, float]) -> None:
+        losses[step] = fig["loss"]
+        if step == stop_at:
+            raise KeyboardInterrupt
+
+    return hook
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, float]:
+    losses: dict[int, float] = {}
+    run = tmp_path_factory.mktemp("full")
+    result = train(_cfg(data_root, "trainer.max_steps=14"), run, on_step=_recorder(losses))
+    assert result["step"] == 14 and result["epoch"] >= 1  # crossed an epoch end
+    return losses
+
+
+def test_resume_after_max_steps_repeats_losses_exactly(
+    data_root: Path, uninterrupted: dict[int, float], tmp_path: Path
+) -> None:
+    first: dict[int, float] = {}
+    train(_cfg(data_root, "trainer.max_steps=7"), tmp_path, on_step=_recorder(first))
+    second: dict[int, float] = {}
+    cfg = _cfg(data_root, "trainer.max_steps=14", f"resume={tmp_path}")
+    result = train(cfg, tmp_path / "new-hydra-dir", on_step=_recorder(second))
+    assert sorted(first) == list(range(1, 8)) and sorted(second) == list(range(8, 15))
+    assert {**first, **second} == uninterrupted  # exact float equality, step for step
+    assert result["run_dir"] == str(tmp_path)  # the resumed run continues in its directory
+
+
+def test_ctrl_c_saves_last_and_resume_continues_exactly(
+    data_root: Path, uninterrupted: dict[int, float], tmp_path: Path
+) -> None:
+    first: dict[int, float] = {}
+    with pytest.raises(KeyboardInterrupt):
+        train(_cfg(data_root, "trainer.max_steps=14"), tmp_path, on_step=_recorder(first, 9))
+    last = tmp_path / "checkpoints" / "last.pt"
+    raw = torch.load(last, weights_only=True)  # plain data and tensors only
+    assert raw["step"] == 9 and load_checkpoint(last)["step"] == 9
+    assert set(raw) >= {"optimizer", "scheduler", "scaler", "rng", "sampler", "tokenizer"}
+    second: dict[int, float] = {}
+    cfg = _cfg(data_root, "trainer.max_steps=14", f"resume={last}")
+    train(cfg, tmp_path / "y", on_step=_recorder(second))
+    assert sorted(second) == list(range(10, 15))
+    assert {**first, **second} == uninterrupted

@@ -1,0 +1,28 @@
+"""Train a model: ``python train.py [group=choice ...] [key=value ...]`` (configs/train.yaml)."""
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from attnmt.errors import AttnmtError
+from attnmt.training import train
+
+
+@hydra.main(config_path="configs", config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> float:
+    """Run one training job in Hydra's run directory; returns the best validation BLEU."""
+    try:
+        result = train(cfg, HydraConfig.get().runtime.output_dir)
+    except AttnmtError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: checkpoints/last.pt saved; continue with resume=auto", file=sys.stderr)
+        sys.exit(130)
+    return float(result["best_val_bleu"])
+
+
+if __name__ == "__main__":
+    main()
