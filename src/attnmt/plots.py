@@ -32,8 +32,11 @@ def attention_figure(
     src_tokens: list[str],
     tgt_tokens: list[str],
     title: str | None = None,
+    axis_labels: tuple[str, str] = ("source", "target"),
 ) -> Figure:
     """Heatmap of weights [T,S]: row t = target piece t, column s = source piece s.
+
+    ``axis_labels`` = (x label, y label); self-attention maps pass their own.
 
     Raises DataError when the token lists do not match the shape of ``weights``.
     """
@@ -50,8 +53,8 @@ def attention_figure(
     image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=max(1e-6, float(w.max(initial=0.0))))
     ax.set_xticks(range(n_src), labels=src_tokens, rotation=90, fontsize=8)
     ax.set_yticks(range(n_tgt), labels=tgt_tokens, fontsize=8)
-    ax.set_xlabel("source")
-    ax.set_ylabel("target")
+    ax.set_xlabel(axis_labels[0])
+    ax.set_ylabel(axis_labels[1])
     if title:
         ax.set_title(title, fontsize=9)
     if 0 < w.size <= ANNOTATE_MAX_CELLS:

@@ -13,15 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch.utils.data import DataLoader
 
 from attnmt.data.config import to_data_config
 from attnmt.data.corpora import prepare_corpus
-from attnmt.data.dataset import ParallelDataset, collate, filter_pairs
+from attnmt.data.dataset import ParallelDataset, filter_pairs, make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
-from attnmt.distributed import DistInfo
+from attnmt.distributed import DistInfo, barrier
 from attnmt.training_config import TrainerConfig
 from attnmt.validation import EvalSet, make_eval_set
 
@@ -46,20 +45,6 @@ class TrainingData:
         return make_eval_set(self.tokenizer, src, ref, self.max_len)
 
 
-def _loader(train: ParallelDataset, sampler: TokenBatchSampler) -> DataLoader:
-    """``num_workers=0`` (exact sampler position) and a private generator: creating a
-    DataLoader iterator draws a seed from its generator, and drawing it from the global
-    torch RNG would shift the dropout masks of a resumed run."""
-    return DataLoader(
-        train,
-        batch_sampler=sampler,
-        collate_fn=collate,
-        num_workers=0,
-        pin_memory=torch.cuda.is_available(),
-        generator=torch.Generator(),
-    )
-
-
 def build_data(
     data_cfg: Mapping[str, Any],
     tcfg: TrainerConfig,
@@ -69,6 +54,8 @@ def build_data(
 ) -> TrainingData:
     """Prepare the corpus and loaders; ``tokenizer_files`` (from a checkpoint) skip training."""
     dcfg = to_data_config(data_cfg)
+    if dist.enabled and not dist.is_main:
+        barrier()  # rank 0 fetches, prepares and trains the tokenizer; the others read its caches
     corpus = prepare_corpus(dcfg)
     if tokenizer_files is not None:
         tokenizer = Tokenizer.from_files_dict(tokenizer_files)
@@ -78,6 +65,8 @@ def build_data(
         tokenizer = load_or_train_tokenizer(
             train_src, train_tgt, dcfg.tokenizer, corpus.directory, log=log
         )
+    if dist.enabled and dist.is_main:
+        barrier()
     src_lines, tgt_lines = corpus.read("train")
     src_ids = tokenizer.encode_src(src_lines)
     tgt_ids = tokenizer.encode_tgt(tgt_lines)
@@ -101,7 +90,7 @@ def build_data(
         num_replicas=dist.world_size,
         rank=dist.rank,
     )
-    loader = _loader(train, sampler)
+    loader = make_loader(train, sampler)  # num_workers=0: exact sampler position
     valid_src, valid_ref = corpus.read("valid")
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))

@@ -220,7 +220,10 @@ def attention_images(
     panels += [(name, w, tgt_in, tgt_in) for name, w in _head_mean(maps, "self")]
     images = []
     for name, weights, cols, rows in panels:
-        fig = attention_figure(weights, cols, rows, title=f"{name} (valid #{index})")
+        labels = ("target (keys)", "target (queries)") if name.startswith("self") else None
+        fig = attention_figure(
+            weights, cols, rows, f"{name} (valid #{index})", labels or ("source", "target")
+        )
         images.append((name, figure_to_array(fig)))
     return images
 

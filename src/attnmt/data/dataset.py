@@ -116,6 +116,8 @@ def make_loader(
     Keep ``num_workers=0`` when resuming from ``sampler.state_dict()``: worker processes
     prefetch batch indices, so the sampler's count runs ahead of the consumed batches.
     Memory is pinned when CUDA is present so that ``batch.to(device)`` can overlap.
+    The loader has a private generator: starting an iterator draws a seed from it, and
+    drawing from the global torch RNG would shift the dropout masks of a resumed run.
     """
     return DataLoader(
         dataset,
@@ -123,4 +125,5 @@ def make_loader(
         collate_fn=collate,
         num_workers=num_workers,
         pin_memory=torch.cuda.is_available(),
+        generator=torch.Generator(),
     )
