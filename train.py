@@ -6,7 +6,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from attnmt.errors import AttnmtError
+from attnmt.cli import run_cli
 from attnmt.training import train
 
 
@@ -14,10 +14,7 @@ from attnmt.training import train
 def main(cfg: DictConfig) -> float:
     """Run one training job in Hydra's run directory; returns the best validation BLEU."""
     try:
-        result = train(cfg, HydraConfig.get().runtime.output_dir)
-    except AttnmtError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        result = run_cli(lambda: train(cfg, HydraConfig.get().runtime.output_dir))
     except KeyboardInterrupt:
         print("interrupted: checkpoints/last.pt saved; continue with resume=auto", file=sys.stderr)
         sys.exit(130)
