@@ -218,6 +218,29 @@ def test_beam_nbest_sorted_and_scores_match_model() -> None:
             assert h.score == pytest.approx(expected, abs=1e-4)
 
 
+@pytest.mark.parametrize("k", [9, 11, 13])
+def test_beam_as_wide_as_the_vocabulary_never_extends_eos(k: int) -> None:
+    # V = 13 with PAD and BOS banned: from k > V - 3 on, fewer than k non-EOS candidates
+    # exist at the first step, and the empty slots must stay dead, not revive EOS.
+    model, alpha = _tiny(eos_bias=1.0), 0.6
+    for src, hyps in zip(SOURCES, beam_search(model, make_batch(SOURCES), k, alpha, n_best=k)):
+        assert 1 <= len(hyps) <= k
+        assert len({tuple(h.tokens) for h in hyps}) == len(hyps)
+        for h in hyps:
+            assert EOS_ID not in h.tokens and math.isfinite(h.score)
+            steps = len(h.tokens) + int(h.finished)
+            expected = _seq_logprob(model, src, h.tokens, h.finished) / length_penalty(steps, alpha)
+            assert h.score == pytest.approx(expected, abs=1e-4)
+
+
+def test_beam_wider_than_the_markov_toy_finds_every_short_sequence() -> None:
+    # Only a and b are possible after BOS; k=10 must not pad the beam with EOS repeats.
+    (hyps,) = beam_search(MarkovToy(), make_batch([[7]]), beam_size=10, alpha=0.0, n_best=10)
+    assert all(EOS_ID not in h.tokens for h in hyps)
+    assert [B] in [h.tokens for h in hyps] and [A] in [h.tokens for h in hyps]
+    assert hyps[0].tokens == [B] and hyps[0].score == pytest.approx(math.log(0.36), abs=1e-6)
+
+
 def test_beam_is_at_least_as_good_as_greedy_without_penalty() -> None:
     model = _tiny(eos_bias=1.0)
     batch = make_batch(SOURCES)

@@ -180,16 +180,20 @@ def beam_search(
             finished[sent].append(
                 Hypothesis(tokens[row, 1:].tolist(), float(top_scores[g, r]) / lp, hist)
             )
-        # the k best non-EOS candidates continue: push EOS/dead ones to the back (stable)
-        order = ((is_eos | dead).long() * 2 * k + ranks[: top_idx.size(1)]).argsort(dim=1)[:, :k]
-        next_scores = top_scores.gather(1, order)  # [A,k]
+        # the k best non-EOS candidates continue: push EOS/dead ones to the back (stable);
+        # when fewer than k are left (k close to V), the slots they fill stay dead (-inf)
+        stop = is_eos | dead
+        order = (stop.long() * 2 * k + ranks[: top_idx.size(1)]).argsort(dim=1)[:, :k]
+        next_scores = top_scores.gather(1, order).masked_fill(stop.gather(1, order), -math.inf)
         rows = torch.arange(a_size, device=device).unsqueeze(1) * k + origin.gather(1, order)
         rows, next_tokens = rows.view(-1), token.gather(1, order).view(-1)  # [A·k]
         tokens = torch.cat([tokens.index_select(0, rows), next_tokens.unsqueeze(1)], dim=1)
         attn_hist = attn_hist.index_select(0, rows)
         keep: list[int] = []
+        live = ~torch.isinf(next_scores).all(dim=1)  # [A] a sentence with a beam left
+        live_cpu = live.tolist()
         for g, sent in enumerate(alive):
-            if len(finished[sent]) >= k:
+            if len(finished[sent]) >= k or not live_cpu[g]:
                 continue
             if step >= limits[sent]:  # length limit: the live beams end here, unfinished
                 for j in range(k):
