@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnmt.checkpoint import FORMAT, load_checkpoint
+from attnmt.checkpoint import FORMAT, load_checkpoint, resolve_checkpoint
 from attnmt.checkpointing import (
     CheckpointManager,
     latest_checkpoint,
@@ -104,3 +104,24 @@ def test_resume_targets(tmp_path: Path) -> None:
     assert run_dir_of(old / "checkpoints" / "last.pt") == old
     with pytest.raises(CheckpointError, match="resume="):
         resume_target(str(tmp_path / "nowhere"), tmp_path, current)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", '{"file": "best-5.pt"}', '[{"bleu": 3.0}]', "[1, 2]", '[{"file": 7}]'],
+)
+def test_malformed_best_json_falls_back_to_last(tmp_path: Path, text: str, caplog) -> None:  # type: ignore[no-untyped-def]
+    manager = CheckpointManager(tmp_path / "checkpoints")
+    manager.save_last(_payload(1))
+    (tmp_path / "checkpoints" / "best.json").write_text(text)
+    assert resolve_checkpoint(tmp_path) == tmp_path / "checkpoints" / "last.pt"
+    assert "best.json" in caplog.text
+
+
+def test_run_dir_resolves_to_the_best_listed_checkpoint_that_exists(tmp_path: Path) -> None:
+    ckpt = tmp_path / "checkpoints"
+    CheckpointManager(ckpt).save_last(_payload(1))
+    (ckpt / "best-9.pt").write_bytes((ckpt / "last.pt").read_bytes())
+    (ckpt / "best.json").write_text('[{"file": "best-12.pt"}, {"file": "best-9.pt"}]')
+    assert resolve_checkpoint(tmp_path) == ckpt / "best-9.pt"
+    assert resolve_checkpoint(ckpt) == ckpt / "best-9.pt"

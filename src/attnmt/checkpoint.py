@@ -21,6 +21,7 @@ Layout of a run directory: ``<run>/checkpoints/last.pt`` and ``best-<step>.pt`` 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -31,6 +32,7 @@ import torch
 
 from attnmt.errors import CheckpointError
 
+log = logging.getLogger(__name__)
 FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
@@ -82,6 +84,23 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return payload
 
 
+def _best_files(best: Path) -> list[str]:
+    """The checkpoint file names listed in ``best.json`` (best first); [] if absent or bad."""
+    if not best.is_file():
+        return []
+    try:
+        entries = json.loads(best.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        log.warning("ignoring unreadable %s (%s); falling back to last.pt", best, err)
+        return []
+    rows = entries if isinstance(entries, list) else []
+    names = [e.get("file") if isinstance(e, dict) else None for e in rows]
+    if not names or not all(isinstance(n, str) for n in names):
+        log.warning('ignoring %s: expected a list of {"file": ...} entries', best)
+        return []
+    return names
+
+
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint file as given, or for a run directory its best checkpoint (else last).
 
@@ -94,15 +113,10 @@ def resolve_checkpoint(path: str | Path) -> Path:
         raise CheckpointError(f"checkpoint or run directory not found: {path}")
     ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
     best = ckpt_dir / "best.json"
-    if best.is_file():
-        try:
-            entries = json.loads(best.read_text())
-        except json.JSONDecodeError:
-            entries = []
-        for entry in entries:
-            candidate = ckpt_dir / entry["file"]
-            if candidate.is_file():
-                return candidate
+    for name in _best_files(best):
+        candidate = ckpt_dir / name
+        if candidate.is_file():
+            return candidate
     last = ckpt_dir / "last.pt"
     if last.is_file():
         return last
