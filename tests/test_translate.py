@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from tiny_checkpoint import run_entry_point, shared_run
 
+from attnmt.cli import SIGPIPE_EXIT
 from attnmt.errors import DataError
 from attnmt.inference import load_translator
 from attnmt.translation import run
@@ -71,6 +73,18 @@ def test_interactive_prompt_goes_to_stderr(ckpt: Path, capsys: pytest.CaptureFix
     assert capsys.readouterr().err.count("> ") == 3  # two lines, then end of input
 
 
+def test_a_terminal_on_stdin_gets_the_prompt(ckpt: Path, capsys: pytest.CaptureFixture) -> None:
+    # interactive=None (the default) detects the terminal; Ctrl-D (\x04) ends the input
+    master, slave = os.openpty()
+    os.write(master, b"a b c\n\x04")
+    out = io.BytesIO()
+    with open(slave, "rb") as tty:
+        run({"ckpt": str(ckpt), "beam": 1}, tty, out)
+    os.close(master)
+    assert out.getvalue().decode().split("\n")[:-1] == _translate(ckpt, ["a b c"], beam=1)
+    assert "type a sentence" in capsys.readouterr().err
+
+
 def test_pipe_subprocess(ckpt: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "translate.py", f"ckpt={ckpt}", "beam=2", "device=cpu"],
@@ -85,6 +99,26 @@ def test_pipe_subprocess(ckpt: Path, tmp_path: Path) -> None:
         LINES, beam_size=2
     )
     assert "translated 7 lines" in done.stderr
+
+
+def test_closed_stdout_ends_quietly(ckpt: Path, tmp_path: Path) -> None:
+    # like `translate.py ... | head -0`: the reader is gone before the first line is written
+    source = tmp_path / "in.txt"
+    source.write_text("a b c\n" * 50)
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen(
+            [sys.executable, "translate.py", f"ckpt={ckpt}", "beam=1", "device=cpu"],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=300)
+    assert proc.returncode == SIGPIPE_EXIT, err
+    assert "Traceback" not in err and "Exception ignored" not in err
 
 
 def test_missing_checkpoint_no_traceback(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]

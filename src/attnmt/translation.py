@@ -33,7 +33,7 @@ class TranslateSettings:
     max_len_a: float = 1.5
     max_len_b: int = 10
     batch_tokens: int = 4000
-    chunk_lines: int = 0
+    chunk_lines: int = 500
     device: str = "auto"
     interactive: bool | None = None  # None: when stdin is a terminal
 
