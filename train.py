@@ -7,7 +7,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from attnmt.cli import run_cli
-from attnmt.training import train
+from attnmt.training import TrainingInterrupted, train
 
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")
@@ -15,8 +15,11 @@ def main(cfg: DictConfig) -> float:
     """Run one training job in Hydra's run directory; returns the best validation BLEU."""
     try:
         result = run_cli(lambda: train(cfg, HydraConfig.get().runtime.output_dir))
+    except TrainingInterrupted as err:
+        print(err.message(), file=sys.stderr)
+        sys.exit(130)
     except KeyboardInterrupt:
-        print("interrupted: checkpoints/last.pt saved; continue with resume=auto", file=sys.stderr)
+        print("interrupted before training started; nothing was saved", file=sys.stderr)
         sys.exit(130)
     return float(result["best_val_bleu"])
 

@@ -217,6 +217,13 @@ def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: 
         (["device=gpu"], ["device", "auto, cpu, cuda"]),
         (["model=rnn_luong", "model.attention.score=dott"], ["model.attention.score", "dot"]),
         (["trainer.lr=-1"], ["trainer.lr"]),
+        (["trainer.log_every_steps=0"], ["trainer.log_every_steps must be > 0"]),
+        (["trainer.test_beam_size=0"], ["trainer.test_beam_size must be > 0"]),
+        (["trainer.val_every_steps=-5"], ["trainer.val_every_steps must be >= 0"]),
+        (["trainer.early_stopping_patience=-1"], ["trainer.early_stopping_patience"]),
+        (["trainer.max_len_a=-1"], ["trainer.max_len_a must be >= 0"]),
+        (["trainer.betas=[0.9,1.5]"], ["trainer.betas"]),
+        (["trainer.plateau_factor=1.0"], ["trainer.plateau_factor"]),
         (["model=transformer_tiny", "model.n_heads=3"], ["model.n_heads"]),
     ],
 )

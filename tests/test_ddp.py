@@ -32,7 +32,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_config(root: Path, accum_steps: int) -> dict[str, Any]:
+def run_config(root: Path, accum_steps: int, *extra: str) -> dict[str, Any]:
     overrides = [
         "data=toy_reverse",
         f"data.root={root}",
@@ -59,6 +59,7 @@ def run_config(root: Path, accum_steps: int) -> dict[str, Any]:
         "trainer.time_budget_min=0",
         "trainer.test=false",
         "trainer.progress_bar=false",
+        *extra,
     ]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
@@ -142,6 +143,40 @@ def test_two_ranks_match_one_process_with_the_combined_batch(
     assert ckpt["step"] == STEPS
     for k, v in r0["params"].items():
         assert torch.equal(ckpt["model"][k], v), k
+
+
+def spawn_ranks(cfg: dict[str, Any], run_dir: Path, out_dir: Path) -> list[dict[str, Any]]:
+    """Train on WORLD spawned gloo ranks; each rank's dump (params, steps, result)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    mp.spawn(rank_worker, args=(free_port(), cfg, str(run_dir), str(out_dir)), nprocs=WORLD)
+    return [torch.load(out_dir / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
+
+
+@pytest.mark.slow
+def test_two_ranks_with_dropout_resume_exactly_and_draw_their_own_masks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in TORCHRUN_VARS:
+        monkeypatch.delenv(var, raising=False)
+    root, run = tmp_path / "data", tmp_path / "run"
+    dropout = ("model.dropout=0.3", "seed=11")
+    train_and_dump(run_config(root, 1, *dropout), tmp_path / "prep", tmp_path / "prep.pt")
+    full = spawn_ranks(
+        run_config(root, 1, *dropout, "trainer.max_steps=6"), tmp_path / "full", tmp_path / "a"
+    )
+    spawn_ranks(run_config(root, 1, *dropout, "trainer.max_steps=3"), run, tmp_path / "b")
+    ckpt = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert ckpt["step"] == 3 and len(ckpt["rng_ranks"]) == WORLD
+    assert not torch.equal(ckpt["rng_ranks"][0]["torch"], ckpt["rng_ranks"][1]["torch"])
+    resumed = spawn_ranks(
+        run_config(root, 1, *dropout, "trainer.max_steps=6", f"resume={run}"), run, tmp_path / "c"
+    )
+    for rank in range(WORLD):  # every rank's losses of steps 4..6 repeat, bit for bit
+        assert [f["loss"] for f in resumed[rank]["steps"]] == [
+            f["loss"] for f in full[rank]["steps"][3:]
+        ]
+    for k, v in full[0]["params"].items():
+        assert torch.equal(resumed[0]["params"][k], v), k
 
 
 @pytest.mark.slow

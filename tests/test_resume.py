@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,9 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from attnmt import training
 from attnmt.checkpoint import load_checkpoint
-from attnmt.training import train
+from attnmt.training import TrainingInterrupted, train
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -50,10 +52,12 @@ def _cfg(data_root: Path, *overrides: str) -> DictConfig:
 
 
 def _recorder(losses: dict[int, float], stop_at: int | None = None):  # type: ignore[no-untyped-def]
+    """Record each step's loss; at ``stop_at`` press Ctrl-C (a real SIGINT)."""
+
     def hook(step: int, fig: dict[str, float]) -> None:
         losses[step] = fig["loss"]
         if step == stop_at:
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)
 
     return hook
 
@@ -89,9 +93,12 @@ def test_ctrl_c_saves_last_and_resume_continues_exactly(
     data_root: Path, uninterrupted: dict[int, float], tmp_path: Path
 ) -> None:
     first: dict[int, float] = {}
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(TrainingInterrupted) as err:
         train(_cfg(data_root, "trainer.max_steps=14"), tmp_path, on_step=_recorder(first, 9))
+    assert sorted(first) == list(range(1, 10))  # the SIGINT let step 9 finish, no more
     last = tmp_path / "checkpoints" / "last.pt"
+    assert err.value.saved and err.value.checkpoint == last
+    assert f"resume={tmp_path}" in err.value.message()
     raw = torch.load(last, weights_only=True)  # plain data and tensors only
     assert raw["step"] == 9 and load_checkpoint(last)["step"] == 9
     assert set(raw) >= {"optimizer", "scheduler", "scaler", "rng", "sampler", "tokenizer"}
@@ -100,3 +107,28 @@ def test_ctrl_c_saves_last_and_resume_continues_exactly(
     train(cfg, tmp_path / "y", on_step=_recorder(second))
     assert sorted(second) == list(range(10, 15))
     assert {**first, **second} == uninterrupted
+
+
+def test_second_ctrl_c_inside_an_update_keeps_the_last_checkpoint(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two SIGINTs in the middle of an update (accum_steps=2, so the 15th micro-batch is in
+    # update 8 or 9): the second aborts at once; last.pt stays the last validation's
+    calls = {"n": 0}
+    original = training.label_smoothed_nll
+
+    def loss_then_ctrl_c_twice(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 15:
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(training, "label_smoothed_nll", loss_then_ctrl_c_twice)
+    with pytest.raises(TrainingInterrupted) as err:
+        train(_cfg(data_root, "trainer.max_steps=14"), tmp_path)
+    assert not err.value.saved and 7 <= err.value.step <= 8  # updates done before the abort
+    assert "interrupted update is lost" in err.value.message()
+    kept = load_checkpoint(tmp_path / "checkpoints" / "last.pt")  # a validation's, untouched
+    assert kept["step"] == kept["trainer_state"]["val_step"] <= err.value.step
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
@@ -184,6 +185,24 @@ def broadcast_object(obj: T, src: int = 0) -> T:
     box = [obj]
     dist.broadcast_object_list(box, src=src, device=_comm_device())
     return box[0]
+
+
+def gather_object(obj: T, info: DistInfo) -> list[T] | None:
+    """Every rank's ``obj`` (a list in rank order) on rank 0, None elsewhere; ``[obj]``
+    when single. Every rank must call it."""
+    if not info.enabled:
+        return [obj]
+    box: list[Any] | None = [None] * info.world_size if info.is_main else None
+    dist.gather_object(obj, box, dst=0)
+    return box
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of rank ``rank``'s own random streams (dropout): ``seed`` on rank 0, a
+    distinct value derived from (seed, rank) elsewhere, so ranks draw different masks."""
+    if rank == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
 
 
 def barrier() -> None:

@@ -34,6 +34,7 @@ from attnmt.checkpointing import (
     seed_everything,
 )
 from attnmt.config import validate_config
+from attnmt.interrupt import StopFlag
 from attnmt.logging_tb import TBLogger, flatten_params
 from attnmt.loss import label_smoothed_nll
 from attnmt.models.registry import build_model
@@ -96,14 +97,19 @@ class Trainer:
             _plain(cfg),
         )
         if payload:
-            restore(self.parts, payload, self.state)
+            restore(self.parts, payload, self.state, self.dist.rank)
             log.info("resumed from %s at step %d (run dir %s)", ckpt_path, self.step, self.run_dir)
+        elif self.dist.rank > 0:  # the model is built alike everywhere; dropout differs per rank
+            seed_everything(ddp.rank_seed(int(cfg.seed), self.dist.rank))
         self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
         main = self.dist.is_main
         purge = self.step + 1 if payload else None
         self.tb = TBLogger(self.run_dir / "tensorboard", enabled=main, purge_step=purge)
         self.ckpts = CheckpointManager(self.run_dir / "checkpoints", self.tcfg.keep_best)
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
+        self.stop_flag = StopFlag()
+        self.mid_update = False  # True from the first backward until the step is recorded
         n_params = sum(p.numel() for p in self.model.parameters())
         log.info(
             "model %s: %.2fM parameters on %s, precision %s, %d rank(s)",
@@ -122,9 +128,15 @@ class Trainer:
 
     def payload(self, metrics: dict[str, float]) -> dict[str, Any]:
         """Everything needed to evaluate or resume (see attnmt.checkpoint's format)."""
-        return make_payload(self.parts, self.state, self.resume_point, metrics)
+        return make_payload(self.parts, self.state, self.resume_point, metrics, self.rng_ranks)
+
+    def gather_rngs(self) -> None:
+        """Collect every rank's RNG snapshot for the next checkpoint (all ranks call it)."""
+        self.rng_ranks = ddp.gather_object(self.resume_point[1], self.dist)
 
     def save_last(self, metrics: dict[str, float] | None = None) -> None:
+        """Write checkpoints/last.pt on rank 0 (every rank calls it)."""
+        self.gather_rngs()
         if self.dist.is_main:
             self.ckpts.save_last(self.payload(metrics or {}))
 
@@ -139,6 +151,7 @@ class Trainer:
         scale = ddp.loss_scale(n_global, self.dist)
         sums = torch.zeros(3, dtype=torch.float64)
         self.net.train()
+        self.mid_update = True
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             with ddp.no_sync(self.net, sync=i == len(batches) - 1):
@@ -158,6 +171,7 @@ class Trainer:
         ddp.all_reduce_sum(sums)
         self.state["step"] = step
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        self.mid_update = False
         tokens = max(float(sums[2]), 1.0)
         return {
             "loss": float(sums[0]) / tokens,
@@ -173,6 +187,7 @@ class Trainer:
     def validate(self) -> dict[str, float]:
         """Rank 0 validates, logs and checkpoints; every rank gets the figures."""
         figures: dict[str, float] = {}
+        self.gather_rngs()
         if self.dist.is_main:
             figures = self._validate_main()
         figures = ddp.broadcast_object(figures)
@@ -215,16 +230,24 @@ class Trainer:
 
     # ---- the loop ------------------------------------------------------------------------
 
-    def _stop_reason(self, started: float) -> str | None:
+    def _stop_reason(self, started: float | None) -> str | None:
+        """Why training stops now, or None; ``started=None`` (before the first update of
+        this process) leaves the time budget out."""
         t = self.tcfg
         reason = None
-        if t.max_steps and self.step >= t.max_steps:
+        if self.stop_flag.requested:
+            reason = "interrupted"
+        elif t.max_steps and self.step >= t.max_steps:
             reason = "max_steps"
         elif t.max_epochs and self.data.sampler.epoch >= t.max_epochs:
             reason = "max_epochs"
         elif t.early_stopping_patience and self.state["bad_vals"] >= t.early_stopping_patience:
             reason = "early_stopping"
-        elif t.time_budget_min and time.monotonic() - started > 60 * t.time_budget_min:
+        elif (
+            started is not None
+            and t.time_budget_min
+            and (time.monotonic() - started > 60 * t.time_budget_min)
+        ):
             reason = "time_budget"
         return ddp.broadcast_object(reason) if self.dist.enabled else reason
 
@@ -235,7 +258,7 @@ class Trainer:
         bar = tqdm(total=t.max_steps or None, initial=self.step, disable=not show, unit="step")
         meter = TrainMeter()
         batches = iter(self.data.loader)
-        reason = self._stop_reason(started)
+        reason = self._stop_reason(None)
         while reason is None:
             group, epoch_ended = [], False
             while len(group) < t.accum_steps and not epoch_ended:
@@ -253,7 +276,8 @@ class Trainer:
                     self.validate()
             if epoch_ended:
                 log.info("epoch %d done at step %d", self.data.sampler.epoch, self.step)
-                if t.val_every_epoch and self.state["val_step"] != self.step:
+                at_epochs = t.val_every_epoch or not t.val_every_steps
+                if at_epochs and self.state["val_step"] != self.step:
                     self.validate()
             reason = self._stop_reason(started)
         bar.close()
@@ -269,14 +293,22 @@ class Trainer:
             meter.reset()
 
     def run(self) -> dict[str, Any]:
+        """Fit, validate the final step, decode the test split; the run's figures.
+
+        The first Ctrl-C during training stops after the current update; then (or on a
+        KeyboardInterrupt outside an update, e.g. during validation) ``last.pt`` is saved
+        and :class:`TrainingInterrupted` raised. A second Ctrl-C inside an update aborts
+        without saving, since weights and position would disagree.
+        """
         try:
-            reason = self.fit()
+            with self.stop_flag:
+                reason = self.fit()
+            if reason == "interrupted":
+                raise KeyboardInterrupt
+            if self.state["val_step"] != self.step and self.step > 0:
+                self.validate()  # also rewrites last.pt at the final step
         except KeyboardInterrupt:
-            log.warning("interrupted at step %d; saving %s", self.step, self.ckpts.last_path)
-            self.save_last()
-            raise
-        if self.state["val_step"] != self.step and self.step > 0:
-            self.validate()  # also rewrites last.pt at the final step
+            raise self._interrupted() from None
         result: dict[str, Any] = {
             "step": self.step,
             "epoch": self.data.sampler.epoch,
@@ -309,8 +341,35 @@ class Trainer:
         ddp.barrier()
         return result
 
+    def _interrupted(self) -> TrainingInterrupted:
+        """Save last.pt unless interrupted inside an update; the exception to raise."""
+        if self.mid_update:
+            log.warning("aborted inside update %d: last.pt is left as it was", self.step + 1)
+            path = self.ckpts.last_path if self.ckpts.last_path.is_file() else None
+            return TrainingInterrupted(self.step, path, saved=False)
+        log.warning("interrupted at step %d; saving %s", self.step, self.ckpts.last_path)
+        self.save_last()
+        return TrainingInterrupted(self.step, self.ckpts.last_path, saved=True)
+
     def close(self) -> None:
         self.tb.close()
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended training; ``checkpoint`` is what ``resume=`` continues from (or None)."""
+
+    def __init__(self, step: int, checkpoint: Path | None, saved: bool) -> None:
+        super().__init__(step, checkpoint)
+        self.step, self.checkpoint, self.saved = step, checkpoint, saved
+
+    def message(self) -> str:
+        if self.checkpoint is None:
+            return f"interrupted at step {self.step} before any checkpoint was written"
+        what = "saved" if self.saved else "kept (the interrupted update is lost)"
+        return (
+            f"interrupted at step {self.step}: {self.checkpoint} {what}; "
+            f"continue with resume={self.checkpoint.parent.parent}"
+        )
 
 
 def _plain(cfg: Any) -> dict[str, Any]:

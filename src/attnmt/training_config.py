@@ -43,7 +43,7 @@ class TrainerConfig:
     early_stopping_patience: int = 5  # validations without a BLEU gain; 0 disables
     # validation
     val_every_steps: int = 100  # 0 = only at the end of each epoch
-    val_every_epoch: bool = False
+    val_every_epoch: bool = False  # also validate at the end of each epoch
     val_subset: int = 200  # first N valid pairs; 0 = the whole split
     val_max_tokens: int = 8192
     val_beam_size: int = 1  # 1 = batched greedy search
@@ -77,11 +77,37 @@ class TrainerConfig:
 
     def check(self, prefix: str = "trainer") -> None:
         """Value checks that types cannot express."""
-        positive = ("lr", "max_tokens", "accum_steps", "val_max_tokens", "val_beam_size")
+        positive = (
+            "lr",
+            "eps",
+            "max_tokens",
+            "accum_steps",
+            "val_max_tokens",
+            "val_beam_size",
+            "test_beam_size",
+            "log_every_steps",
+            "plateau_patience",
+        )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{prefix}.{name} must be > 0, got {getattr(self, name)}")
-        non_negative = ("warmup_steps", "max_steps", "max_epochs", "time_budget_min", "keep_best")
+        non_negative = (
+            "weight_decay",
+            "warmup_steps",
+            "min_lr",
+            "clip_grad_norm",
+            "max_steps",
+            "max_epochs",
+            "time_budget_min",
+            "early_stopping_patience",
+            "val_every_steps",
+            "val_subset",
+            "max_len_a",
+            "max_len_b",
+            "num_heatmaps",
+            "num_samples",
+            "keep_best",
+        )
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{prefix}.{name} must be >= 0, got {getattr(self, name)}")
@@ -101,8 +127,12 @@ class TrainerConfig:
                 raise ConfigError(
                     f"{prefix}.{name}={getattr(self, name)!r} is not one of {', '.join(choices)}"
                 )
-        if len(self.betas) != 2:
-            raise ConfigError(f"{prefix}.betas must be two numbers, got {self.betas}")
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ConfigError(f"{prefix}.betas must be two numbers in [0, 1), got {self.betas}")
+        if not 0.0 < self.plateau_factor < 1.0:
+            raise ConfigError(
+                f"{prefix}.plateau_factor must be in (0, 1), got {self.plateau_factor}"
+            )
 
 
 def _is_num(value: Any) -> bool:

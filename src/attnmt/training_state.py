@@ -2,8 +2,8 @@
 
 Everything is tensors and plain data, so ``torch.load(weights_only=True)`` reads it back.
 ``resume_point`` is the (sampler state, RNG state) captured right after the last
-completed update, so a checkpoint written on Ctrl-C in the middle of an update still
-resumes exactly at that update's end.
+completed update; checkpoints are only written between updates (attnmt.interrupt), so
+weights and position always agree.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import torch
 from torch import nn
 
 from attnmt.checkpoint import FORMAT
-from attnmt.checkpointing import set_rng_state
+from attnmt.checkpointing import seed_everything, set_rng_state
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer
+from attnmt.distributed import rank_seed
 from attnmt.optim import Schedule
 
 
@@ -40,10 +41,14 @@ def make_payload(
     state: dict[str, Any],
     resume_point: tuple[dict[str, int], dict[str, Any]],
     metrics: dict[str, float],
+    rng_ranks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The checkpoint dict: model + every piece of training state (``state["step"]`` …)."""
+    """The checkpoint dict: model + every piece of training state (``state["step"]`` …).
+
+    ``rng`` is this (rank 0's) RNG snapshot; under DDP ``rng_ranks`` holds every rank's.
+    """
     sampler_state, rng = resume_point
-    return {
+    payload = {
         "format": FORMAT,
         "model_name": getattr(parts.model, "name", ""),
         "model_config": dict(parts.model_config),
@@ -61,14 +66,28 @@ def make_payload(
         "sampler": dict(sampler_state),
         "trainer_state": dict(state),
     }
+    if rng_ranks is not None and len(rng_ranks) > 1:
+        payload["rng_ranks"] = list(rng_ranks)
+    return payload
 
 
-def restore(parts: TrainingParts, payload: dict[str, Any], state: dict[str, Any]) -> None:
-    """Load a payload into ``parts`` and ``state``; the RNGs last (after model building)."""
+def restore(
+    parts: TrainingParts, payload: dict[str, Any], state: dict[str, Any], rank: int = 0
+) -> None:
+    """Load a payload into ``parts`` and ``state``; the RNGs last (after model building).
+
+    Rank r takes its own RNG snapshot when the checkpoint has one (same world size);
+    otherwise rank 0's, reseeded per rank so that ranks > 0 still draw their own masks.
+    """
     parts.model.load_state_dict(payload["model"])
     parts.optimizer.load_state_dict(payload["optimizer"])
     parts.schedule.load_state_dict(payload["scheduler"])
     parts.scaler.load_state_dict(payload["scaler"])
     parts.sampler.load_state_dict(payload["sampler"])
     state.update(payload.get("trainer_state", {"step": payload["step"]}))
-    set_rng_state(payload["rng"])
+    ranks = payload.get("rng_ranks") or [payload["rng"]]
+    if rank < len(ranks):
+        set_rng_state(ranks[rank])
+    else:
+        set_rng_state(payload["rng"])
+        seed_everything(rank_seed(int(payload["step"]), rank))
