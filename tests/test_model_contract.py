@@ -8,7 +8,6 @@ config round trips.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -262,7 +261,6 @@ def _overfit(model: Seq2Seq, batch: Batch, steps: int, lr: float) -> Callable[[]
 def test_overfits_a_tiny_batch(name: str) -> None:
     model = build_model(tiny_config(name), VOCAB, VOCAB, True)
     batch = padded_batch()
-    start = time.perf_counter()
     with torch.no_grad():
         initial = F.cross_entropy(
             model.eval()(batch).reshape(-1, VOCAB), batch.tgt_out.reshape(-1), ignore_index=PAD_ID
@@ -274,4 +272,3 @@ def test_overfits_a_tiny_batch(name: str) -> None:
     assert final_loss < 0.05 < initial, (initial, final_loss)
     valid = valid_steps(batch)
     assert torch.equal(greedy[valid], batch.tgt_out[valid])
-    assert time.perf_counter() - start < 20

@@ -55,6 +55,40 @@ def test_every_scorer_and_mode_padding_invariant(name: str, score: str, mode: st
             torch.testing.assert_close(logits[i, : alone.size(0)], alone, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize(("name", "score", "mode"), COMBOS)
+def test_every_scorer_and_mode_normalised_causal_and_cached(
+    name: str, score: str, mode: str
+) -> None:
+    model = tiny(name, score=score, mode=mode)
+    batch = make_batch(SRC, TGT)
+    valid = batch.tgt_out.ne(0)  # real target steps [B,T]
+    with torch.no_grad():
+        logits = model(batch)
+        cross = model.attention(batch)["cross"]  # [B,T,S]
+        sums = cross.sum(-1)[valid]
+        if mode == "local_p":  # Luong's Gaussian re-weighting: a_t = align * exp(...) <= align
+            assert sums.gt(0).all() and sums.le(1 + 1e-6).all()
+        else:
+            torch.testing.assert_close(sums, torch.ones_like(sums))
+        # causality: changing target input k leaves the logits of steps < k unchanged
+        changed = make_batch(SRC, TGT)
+        changed.tgt_input[:, 2] = (changed.tgt_input[:, 2] + 3) % V
+        assert torch.equal(model(changed)[:, :2], logits[:, :2])
+        # step-by-step decoding with the state == teacher forcing
+        expected = F.log_softmax(logits, dim=-1)
+        state = model.init_state(model.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+        for t in range(batch.tgt_input.size(1)):
+            log_probs, state, attn = model.decode_step(state, batch.tgt_input[:, t])
+            torch.testing.assert_close(log_probs, expected[:, t], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(attn, cross[:, t], atol=1e-6, rtol=1e-5)
+    # training mode (dropout, Gumbel noise for hard): finite gradients for every parameter
+    model.train()
+    loss = F.cross_entropy(model(batch).reshape(-1, V), batch.tgt_out.reshape(-1), ignore_index=0)
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad and p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_forward_equals_step_by_step_decoding(name: str, cell: str) -> None:

@@ -4,7 +4,8 @@ Each class defines a dataclass ``Config`` (its config schema: unknown keys and w
 types are rejected) and ``from_config(cfg, src_vocab_size, tgt_vocab_size, shared_vocab)``.
 Checkpoints store the registry name and the config dict, never an import path.
 Presets (``transformer_base`` …) are config files under ``configs/model/`` whose
-``name`` is one of these.
+``name`` is one of these. To add a model, add one line to ``MODELS``; a name used twice
+is a repeated dict key, which ruff rejects (F601, run by tests/test_lint.py).
 """
 
 from __future__ import annotations
