@@ -9,6 +9,8 @@
     Transformer training step (explicit path forced by patching ``scaled_dot_attention``);
 (c) ``decode``: greedy decoding with the incremental state (``decode_step``, K/V cache)
     vs re-running the teacher-forced decoder on the whole prefix each step;
+(e) ``kernels``: attnmt's CPU dropout (4 masks per 64-bit random word) vs ``F.dropout``,
+    and the closed-form-gradient smoothed cross-entropy vs ``F.cross_entropy``;
 (d) memory:     ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak growth of
     the process RSS during a variant's first (untimed) calls, which allocate the optimizer
     state (sampled from /proc/self/statm; freed heap is returned with malloc_trim first;
@@ -307,15 +309,66 @@ def bench_decode(args: argparse.Namespace, device: torch.device) -> list[Row]:
     return rows
 
 
+# ---------------------------------------------------------------- (e) dropout and loss kernels
+
+
+def bench_kernels(args: argparse.Namespace, device: torch.device) -> list[Row]:
+    """(e) forward + backward of attnmt's CPU dropout vs ``F.dropout`` on [tokens, 1024]
+    (the FFN hidden size of the default Transformer), and of the closed-form-gradient
+    smoothed cross-entropy vs ``F.cross_entropy(label_smoothing=0.1)`` on [tokens, V]."""
+    import torch.nn.functional as F
+
+    from attnmt.loss import label_smoothed_nll
+    from attnmt.models.dropout import dropout
+
+    g = torch.Generator().manual_seed(0)
+    n = args.batch_tokens
+    x = torch.randn(n, 1024, generator=g).to(device).requires_grad_()
+    logits = torch.randn(1, n, args.vocab, generator=g).to(device).requires_grad_()
+    target = torch.randint(4, args.vocab, (1, n), generator=g).to(device)
+
+    def drop(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        fn(x).sum().backward()
+
+    def loss(fn: Callable[[], torch.Tensor]) -> None:
+        fn().backward()
+
+    def torch_ce() -> torch.Tensor:
+        return F.cross_entropy(
+            logits[0], target[0], ignore_index=0, label_smoothing=0.1, reduction="sum"
+        )
+
+    shape = f"{n}x1024 p=0.1"
+    variants = {
+        "torch": functools.partial(drop, lambda t: F.dropout(t, 0.1, True)),
+        "attnmt": functools.partial(drop, lambda t: dropout(t, 0.1, True)),
+    }
+    rows = compare({"bench": "dropout", "model": shape}, variants, device, args)
+    variants = {
+        "torch": functools.partial(loss, torch_ce),
+        "attnmt": functools.partial(loss, lambda: label_smoothed_nll(logits, target, 0.1).loss),
+    }
+    shape = f"{n}x{args.vocab} eps=0.1"
+    return rows + compare({"bench": "loss", "model": shape}, variants, device, args)
+
+
 # ---------------------------------------------------------------- driver
 
-BASELINES = {"train": "fp32", "sdpa_op": "explicit", "sdpa_train": "explicit", "decode": "uncached"}
+BASELINES = {
+    "train": "fp32",
+    "sdpa_op": "explicit",
+    "sdpa_train": "explicit",
+    "decode": "uncached",
+    "dropout": "torch",
+    "loss": "torch",
+}
 """The variant each bench's ``speedup`` is relative to."""
 
 BENCHES: dict[str, Callable[[argparse.Namespace, torch.device], list[Row]]] = {
     "train": bench_train,
     "sdpa": bench_sdpa,
     "decode": bench_decode,
+    "kernels": bench_kernels,
 }
 
 

@@ -17,7 +17,7 @@ def test_hand_computed_value() -> None:
     logits = torch.tensor([[[0.0, math.log(2.0), 0.0]]])
     target = torch.tensor([[1]])
     eps = 0.3
-    out = label_smoothed_nll(logits, target, smoothing=eps, pad_id=-100)
+    out = label_smoothed_nll(logits, target, smoothing=eps, pad_id=-100, count_correct=True)
     nll = math.log(2.0)  # -log 1/2
     smooth = (math.log(4.0) + math.log(2.0) + math.log(4.0)) / 3  # mean_j -log p_j
     assert out.nll.item() == pytest.approx(nll, abs=1e-6)
@@ -67,3 +67,37 @@ def test_gradient_flows_and_bf16_logits_are_upcast() -> None:
     out.loss.backward()
     assert logits.grad is not None and logits.grad[0, 1].abs().sum() == 0  # pad: no gradient
     assert logits.grad[0, 0].abs().sum() > 0
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_closed_form_gradient_equals_autograd_of_torch_cross_entropy(eps: float) -> None:
+    torch.manual_seed(2)
+    logits = torch.randn(3, 6, 13, dtype=torch.float64)
+    target = torch.randint(4, 13, (3, 6))
+    target[1, 2:] = PAD_ID
+    target[2, 5] = PAD_ID
+    mine = logits.clone().requires_grad_()
+    out = label_smoothed_nll(mine, target, smoothing=eps)
+    (0.5 * out.loss).backward()
+    ref = logits.clone().requires_grad_()
+    ref_loss = F.cross_entropy(
+        ref.reshape(-1, 13),
+        target.reshape(-1),
+        ignore_index=PAD_ID,
+        label_smoothing=eps,
+        reduction="sum",
+    )
+    (0.5 * ref_loss).backward()
+    assert out.loss.item() == pytest.approx(ref_loss.item(), rel=1e-6)
+    assert mine.grad is not None and ref.grad is not None
+    torch.testing.assert_close(mine.grad, ref.grad, atol=1e-6, rtol=1e-5)
+    assert out.n_correct is None  # only counted when asked for
+
+
+def test_gradcheck() -> None:
+    torch.manual_seed(3)
+    logits = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([[4, 2, PAD_ID], [3, 4, 1]])
+    assert torch.autograd.gradcheck(
+        lambda z: label_smoothed_nll(z, target, smoothing=0.2).loss, (logits,)
+    )

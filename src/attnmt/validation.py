@@ -121,7 +121,7 @@ def evaluate_loss(
         batch = batch.to(device)
         with precision.autocast():
             logits = model(batch)
-        out = label_smoothed_nll(logits, batch.tgt_out, 0.0)
+        out = label_smoothed_nll(logits, batch.tgt_out, 0.0, count_correct=True)
         nll += float(out.nll)
         tokens += out.n_tokens
         correct += out.n_correct

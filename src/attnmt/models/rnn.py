@@ -30,6 +30,7 @@ from attnmt import PAD_ID
 from attnmt.errors import ConfigError
 from attnmt.models.attention import Attention
 from attnmt.models.base import Seq2Seq, State
+from attnmt.models.dropout import Dropout
 from attnmt.models.rnn_config import (
     AttentionConfig,
     BahdanauConfig,
@@ -59,7 +60,7 @@ class RNNSeq2Seq(Seq2Seq):
             if share
             else nn.Embedding(tgt_vocab_size, cfg.emb_dim, padding_idx=PAD_ID)
         )
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.encoder = RNNEncoder(
             cfg.cell, cfg.emb_dim, cfg.hidden_size, cfg.enc_layers, cfg.bidirectional, cfg.dropout
         )

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from attnmt import PAD_ID
 from attnmt.errors import ConfigError
 from attnmt.models.base import Seq2Seq, State
+from attnmt.models.dropout import Dropout
 from attnmt.models.positional import POSITIONS
 from attnmt.models.transformer_layers import ACTIVATIONS, NORM_FIRST, DecoderLayer, EncoderLayer
 
@@ -105,7 +106,7 @@ class Transformer(Seq2Seq):
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d, padding_idx=PAD_ID)
         self.src_embed = self.tgt_embed if share else nn.Embedding(src_vocab_size, d, PAD_ID)
         self.positions = POSITIONS[config.positions](d, config.max_positions)
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = Dropout(config.dropout)
         layer_args = (
             d,
             config.n_heads,

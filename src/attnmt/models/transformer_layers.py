@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from attnmt.models.dropout import Dropout
 from attnmt.models.multihead import MultiHeadAttention
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
@@ -29,7 +30,7 @@ class FeedForward(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(d_model, d_ff),
             ACTIVATIONS[activation](),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(d_ff, d_model),
         )
 
@@ -43,7 +44,7 @@ class _Layer(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str, norm: str):
         super().__init__()
         self.norm_first = NORM_FIRST[norm]
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout)
         self.ffn_norm = nn.LayerNorm(d_model)
 
