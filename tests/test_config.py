@@ -217,6 +217,8 @@ def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: 
         (["device=gpu"], ["device", "auto, cpu, cuda"]),
         (["model=rnn_luong", "model.attention.score=dott"], ["model.attention.score", "dot"]),
         (["trainer.lr=-1"], ["trainer.lr"]),
+        (["data.tokenizer.normalization=nfd"], ["tokenizer.normalization", "nmt_nfkc"]),
+        (["data.tokenizer.character_coverage=1.5"], ["character_coverage=1.5", "(0, 1]"]),
         (["trainer.log_every_steps=0"], ["trainer.log_every_steps must be > 0"]),
         (["trainer.test_beam_size=0"], ["trainer.test_beam_size must be > 0"]),
         (["trainer.val_every_steps=-5"], ["trainer.val_every_steps must be >= 0"]),

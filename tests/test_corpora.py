@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -285,7 +286,9 @@ def _apt_works() -> bool:
     probe = subprocess.run(
         ["apt-cache", "policy", "trans-de-en"], capture_output=True, text=True, check=False
     )
-    return "Candidate: (none)" not in probe.stdout and probe.returncode == 0
+    # empty package lists print nothing at all (and exit 0): a real candidate must be listed
+    candidates = re.findall(r"^\s*Candidate:\s*(\S+)", probe.stdout, flags=re.MULTILINE)
+    return probe.returncode == 0 and bool(candidates) and candidates[0] != "(none)"
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from attnmt.data.tokenizer import NORMALIZATIONS
 from attnmt.errors import ConfigError
 
 
@@ -26,6 +27,7 @@ class TokenizerConfig:
     vocab_size: int = 8000
     joint: bool = True  # one model for both sides, else one per side
     character_coverage: float = 1.0
+    normalization: str = "identity"  # identity (exact round trip) | nmt_nfkc | nfkc | ...
 
 
 @dataclass
@@ -96,7 +98,18 @@ def validate(cfg: DataConfig) -> DataConfig:
         "use unigram or bpe",
     )
     _check(tok.vocab_size > 4, "tokenizer.vocab_size", tok.vocab_size, "must be > 4")
-    _check(0 < tok.character_coverage <= 1, "tokenizer.character_coverage", tok, "(0, 1]")
+    _check(
+        tok.normalization in NORMALIZATIONS,
+        "tokenizer.normalization",
+        tok.normalization,
+        f"use one of {', '.join(NORMALIZATIONS)}",
+    )
+    _check(
+        0 < tok.character_coverage <= 1,
+        "tokenizer.character_coverage",
+        tok.character_coverage,
+        "must be in (0, 1]",
+    )
     sp = cfg.split
     for key in ("valid", "test"):
         frac = getattr(sp, key)

@@ -75,7 +75,14 @@ def fetch(url: str, dest: Path, sha256: str | None, log: logging.Logger = _LOG) 
 
 def _extract_tar(archive: Path, out: Path) -> None:
     with tarfile.open(archive) as tar:
-        tar.extractall(out, filter="data")  # "data" refuses absolute paths and links out
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+            tar.extractall(out, filter="data")  # "data" refuses absolute paths and links out
+            return
+        for member in tar.getmembers():  # older Pythons: the same refusals, by hand
+            target = (out / member.name).resolve()
+            if not target.is_relative_to(out.resolve()) or member.issym() or member.islnk():
+                raise DataError(f"{archive}: member {member.name!r} is a link or leaves {out}")
+        tar.extractall(out)
 
 
 def _extract_zip(archive: Path, out: Path) -> None:
