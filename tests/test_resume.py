@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 from pathlib import Path
 
@@ -77,8 +78,9 @@ def uninterrupted(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_resume_after_max_steps_repeats_losses_exactly(
-    data_root: Path, uninterrupted: dict[int, float], tmp_path: Path
-) -> None:
+    data_root: Path, uninterrupted: dict[int, float], tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.INFO)  # as under Hydra
     first: dict[int, float] = {}
     train(_cfg(data_root, "trainer.max_steps=7"), tmp_path, on_step=_recorder(first))
     second: dict[int, float] = {}
@@ -87,6 +89,7 @@ def test_resume_after_max_steps_repeats_losses_exactly(
     assert sorted(first) == list(range(1, 8)) and sorted(second) == list(range(8, 15))
     assert {**first, **second} == uninterrupted  # exact float equality, step for step
     assert result["run_dir"] == str(tmp_path)  # the resumed run continues in its directory
+    assert "resumed from" in (tmp_path / "train.log").read_text()  # and in its train.log
 
 
 def test_ctrl_c_saves_last_and_resume_continues_exactly(

@@ -75,6 +75,7 @@ class Trainer:
         if ckpt_path is None and cfg.get("resume") == "auto":
             log.info("resume=auto: no checkpoints/last.pt under %s/; starting afresh", OUTPUTS)
         self.run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or Path(run_dir)
+        self.log_handler = _continue_log(self.run_dir, Path(run_dir), self.dist.is_main)
         seed_everything(int(cfg.seed))
         self.data = build_data(
             cfg.data, self.tcfg, int(cfg.seed), self.dist, payload and payload["tokenizer"]
@@ -353,6 +354,9 @@ class Trainer:
 
     def close(self) -> None:
         self.tb.close()
+        if self.log_handler is not None:
+            logging.getLogger().removeHandler(self.log_handler)
+            self.log_handler.close()
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -370,6 +374,18 @@ class TrainingInterrupted(KeyboardInterrupt):
             f"interrupted at step {self.step}: {self.checkpoint} {what}; "
             f"continue with resume={self.checkpoint.parent.parent}"
         )
+
+
+def _continue_log(run_dir: Path, new_dir: Path, is_main: bool) -> logging.Handler | None:
+    """A resumed run keeps writing ``<run_dir>/train.log`` (besides the log of the fresh
+    directory Hydra opened for this process), so one file tells the whole run."""
+    if not is_main or run_dir.resolve() == new_dir.resolve():
+        return None
+    handler = logging.FileHandler(run_dir / "train.log", mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logging.getLogger().addHandler(handler)
+    log.info("this process's own directory: %s", new_dir)
+    return handler
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
