@@ -70,6 +70,7 @@ def test_seed_and_epoch_change_order() -> None:
     assert epoch_batches(7, 0) == epoch_batches(7, 0)
     assert epoch_batches(7, 0) != epoch_batches(7, 1)
     assert epoch_batches(7, 0) != epoch_batches(8, 0)
+    assert epoch_batches(7, 1) != epoch_batches(8, 0)  # (seed, epoch) is not seed + epoch
     # buckets change which sentences share a batch, not only the batch order
     comp = [{frozenset(b) for b in epoch_batches(7, e, bucket=40)} for e in (0, 1)]
     assert comp[0] != comp[1]

@@ -35,6 +35,7 @@ class TrainerConfig:
     clip_grad_norm: float = 1.0  # 0 disables clipping (the norm is still logged)
     accum_steps: int = 1  # batches per optimizer update
     max_tokens: int = 2048  # padded tokens per training batch (token buckets)
+    bucket_size: int = 4096  # pairs shuffled together, then sorted by length; 0 = all
     precision: str = "auto"  # fp32 | bf16 | fp16 | auto  (attnmt.precision)
     # stopping
     max_steps: int = 0  # optimizer updates; 0 = no limit
@@ -98,6 +99,7 @@ class TrainerConfig:
             "clip_grad_norm",
             "max_steps",
             "max_epochs",
+            "bucket_size",
             "time_budget_min",
             "early_stopping_patience",
             "val_every_steps",

@@ -89,6 +89,7 @@ def build_data(
         seed=seed,
         num_replicas=dist.world_size,
         rank=dist.rank,
+        bucket_size=tcfg.bucket_size or None,
     )
     loader = make_loader(train, sampler)  # num_workers=0: exact sampler position
     valid_src, valid_ref = corpus.read("valid")

@@ -4,7 +4,8 @@ A batch of ``n`` pairs costs ``n * max_i max(|x_i| + 1, |y_i| + 1)`` token posit
 the size of the larger padded tensor (source gets EOS, target input gets BOS).
 Lengths passed in are piece counts without specials.
 
-One epoch, with ``rng = numpy.random.default_rng(seed + epoch)``:
+One epoch, with ``rng = numpy.random.default_rng([seed, epoch])`` (seed 1 epoch 1 and
+seed 2 epoch 0 get unrelated orders):
   1. shuffle all indices (when ``shuffle``), cut them into buckets of ``bucket_size``
      (default: one bucket holding everything);
   2. sort each bucket by cost (stable, so equal lengths keep their shuffled order);
@@ -92,7 +93,7 @@ class TokenBatchSampler(Sampler[list[int]]):
         if self._cache is not None and self._cache[0] == epoch:
             return self._cache[1]
         n = len(self.cost)
-        rng = np.random.default_rng(self.seed + epoch)
+        rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(n) if self.shuffle else np.arange(n)
         size = self.bucket_size or max(n, 1)
         batches: list[list[int]] = []
