@@ -3,11 +3,13 @@
     python scripts/average_checkpoints.py --inputs outputs/<run> --k 5 --output avg.pt
     python scripts/average_checkpoints.py --inputs a.pt b.pt c.pt --output avg.pt
 
-A run directory contributes its k best checkpoints (``checkpoints/best.json``, best
-first); files are used as given (the first k). θ_avg = (1/n) Σ_i θ_i for every floating
-point tensor; integer buffers are taken from the first checkpoint. The output has the
+The first k checkpoints of the inputs are averaged: a run directory stands for its
+checkpoints best first (``checkpoints/best.json``), a file for itself.
+θ_avg = (1/n) Σ_i θ_i for every floating point tensor; integer buffers are taken from
+the first checkpoint. The output has the
 first checkpoint's format, model, tokenizer and config, ``step`` = the newest step,
-``averaged_from`` = the input files, and no optimizer/scheduler/scaler/rng/sampler state.
+``averaged_from`` = the input files, and none of the training state (optimizer, schedule,
+scaler, RNGs, sampler, trainer counters): it evaluates, it does not resume.
 """
 
 from __future__ import annotations
@@ -24,11 +26,20 @@ import torch
 from attnmt.checkpoint import load_checkpoint, save_checkpoint
 from attnmt.errors import AttnmtError, CheckpointError, ConfigError
 
-TRAINING_STATE = ("optimizer", "scheduler", "scaler", "rng", "sampler")
+TRAINING_STATE = (
+    "optimizer",
+    "scheduler",
+    "scaler",
+    "rng",
+    "rng_ranks",
+    "sampler",
+    "trainer_state",
+)
 
 
 def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
-    """The k best of each run directory (best.json order), or the first k files given."""
+    """At most k checkpoints in all, in input order: a run directory stands for its
+    checkpoints best first (best.json order), a file for itself."""
     if k < 1:
         raise ConfigError(f"--k {k}: must be >= 1")
     files: list[Path] = []

@@ -125,3 +125,11 @@ def test_run_dir_resolves_to_the_best_listed_checkpoint_that_exists(tmp_path: Pa
     (ckpt / "best.json").write_text('[{"file": "best-12.pt"}, {"file": "best-9.pt"}]')
     assert resolve_checkpoint(tmp_path) == ckpt / "best-9.pt"
     assert resolve_checkpoint(ckpt) == ckpt / "best-9.pt"
+
+
+def test_resuming_a_checkpoint_without_training_state_says_what_to_do() -> None:
+    from attnmt.training_state import restore
+
+    averaged = {"model": {}, "step": 3, "averaged_from": ["a.pt", "b.pt"]}
+    with pytest.raises(CheckpointError, match=r"averaged checkpoint\): evaluate it"):
+        restore(None, averaged, {})  # type: ignore[arg-type]  # refused before touching parts

@@ -19,6 +19,7 @@ from attnmt.checkpointing import seed_everything, set_rng_state
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.distributed import rank_seed
+from attnmt.errors import CheckpointError
 from attnmt.optim import Schedule
 
 
@@ -79,6 +80,14 @@ def restore(
     Rank r takes its own RNG snapshot when the checkpoint has one (same world size);
     otherwise rank 0's, reseeded per rank so that ranks > 0 still draw their own masks.
     """
+    missing = [
+        k for k in ("optimizer", "scheduler", "scaler", "sampler", "rng") if k not in payload
+    ]
+    if missing:
+        raise CheckpointError(
+            f"the checkpoint holds no training state ({', '.join(missing)} missing; e.g. an "
+            "averaged checkpoint): evaluate it with evaluate.py, or resume from last.pt"
+        )
     parts.model.load_state_dict(payload["model"])
     parts.optimizer.load_state_dict(payload["optimizer"])
     parts.schedule.load_state_dict(payload["scheduler"])
