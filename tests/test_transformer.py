@@ -226,3 +226,29 @@ def test_from_config_accepts_a_config_instance() -> None:
     cfg = parse_config(TINY)
     model = Transformer.from_config(cfg, 20, 20, True)
     assert model.config == cfg and model.config.d_model == 16
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"norm": "post"}, {"positions": "learned"}, {"activation": "gelu"}],
+    ids=["pre", "post", "learned", "gelu"],
+)
+def test_every_variant_is_padding_invariant_causal_and_normalised(overrides: dict) -> None:
+    model, b = _model(**overrides), _batch()
+    with torch.no_grad():
+        logits = model(b)
+        for i, (src, tgt) in enumerate(
+            [([5, 6, 7, 8], [4, 5, 6]), ([9, 10], [11, 12, 13, 14, 15])]
+        ):
+            alone = model(make_batch([src], [tgt]))[0]
+            torch.testing.assert_close(logits[i, : alone.size(0)], alone, atol=1e-5, rtol=1e-5)
+        changed = _batch()
+        changed.tgt_input[:, 3] = 7
+        assert torch.equal(model(changed)[:, :3], logits[:, :3])
+        maps = model.attention(b)
+        real_src = ~b.src_pad_mask  # [B,S]
+        for name, weights in maps.items():
+            if not name.startswith("cross/"):
+                continue
+            assert weights[~real_src[:, None, None, :].expand_as(weights)].eq(0).all(), name
+            torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
