@@ -26,6 +26,13 @@ STEPS = 5
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
+@pytest.fixture
+def single_process_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No torchrun variables inherited from the caller: the test spawns its own ranks."""
+    for var in TORCHRUN_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -95,11 +102,8 @@ def rank_worker(rank: int, port: int, cfg: dict[str, Any], run_dir: str, out_dir
 
 
 @pytest.mark.slow
-def test_two_ranks_match_one_process_with_the_combined_batch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for var in TORCHRUN_VARS:
-        monkeypatch.delenv(var, raising=False)
+@pytest.mark.usefixtures("single_process_env")
+def test_two_ranks_match_one_process_with_the_combined_batch(tmp_path: Path) -> None:
     root = tmp_path / "data"
 
     # one process, accumulating the two batches each step; also prepares the corpus
@@ -153,11 +157,8 @@ def spawn_ranks(cfg: dict[str, Any], run_dir: Path, out_dir: Path) -> list[dict[
 
 
 @pytest.mark.slow
-def test_two_ranks_with_dropout_resume_exactly_and_draw_their_own_masks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for var in TORCHRUN_VARS:
-        monkeypatch.delenv(var, raising=False)
+@pytest.mark.usefixtures("single_process_env")
+def test_two_ranks_with_dropout_resume_exactly_and_draw_their_own_masks(tmp_path: Path) -> None:
     root, run = tmp_path / "data", tmp_path / "run"
     dropout = ("model.dropout=0.3", "seed=11")
     train_and_dump(run_config(root, 1, *dropout), tmp_path / "prep", tmp_path / "prep.pt")

@@ -8,48 +8,31 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
+from toy_train import toy_train_config
 
 from attnmt import training
 from attnmt.checkpoint import load_checkpoint
 from attnmt.training import TrainingInterrupted, train
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:
-    base = [
-        "data=toy_reverse",
-        "model=transformer_tiny",
-        f"data.root={data_root}",
+    settings = [
         "data.toy.train=200",
         "data.toy.valid=8",
         "data.toy.test=8",
-        "model.d_model=32",
-        "model.d_ff=64",
-        "model.n_heads=2",
-        "model.enc_layers=1",
-        "model.dec_layers=1",
         "model.dropout=0.2",  # dropout on: the torch RNG state must be restored too
-        "device=cpu",
         "trainer.max_tokens=256",  # ~8 batches per epoch: the runs cross epoch ends
         "trainer.warmup_steps=5",
         "trainer.lr=0.003",
-        "trainer.time_budget_min=0",
         "trainer.val_every_steps=5",
         "trainer.val_every_epoch=true",
-        "trainer.num_heatmaps=0",
         "trainer.num_samples=1",
         "trainer.log_every_steps=1",
         "trainer.early_stopping_patience=0",
-        "trainer.test=false",
-        "trainer.progress_bar=false",
         "trainer.accum_steps=2",
-        "trainer.precision=fp32",
     ]
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose(config_name="train", overrides=base + list(overrides))
+    return toy_train_config(data_root, *settings, *overrides)
 
 
 def _recorder(losses: dict[int, float], stop_at: int | None = None):  # type: ignore[no-untyped-def]

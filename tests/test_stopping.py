@@ -5,39 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
+from toy_train import toy_train_config
 
 from attnmt.checkpoint import load_checkpoint
 from attnmt.training import train
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:
-    base = [
-        "data=toy_reverse",
-        "model=transformer_tiny",
-        f"data.root={data_root}",
-        "data.toy.train=120",
-        "data.toy.valid=4",
-        "data.toy.test=4",
-        "model.d_model=32",
-        "model.d_ff=64",
-        "model.n_heads=2",
-        "model.enc_layers=1",
-        "model.dec_layers=1",
-        "device=cpu",
-        "trainer.max_tokens=256",
-        "trainer.time_budget_min=0",
-        "trainer.num_heatmaps=0",
-        "trainer.num_samples=0",
-        "trainer.test=false",
-        "trainer.progress_bar=false",
-        "trainer.precision=fp32",
-    ]
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose(config_name="train", overrides=base + list(overrides))
+    small = ("data.toy.train=120", "data.toy.valid=4", "data.toy.test=4")
+    rest = ("trainer.max_tokens=256", "trainer.num_samples=0")
+    return toy_train_config(data_root, *small, *rest, *overrides)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,10 @@ TINY = {"name": "transformer", "d_model": 16, "n_heads": 2, "enc_layers": 2, "de
 TINY |= {"d_ff": 32, "dropout": 0.0, "attention_dropout": 0.0}
 
 
+VARIANTS = [{}, {"norm": "post"}, {"positions": "learned"}, {"activation": "gelu"}]
+VARIANT_IDS = ["pre", "post", "learned", "gelu"]
+
+
 def _model(vocab: int = 20, shared: bool = True, **overrides: object) -> Transformer:
     return Transformer.from_config({**TINY, **overrides}, vocab, vocab, shared).eval()
 
@@ -162,11 +166,7 @@ def test_dropout_active_in_training_only() -> None:
 # --------------------------------------------------------------- decoding
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [{}, {"norm": "post"}, {"positions": "learned"}, {"activation": "gelu"}],
-    ids=["pre", "post", "learned", "gelu"],
-)
+@pytest.mark.parametrize("overrides", VARIANTS, ids=VARIANT_IDS)
 def test_cached_decoding_equals_teacher_forcing(overrides: dict) -> None:
     model, b = _model(**overrides), _batch()
     expected = torch.log_softmax(model(b), -1)
@@ -228,11 +228,7 @@ def test_from_config_accepts_a_config_instance() -> None:
     assert model.config == cfg and model.config.d_model == 16
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [{}, {"norm": "post"}, {"positions": "learned"}, {"activation": "gelu"}],
-    ids=["pre", "post", "learned", "gelu"],
-)
+@pytest.mark.parametrize("overrides", VARIANTS, ids=VARIANT_IDS)
 def test_every_variant_is_padding_invariant_causal_and_normalised(overrides: dict) -> None:
     model, b = _model(**overrides), _batch()
     with torch.no_grad():

@@ -1,0 +1,34 @@
+"""A tiny Transformer on toy_reverse through the real trainer config, for loop-level tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def toy_train_config(data_root: Path, *overrides: str) -> DictConfig:
+    """configs/train.yaml with a 1+1-layer d_model 32 Transformer on a small toy_reverse,
+    on CPU in fp32, no time budget, no heatmaps, samples, test decoding or progress bar;
+    ``overrides`` come last and win."""
+    base = [
+        "data=toy_reverse",
+        "model=transformer_tiny",
+        f"data.root={data_root}",
+        "model.d_model=32",
+        "model.d_ff=64",
+        "model.n_heads=2",
+        "model.enc_layers=1",
+        "model.dec_layers=1",
+        "device=cpu",
+        "trainer.time_budget_min=0",
+        "trainer.num_heatmaps=0",
+        "trainer.test=false",
+        "trainer.progress_bar=false",
+        "trainer.precision=fp32",
+    ]
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose(config_name="train", overrides=base + list(overrides))
