@@ -332,22 +332,3 @@ def test_real_models_batched_equals_single_and_beam1_equals_greedy(name: str) ->
         for h in (g1, *b1):
             assert h.finished or len(h.tokens) == len(src) + 1 + 3
             assert h.attention.shape == (len(h.tokens) + int(h.finished), len(src) + 1)
-
-
-@pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
-def test_static_state_shortcut_equals_reordering_everything(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # source-only state (encoder K/V, memory, masks) is not reordered between a sentence's
-    # beams; sentences of different lengths leave the batch at different steps
-    model = _real(name)
-    assert model.static_state  # the models declare some
-    batch = make_batch(SOURCES)
-    fast = beam_search(model, batch, beam_size=4, max_len_a=1.5, max_len_b=2, n_best=4)
-    monkeypatch.setattr(type(model), "static_state", frozenset())
-    full = beam_search(model, batch, beam_size=4, max_len_a=1.5, max_len_b=2, n_best=4)
-    for a, b in zip(fast, full, strict=True):
-        assert [h.tokens for h in a] == [h.tokens for h in b]
-        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
-        for ha, hb in zip(a, b):
-            torch.testing.assert_close(ha.attention, hb.attention)

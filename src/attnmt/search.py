@@ -27,7 +27,7 @@ from torch import Tensor
 from attnmt import BOS_ID, EOS_ID, PAD_ID
 from attnmt.data.batching import Batch
 from attnmt.errors import ConfigError
-from attnmt.models.base import Seq2Seq, select_beams, select_state
+from attnmt.models.base import Seq2Seq, select_state
 
 
 @dataclass
@@ -209,7 +209,6 @@ def beam_search(
                         )
                 continue
             keep.append(g)
-        keep_rows = None  # rows of the sentences still searching (None: all of them)
         if len(keep) < a_size:
             alive = [alive[g] for g in keep]
             if not alive:
@@ -222,8 +221,7 @@ def beam_search(
                 attn_hist.index_select(0, keep_rows),
             )
             next_scores = next_scores.index_select(0, groups)
-        # beams move within their sentence's k rows; source-only state needs no reordering
-        state = select_beams(state, rows, model.static_state, keep_rows)
+        state = select_state(state, rows)
         scores = next_scores
     for sent, hyps in enumerate(finished):
         if not hyps:  # only if every continuation had probability 0

@@ -15,17 +15,14 @@ and implements:
   ``"self/layer{i}"`` [B,H,T,T] (decoder) and ``"enc_self/layer{i}"`` [B,H,S,S].
 
 Beam search reorders or expands a state with :func:`map_state` (``index_select`` on
-dim 0 of every leaf), so models never need their own reorder code. Keys a model lists
-in ``static_state`` (encoder keys/values, the source mask) depend only on the source
-sentence, so they are the same for all its beams: beam search expands them once and
-then moves them only when finished sentences leave the batch.
+dim 0 of every leaf), so models never need their own reorder code.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -50,27 +47,11 @@ def select_state(state: Any, index: Tensor) -> Any:
     return map_state(state, lambda t: t.index_select(0, index))
 
 
-def select_beams(
-    state: State, rows: Tensor, static_keys: frozenset[str], static_rows: Tensor | None
-) -> State:
-    """Beam reordering: ``rows`` for every key, except ``static_keys`` (alike across the
-    beams of a sentence), which follow ``static_rows`` or stay as they are when None."""
-    out: State = {}
-    for key, value in state.items():
-        if key not in static_keys:
-            out[key] = select_state(value, rows)
-        else:
-            out[key] = value if static_rows is None else select_state(value, static_rows)
-    return out
-
-
 class Seq2Seq(nn.Module, ABC):
     """Base class of every registered model (see module docstring for the contract)."""
 
     #: registry name, set by the registry; stored in checkpoints
     name: str = ""
-    #: state keys that depend only on the source sentence (see module docstring)
-    static_state: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:

@@ -46,8 +46,6 @@ __all__ = ["AttentionConfig", "BahdanauSeq2Seq", "LuongSeq2Seq", "RNNSeq2Seq"]
 class RNNSeq2Seq(Seq2Seq):
     """Shared encoder, bridge, attention and teacher-forcing loop of the RNN models."""
 
-    static_state: ClassVar[frozenset[str]] = frozenset({"memory", "keys", "src_mask"})
-
     Config: ClassVar[type[RNNConfig]] = RNNConfig
 
     def __init__(

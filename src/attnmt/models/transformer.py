@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -95,8 +95,6 @@ def parse_config(cfg: Mapping[str, Any] | Config) -> Config:
 
 class Transformer(Seq2Seq):
     """Encoder–decoder Transformer; see the module docstring and attnmt.models.base."""
-
-    static_state: ClassVar[frozenset[str]] = frozenset({"src_pad_mask", "cross_k", "cross_v"})
 
     Config = Config
 
