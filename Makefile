@@ -53,4 +53,3 @@ benchmark: setup ## speed and memory benchmarks (scripts/benchmark.py)
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
-	@touch outputs/.gitkeep
