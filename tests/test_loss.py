@@ -12,6 +12,14 @@ from attnmt import PAD_ID
 from attnmt.loss import label_smoothed_nll
 
 
+def _torch_ce(logits: torch.Tensor, target: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """The reference: PyTorch's summed, pad-ignoring, label-smoothed cross-entropy."""
+    flat = logits.reshape(-1, logits.size(-1))
+    return F.cross_entropy(
+        flat, target.reshape(-1), ignore_index=PAD_ID, label_smoothing=eps, reduction="sum"
+    )
+
+
 def test_hand_computed_value() -> None:
     # V = 3, one real token with target 1; logits give p = softmax([0, ln 2, 0]) = [1/4, 1/2, 1/4]
     logits = torch.tensor([[[0.0, math.log(2.0), 0.0]]])
@@ -45,16 +53,7 @@ def test_matches_torch_cross_entropy() -> None:
     target[0, 3:] = PAD_ID
     eps = 0.1
     out = label_smoothed_nll(logits, target, smoothing=eps)
-    ref = F.cross_entropy(
-        logits.reshape(-1, 11),
-        target.reshape(-1),
-        ignore_index=PAD_ID,
-        label_smoothing=eps,
-        reduction="sum",
-    )
-    ref_nll = F.cross_entropy(
-        logits.reshape(-1, 11), target.reshape(-1), ignore_index=PAD_ID, reduction="sum"
-    )
+    ref, ref_nll = _torch_ce(logits, target, eps), _torch_ce(logits, target)
     assert out.loss.item() == pytest.approx(ref.item(), rel=1e-5)
     assert out.nll.item() == pytest.approx(ref_nll.item(), rel=1e-5)
     assert out.n_tokens == 13
@@ -80,13 +79,7 @@ def test_closed_form_gradient_equals_autograd_of_torch_cross_entropy(eps: float)
     out = label_smoothed_nll(mine, target, smoothing=eps)
     (0.5 * out.loss).backward()
     ref = logits.clone().requires_grad_()
-    ref_loss = F.cross_entropy(
-        ref.reshape(-1, 13),
-        target.reshape(-1),
-        ignore_index=PAD_ID,
-        label_smoothing=eps,
-        reduction="sum",
-    )
+    ref_loss = _torch_ce(ref, target, eps)
     (0.5 * ref_loss).backward()
     assert out.loss.item() == pytest.approx(ref_loss.item(), rel=1e-6)
     assert mine.grad is not None and ref.grad is not None
