@@ -4,7 +4,8 @@
 
 ``F.dropout`` on CPU draws one random number per element from a serial generator; on
 2 cores dropout took ~16% of a default Transformer training step (profiled), and masking
-a 2100×1024 FFN activation cost about as much as the 2100×256×1024 matmul producing it. Here each 64-bit random word from ``torch.randint`` yields four
+a 2100×1024 FFN activation cost about as much as the 2100×256×1024 matmul producing it.
+Here each 64-bit random word from ``torch.randint`` yields four
 16-bit uniforms u ∈ {0..65535}, and m = [u ≥ round(p · 65536)]: 4× fewer draws, and
 ``scripts/benchmark.py`` measures the gain. The keep rate is exact to 1/65536. CUDA
 keeps ``F.dropout`` (its fused Philox kernel is already fast). Both use torch's default
