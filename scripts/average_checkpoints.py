@@ -15,7 +15,6 @@ scaler, RNGs, sampler, trainer counters): it evaluates, it does not resume.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,18 +22,9 @@ from typing import Any
 
 import torch
 
-from attnmt.checkpoint import load_checkpoint, save_checkpoint
+from attnmt.checkpoint import load_checkpoint, read_best_json, save_checkpoint
 from attnmt.errors import AttnmtError, CheckpointError, ConfigError
-
-TRAINING_STATE = (
-    "optimizer",
-    "scheduler",
-    "scaler",
-    "rng",
-    "rng_ranks",
-    "sampler",
-    "trainer_state",
-)
+from attnmt.training_state import TRAINING_STATE
 
 
 def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
@@ -54,11 +44,7 @@ def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
                 f"{item}: neither a checkpoint file nor a run directory with "
                 f"checkpoints/best.json; pass checkpoint files instead"
             )
-        try:
-            entries = json.loads(best.read_text())
-            names = [str(e["file"]) for e in entries]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise CheckpointError(f"{best} is not a valid best.json list") from None
+        names = [e["file"] for e in read_best_json(best)]
         files += [ckpt_dir / n for n in names if (ckpt_dir / n).is_file()][:k]
     if not files:
         raise CheckpointError(f"no checkpoints found in {', '.join(map(str, inputs))}")

@@ -133,3 +133,28 @@ def test_resuming_a_checkpoint_without_training_state_says_what_to_do() -> None:
     averaged = {"model": {}, "step": 3, "averaged_from": ["a.pt", "b.pt"]}
     with pytest.raises(CheckpointError, match=r"averaged checkpoint\): evaluate it"):
         restore(None, averaged, {})  # type: ignore[arg-type]  # refused before touching parts
+
+
+@pytest.mark.parametrize("text", ["{not json", '[{"bleu": 3.0}]', '{"file": "a.pt"}'])
+def test_manager_starts_a_fresh_k_best_list_over_a_malformed_best_json(
+    tmp_path: Path, text: str, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "best.json").write_text(text)
+    manager = CheckpointManager(tmp_path, keep_best=2)
+    assert manager.best == [] and "not a valid best.json list" in caplog.text
+    assert manager.save_if_best(_payload(4), 4, 10.0)
+    assert [e["file"] for e in json.loads((tmp_path / "best.json").read_text())] == ["best-4.pt"]
+
+
+def test_read_best_json_names_the_file_and_the_expected_shape(tmp_path: Path) -> None:
+    from attnmt.checkpoint import read_best_json
+
+    best = tmp_path / "best.json"
+    assert read_best_json(best) == []  # absent: no best checkpoints yet
+    best.write_text('[{"file": 3}]')
+    with pytest.raises(
+        CheckpointError, match=r'best.json is not a valid best.json list: expected \[\{"file"'
+    ):
+        read_best_json(best)
+    best.write_text('[{"file": "best-3.pt", "step": 3}]')
+    assert read_best_json(best) == [{"file": "best-3.pt", "step": 3}]

@@ -84,21 +84,30 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return payload
 
 
-def _best_files(best: Path) -> list[str]:
-    """The checkpoint file names listed in ``best.json`` (best first); [] if absent or bad."""
+def read_best_json(best: Path) -> list[dict[str, Any]]:
+    """The entries of a ``best.json`` (best first), each a dict with a str ``"file"``;
+    [] when the file is absent, CheckpointError when it is unreadable or malformed."""
     if not best.is_file():
         return []
     try:
         entries = json.loads(best.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        log.warning("ignoring unreadable %s (%s); falling back to last.pt", best, err)
-        return []
+        raise CheckpointError(f"{best} is not a valid best.json list ({err})") from None
     rows = entries if isinstance(entries, list) else []
-    names = [e.get("file") if isinstance(e, dict) else None for e in rows]
-    if not names or not all(isinstance(n, str) for n in names):
-        log.warning('ignoring %s: expected a list of {"file": ...} entries', best)
+    if not rows or not all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in rows):
+        raise CheckpointError(
+            f'{best} is not a valid best.json list: expected [{{"file": ...}}, ...]'
+        )
+    return rows
+
+
+def _best_files(best: Path) -> list[str]:
+    """The file names in ``best.json``; [] (with a warning) when it is malformed."""
+    try:
+        return [e["file"] for e in read_best_json(best)]
+    except CheckpointError as err:
+        log.warning("ignoring %s; falling back to last.pt", err)
         return []
-    return names
 
 
 def resolve_checkpoint(path: str | Path) -> Path:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import tempfile
@@ -18,8 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnmt.checkpoint import save_checkpoint
+from attnmt.checkpoint import read_best_json, save_checkpoint
 from attnmt.errors import CheckpointError
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointManager:
@@ -39,11 +42,11 @@ class CheckpointManager:
         return self.directory / "best.json"
 
     def _read_best(self) -> list[dict[str, Any]]:
-        if not self.best_json.is_file():
-            return []
+        """The listed best checkpoints that exist; a malformed best.json starts afresh."""
         try:
-            entries = json.loads(self.best_json.read_text())
-        except json.JSONDecodeError:
+            entries = read_best_json(self.best_json)
+        except CheckpointError as err:
+            log.warning("%s; the k-best list starts afresh", err)
             return []
         return [e for e in entries if (self.directory / e["file"]).is_file()]
 

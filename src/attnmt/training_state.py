@@ -22,6 +22,11 @@ from attnmt.distributed import rank_seed
 from attnmt.errors import CheckpointError
 from attnmt.optim import Schedule
 
+RESUME_KEYS = ("optimizer", "scheduler", "scaler", "sampler", "rng")
+"""What a checkpoint must hold to be resumed (besides the model)."""
+TRAINING_STATE = (*RESUME_KEYS, "rng_ranks", "trainer_state")
+"""Every key that only resuming uses (what an averaged checkpoint drops)."""
+
 
 @dataclass
 class TrainingParts:
@@ -80,9 +85,7 @@ def restore(
     Rank r takes its own RNG snapshot when the checkpoint has one (same world size);
     otherwise rank 0's, reseeded per rank so that ranks > 0 still draw their own masks.
     """
-    missing = [
-        k for k in ("optimizer", "scheduler", "scaler", "sampler", "rng") if k not in payload
-    ]
+    missing = [k for k in RESUME_KEYS if k not in payload]
     if missing:
         raise CheckpointError(
             f"the checkpoint holds no training state ({', '.join(missing)} missing; e.g. an "
