@@ -3,13 +3,13 @@
 import hydra
 from omegaconf import DictConfig
 
-from attnmt.cli import log_to_stderr, run_cli
+from attnmt.cli.common import log_to_stderr, run_cli
 
 
 @hydra.main(config_path="configs", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     log_to_stderr()
-    from attnmt.evaluation import run
+    from attnmt.cli.evaluate import run
 
     run_cli(lambda: run(cfg))
 

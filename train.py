@@ -6,8 +6,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from attnmt.cli import run_cli
-from attnmt.training import TrainingInterrupted, train
+from attnmt.cli.common import run_cli
+from attnmt.train.loop import TrainingInterrupted, train
 
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")

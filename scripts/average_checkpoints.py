@@ -24,7 +24,7 @@ import torch
 
 from attnmt.checkpoint import load_checkpoint, read_best_json, save_checkpoint
 from attnmt.errors import AttnmtError, CheckpointError, ConfigError
-from attnmt.training_state import TRAINING_STATE
+from attnmt.train.state import TRAINING_STATE
 
 
 def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:

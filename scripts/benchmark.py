@@ -179,7 +179,7 @@ def synthetic_batch(tokens: int, length: int, vocab: int, device: torch.device) 
 
 
 def train_step_fn(model: torch.nn.Module, batch: Batch, dtype: torch.dtype | None) -> Callable:
-    from attnmt.loss import label_smoothed_nll
+    from attnmt.train.loss import label_smoothed_nll
 
     device = batch.src.device
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
@@ -318,8 +318,8 @@ def bench_kernels(args: argparse.Namespace, device: torch.device) -> list[Row]:
     smoothed cross-entropy vs ``F.cross_entropy(label_smoothing=0.1)`` on [tokens, V]."""
     import torch.nn.functional as F
 
-    from attnmt.loss import label_smoothed_nll
     from attnmt.models.dropout import dropout
+    from attnmt.train.loss import label_smoothed_nll
 
     g = torch.Generator().manual_seed(0)
     n = args.batch_tokens

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_checkpoint import private_run
+from helpers.tiny_checkpoint import private_run
 
 from attnmt.checkpoint import FORMAT, load_checkpoint, save_checkpoint
+from attnmt.cli.evaluate import run as evaluate
 from attnmt.errors import CheckpointError, ConfigError
-from attnmt.evaluation import run as evaluate
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "average_checkpoints.py"
 _spec = importlib.util.spec_from_file_location("average_checkpoints", SCRIPT)

@@ -128,7 +128,7 @@ def test_run_dir_resolves_to_the_best_listed_checkpoint_that_exists(tmp_path: Pa
 
 
 def test_resuming_a_checkpoint_without_training_state_says_what_to_do() -> None:
-    from attnmt.training_state import restore
+    from attnmt.train.state import restore
 
     averaged = {"model": {}, "step": 3, "averaged_from": ["a.pt", "b.pt"]}
     with pytest.raises(CheckpointError, match=r"averaged checkpoint\): evaluate it"):

@@ -98,7 +98,7 @@ def test_every_data_config_validates_and_constructs(data: str, tmp_path: Path) -
 
 @pytest.mark.parametrize("trainer", names("trainer"))
 def test_every_trainer_config_validates_and_constructs(trainer: str, tmp_path: Path) -> None:
-    from attnmt.training_config import TrainerConfig
+    from attnmt.train.config import TrainerConfig
 
     cfg = validated([f"trainer={trainer}"], tmp_path)
     tc = TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer))
@@ -118,7 +118,7 @@ def experiment_override(name: str) -> str:
 @pytest.mark.parametrize("experiment", names("experiment"))
 def test_every_experiment_validates_and_builds(experiment: str, tmp_path: Path) -> None:
     from attnmt.data.config import to_data_config
-    from attnmt.training_config import TrainerConfig
+    from attnmt.train.config import TrainerConfig
 
     cfg = validated([experiment_override(experiment)], tmp_path)
     build_small_model(cfg.model)

@@ -75,8 +75,8 @@ def run_config(root: Path, accum_steps: int, *extra: str) -> dict[str, Any]:
 
 def train_and_dump(cfg: dict[str, Any], run_dir: Path, out: Path) -> None:
     """Run the trainer in this process; save its final parameters and per-step figures."""
-    from attnmt import distributed as ddp
-    from attnmt.training import Trainer
+    from attnmt.train import distributed as ddp
+    from attnmt.train.loop import Trainer
 
     torch.set_num_threads(1)
     steps: list[dict[str, float]] = []

@@ -1,6 +1,6 @@
 """DDP helpers: single-process no-ops, and a 2-process gloo job without the trainer.
 
-The 2-process test checks the token-normalised loss recipe of attnmt.distributed:
+The 2-process test checks the token-normalised loss recipe of attnmt.train.distributed:
 rank r back-propagates ``S_r * W / N`` (S_r summed token loss, N global token count);
 after DDP's gradient mean both replicas must equal one process that steps on the
 combined batch with loss ``(S_0 + S_1) / N``.
@@ -19,7 +19,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from attnmt import PAD_ID
-from attnmt.distributed import (
+from attnmt.errors import ConfigError
+from attnmt.train.distributed import (
     SINGLE,
     DistInfo,
     all_reduce_sum,
@@ -37,7 +38,6 @@ from attnmt.distributed import (
     unwrap,
     wrap_ddp,
 )
-from attnmt.errors import ConfigError
 
 WORLD = 2
 STEPS = 4

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny_checkpoint import private_run, run_entry_point
+from helpers.tiny_checkpoint import private_run, run_entry_point
 
 from attnmt.checkpoint import load_checkpoint, save_checkpoint
+from attnmt.cli.evaluate import run
+from attnmt.decode.translator import load_translator
 from attnmt.errors import CheckpointError, ConfigError, DataError
-from attnmt.evaluation import run
-from attnmt.inference import load_translator
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -177,8 +177,8 @@ def test_blank_source_lines_give_blank_hypotheses(run_dir: Path, tmp_path: Path)
 def test_config_files_match_their_schemas(name: str) -> None:
     from hydra import compose, initialize_config_dir
 
-    from attnmt.evaluation import EvalSettings, parse_settings
-    from attnmt.translation import TranslateSettings
+    from attnmt.cli.evaluate import EvalSettings, parse_settings
+    from attnmt.cli.translate import TranslateSettings
 
     schema = {"evaluate": EvalSettings, "translate": TranslateSettings}[name]
     with initialize_config_dir(str(ROOT / "configs"), version_base="1.3"):

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from attnmt import PAD_ID
-from attnmt.loss import label_smoothed_nll
+from attnmt.train.loss import label_smoothed_nll
 
 
 def _torch_ce(logits: torch.Tensor, target: torch.Tensor, eps: float = 0.0) -> torch.Tensor:

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from attnmt.decode.metrics import corpus_scores
 from attnmt.errors import ConfigError, DataError
-from attnmt.metrics import corpus_scores
 
 HYPS = ["the cat sat on the mat", "hello there"]
 REFS = ["the cat sat on a mat", "hello there friend"]

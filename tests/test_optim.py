@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attnmt.errors import ConfigError
-from attnmt.optim import SCHEDULES, build_optimizer, build_schedule
-from attnmt.training_config import TrainerConfig
+from attnmt.train.config import TrainerConfig
+from attnmt.train.optim import SCHEDULES, build_optimizer, build_schedule
 
 
 def _opt(cfg: TrainerConfig) -> torch.optim.Optimizer:

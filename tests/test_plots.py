@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from attnmt.decode.plots import attention_figure, figure_to_array, save_attention_png
 from attnmt.errors import DataError
-from attnmt.plots import attention_figure, figure_to_array, save_attention_png
 
 SRC = ["▁das", "▁Haus", "</s>"]
 TGT = ["▁the", "▁house", "</s>"]

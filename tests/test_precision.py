@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnmt.errors import ConfigError
-from attnmt.precision import cpu_has_fast_bf16, resolve_precision
+from attnmt.train.precision import cpu_has_fast_bf16, resolve_precision
 
 CPU = torch.device("cpu")
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.toy_train import toy_train_config
 from omegaconf import DictConfig
-from toy_train import toy_train_config
 
-from attnmt import training
 from attnmt.checkpoint import load_checkpoint
-from attnmt.training import TrainingInterrupted, train
+from attnmt.train import loop as training
+from attnmt.train.loop import TrainingInterrupted, train
 
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:

@@ -10,16 +10,16 @@ from torch import Tensor, nn
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID
 from attnmt.data.batching import make_batch
-from attnmt.errors import ConfigError
-from attnmt.models.attention import masked_softmax
-from attnmt.models.base import Seq2Seq, State
-from attnmt.search import (
+from attnmt.decode.search import (
     Hypothesis,
     beam_search,
     greedy_search,
     length_penalty,
     translate_batch,
 )
+from attnmt.errors import ConfigError
+from attnmt.models.attention import masked_softmax
+from attnmt.models.base import Seq2Seq, State
 
 A, B = 4, 5  # the two "real" pieces of the Markov toy (V = 6)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.toy_train import toy_train_config
 from omegaconf import DictConfig
-from toy_train import toy_train_config
 
 from attnmt.checkpoint import load_checkpoint
-from attnmt.training import train
+from attnmt.train.loop import train
 
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:

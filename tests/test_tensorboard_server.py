@@ -60,7 +60,7 @@ def make_tensorboard_command() -> str:
 
 
 def short_run(outputs: Path, data_root: Path) -> dict[str, Any]:
-    from attnmt.training import train
+    from attnmt.train.loop import train
 
     overrides = [
         "data=toy_reverse",

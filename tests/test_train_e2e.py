@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from attnmt.training import train
+from attnmt.train.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN_SCALARS = ["train/loss", "train/ppl", "train/lr", "train/grad_norm", "train/tokens_per_sec"]

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny_checkpoint import run_entry_point, shared_run
+from helpers.tiny_checkpoint import run_entry_point, shared_run
 
-from attnmt.cli import SIGPIPE_EXIT
+from attnmt.cli.common import SIGPIPE_EXIT
+from attnmt.cli.translate import run
+from attnmt.decode.translator import load_translator
 from attnmt.errors import DataError
-from attnmt.inference import load_translator
-from attnmt.translation import run
 
 ROOT = Path(__file__).resolve().parents[1]
 LINES = ["a b c", "", "d e f a", "   ", "b", "f e d c b a", "c  a   b"]
@@ -131,7 +131,7 @@ def test_missing_checkpoint_no_traceback(tmp_path: Path, monkeypatch, capsys) ->
 
 
 def test_length_batches_respect_the_budget() -> None:
-    from attnmt.inference import length_batches
+    from attnmt.decode.translator import length_batches
 
     # longest first: 10+10 fill 20; then 5, 3, 2 (5 x 3 = 15 <= 20)
     assert length_batches([3, 10, 2, 10, 5], 20) == [[1, 3], [4, 0, 2]]

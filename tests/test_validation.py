@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from attnmt.training_report import TrainMeter
-from attnmt.validation import eval_batches
+from attnmt.train.report import TrainMeter
+from attnmt.train.validate import eval_batches
 
 
 def test_eval_batches_cover_every_sentence_once_within_budget() -> None:

@@ -6,7 +6,7 @@
 * ``data``    onto ``attnmt.data.config.DataConfig``;
 * ``model``   onto ``model_class(cfg.model.name).Config`` (the schema depends on the
   chosen model, so it can only be picked after composition);
-* ``trainer`` onto ``attnmt.training_config.TrainerConfig``.
+* ``trainer`` onto ``attnmt.train.config.TrainerConfig``.
 
 A misspelt key fails with ``trainer.max_stpes: unknown key; did you mean
 trainer.max_steps?``, a wrong type with ``trainer.max_steps: expected int, got 'abc'``,
@@ -73,7 +73,7 @@ def _model_schema(cfg: Mapping[str, Any]) -> type:
 
 
 def _trainer_schema(cfg: Mapping[str, Any]) -> type:
-    from attnmt.training_config import TrainerConfig
+    from attnmt.train.config import TrainerConfig
 
     return TrainerConfig
 
@@ -121,19 +121,19 @@ SECTIONS: dict[str, Section] = {
 
 
 def _optimizers() -> Iterable[str]:
-    from attnmt.optim import OPTIMIZERS
+    from attnmt.train.optim import OPTIMIZERS
 
     return OPTIMIZERS
 
 
 def _schedules() -> Iterable[str]:
-    from attnmt.optim import SCHEDULES
+    from attnmt.train.optim import SCHEDULES
 
     return SCHEDULES
 
 
 def _precisions() -> Iterable[str]:
-    from attnmt.precision import RESOLVERS
+    from attnmt.train.precision import RESOLVERS
 
     return RESOLVERS
 

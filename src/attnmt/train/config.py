@@ -21,12 +21,12 @@ class TrainerConfig:
     """Every training knob (defaults = configs/trainer/default.yaml)."""
 
     # optimisation
-    optimizer: str = "adam"  # adam | adamw  (attnmt.optim.OPTIMIZERS)
+    optimizer: str = "adam"  # adam | adamw  (attnmt.train.optim.OPTIMIZERS)
     lr: float = 2e-3  # peak learning rate (after warmup)
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
     eps: float = 1e-9
     weight_decay: float = 0.0
-    schedule: str = "noam"  # noam | plateau | constant  (attnmt.optim.SCHEDULES)
+    schedule: str = "noam"  # noam | plateau | constant  (attnmt.train.optim.SCHEDULES)
     warmup_steps: int = 100
     plateau_factor: float = 0.5  # lr *= factor after `plateau_patience` validations w/o gain
     plateau_patience: int = 2
@@ -36,7 +36,7 @@ class TrainerConfig:
     accum_steps: int = 1  # batches per optimizer update
     max_tokens: int = 2048  # padded tokens per training batch (token buckets)
     bucket_size: int = 4096  # pairs shuffled together, then sorted by length; 0 = all
-    precision: str = "auto"  # fp32 | bf16 | fp16 | auto  (attnmt.precision)
+    precision: str = "auto"  # fp32 | bf16 | fp16 | auto  (attnmt.train.precision)
     # stopping
     max_steps: int = 0  # optimizer updates; 0 = no limit
     max_epochs: int = 0  # 0 = no limit
@@ -117,8 +117,8 @@ class TrainerConfig:
             raise ConfigError(
                 f"{prefix}.label_smoothing must be in [0, 1), got {self.label_smoothing}"
             )
-        from attnmt.optim import OPTIMIZERS, SCHEDULES  # here: optim imports this module
-        from attnmt.precision import RESOLVERS
+        from attnmt.train.optim import OPTIMIZERS, SCHEDULES  # here: optim imports this module
+        from attnmt.train.precision import RESOLVERS
 
         for name, choices in (
             ("optimizer", OPTIMIZERS),

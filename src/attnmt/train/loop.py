@@ -1,6 +1,6 @@
 """The training loop: ``train(cfg, run_dir) -> dict`` (``train.py`` is its Hydra entry).
 
-One code path for a single process and for ``torchrun`` (attnmt.distributed): rank 0 logs,
+One code path for a single process and for ``torchrun`` (attnmt.train.distributed): rank 0 logs,
 validates and writes checkpoints; the others wait for its decisions. Each update
 accumulates ``trainer.accum_steps`` batches and minimises the token-normalised loss
 
@@ -24,7 +24,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from attnmt import distributed as ddp
 from attnmt.checkpoint import load_checkpoint
 from attnmt.checkpointing import (
     CheckpointManager,
@@ -34,17 +33,18 @@ from attnmt.checkpointing import (
     seed_everything,
 )
 from attnmt.config import validate_config
-from attnmt.interrupt import StopFlag
-from attnmt.logging_tb import TBLogger, flatten_params
-from attnmt.loss import label_smoothed_nll
 from attnmt.models.registry import build_model
-from attnmt.optim import build_optimizer, build_schedule
-from attnmt.precision import resolve_precision
-from attnmt.training_config import TrainerConfig
-from attnmt.training_data import build_data
-from attnmt.training_report import TrainMeter, report_validation, test_checkpoint
-from attnmt.training_state import TrainingParts, make_payload, restore
-from attnmt.validation import validate
+from attnmt.train import distributed as ddp
+from attnmt.train.config import TrainerConfig
+from attnmt.train.data import build_data
+from attnmt.train.interrupt import StopFlag
+from attnmt.train.loss import label_smoothed_nll
+from attnmt.train.optim import build_optimizer, build_schedule
+from attnmt.train.precision import resolve_precision
+from attnmt.train.report import TrainMeter, report_validation, test_checkpoint
+from attnmt.train.state import TrainingParts, make_payload, restore
+from attnmt.train.tensorboard import TBLogger, flatten_params
+from attnmt.train.validate import validate
 
 log = logging.getLogger(__name__)
 StepHook = Callable[[int, dict[str, float]], None]

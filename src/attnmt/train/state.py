@@ -2,7 +2,7 @@
 
 Everything is tensors and plain data, so ``torch.load(weights_only=True)`` reads it back.
 ``resume_point`` is the (sampler state, RNG state) captured right after the last
-completed update; checkpoints are only written between updates (attnmt.interrupt), so
+completed update; checkpoints are only written between updates (attnmt.train.interrupt), so
 weights and position always agree.
 """
 
@@ -18,9 +18,9 @@ from attnmt.checkpoint import FORMAT
 from attnmt.checkpointing import seed_everything, set_rng_state
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer
-from attnmt.distributed import rank_seed
 from attnmt.errors import CheckpointError
-from attnmt.optim import Schedule
+from attnmt.train.distributed import rank_seed
+from attnmt.train.optim import Schedule
 
 RESUME_KEYS = ("optimizer", "scheduler", "scaler", "sampler", "rng")
 """What a checkpoint must hold to be resumed (besides the model)."""

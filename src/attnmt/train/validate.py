@@ -1,7 +1,7 @@
 """Validation: loss/perplexity, batched decoding, BLEU/chrF, attention heatmaps, samples.
 
 Scores are computed on detokenised hypotheses against the raw reference lines with
-sacrebleu (:func:`attnmt.metrics.corpus_scores`); perplexity is ``exp(NLL / tokens)``
+sacrebleu (:func:`attnmt.decode.metrics.corpus_scores`); perplexity is ``exp(NLL / tokens)``
 without label smoothing.
 """
 
@@ -17,11 +17,11 @@ from torch import nn
 
 from attnmt.data.batching import Batch, make_batch
 from attnmt.data.tokenizer import Tokenizer
-from attnmt.loss import label_smoothed_nll
-from attnmt.metrics import corpus_scores
-from attnmt.plots import attention_figure, figure_to_array
-from attnmt.precision import Precision
-from attnmt.search import translate_batch
+from attnmt.decode.metrics import corpus_scores
+from attnmt.decode.plots import attention_figure, figure_to_array
+from attnmt.decode.search import translate_batch
+from attnmt.train.loss import label_smoothed_nll
+from attnmt.train.precision import Precision
 
 
 @dataclass

@@ -19,10 +19,10 @@ from torch import nn
 
 from attnmt.checkpoint import load_checkpoint
 from attnmt.data.tokenizer import Tokenizer
-from attnmt.logging_tb import TBLogger
-from attnmt.metrics import corpus_scores
-from attnmt.training_config import TrainerConfig
-from attnmt.validation import EvalSet, ValResult, attention_images, decode, sample_text
+from attnmt.decode.metrics import corpus_scores
+from attnmt.train.config import TrainerConfig
+from attnmt.train.tensorboard import TBLogger
+from attnmt.train.validate import EvalSet, ValResult, attention_images, decode, sample_text
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from attnmt.errors import ConfigError
-from attnmt.training_config import TrainerConfig
+from attnmt.train.config import TrainerConfig
 
 
 def _adam(params: Iterable[nn.Parameter], cfg: TrainerConfig) -> torch.optim.Optimizer:

@@ -28,11 +28,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from attnmt import EOS_ID
 from attnmt.data.textio import read_lines, write_lines
+from attnmt.decode.metrics import MetricResult, corpus_scores
+from attnmt.decode.plots import save_attention_png
+from attnmt.decode.search import Hypothesis
+from attnmt.decode.translator import Translator, load_translator
 from attnmt.errors import ConfigError, DataError
-from attnmt.inference import Translator, load_translator
-from attnmt.metrics import MetricResult, corpus_scores
-from attnmt.plots import save_attention_png
-from attnmt.search import Hypothesis
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from attnmt.data.corpora import prepare_corpus
 from attnmt.data.dataset import ParallelDataset, filter_pairs, make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
-from attnmt.distributed import DistInfo, barrier
-from attnmt.training_config import TrainerConfig
-from attnmt.validation import EvalSet, make_eval_set
+from attnmt.train.config import TrainerConfig
+from attnmt.train.distributed import DistInfo, barrier
+from attnmt.train.validate import EvalSet, make_eval_set
 
 log = logging.getLogger(__name__)
 

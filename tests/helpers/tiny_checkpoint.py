@@ -135,7 +135,7 @@ def private_run(factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
     return Path(shutil.copytree(shared_run(factory), tmp_path / "run"))
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_entry_point(name: str, args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]

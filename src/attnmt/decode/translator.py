@@ -19,9 +19,9 @@ from attnmt.checkpoint import load_checkpoint, resolve_checkpoint
 from attnmt.data.batching import make_batch
 from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
+from attnmt.decode.search import Hypothesis, translate_batch
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
-from attnmt.search import Hypothesis, translate_batch
 
 log = logging.getLogger(__name__)
 

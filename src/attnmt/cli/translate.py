@@ -16,9 +16,9 @@ from typing import Any, BinaryIO
 
 from omegaconf import DictConfig
 
+from attnmt.cli.evaluate import parse_settings
+from attnmt.decode.translator import Translator, load_translator
 from attnmt.errors import ConfigError, DataError
-from attnmt.evaluation import parse_settings
-from attnmt.inference import Translator, load_translator
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""What the entry points train.py, evaluate.py and translate.py run."""

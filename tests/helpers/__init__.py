@@ -1,0 +1,1 @@
+"""Shared test helpers: tiny checkpoints, toy training configs, free ports."""
