@@ -10,16 +10,17 @@ import numpy as np
 import pytest
 import torch
 
-from attnmt.checkpoint import FORMAT, load_checkpoint, resolve_checkpoint
-from attnmt.checkpointing import (
+from attnmt.checkpoint import (
+    FORMAT,
     CheckpointManager,
     latest_checkpoint,
+    load_checkpoint,
+    resolve_checkpoint,
     resume_target,
-    rng_state,
     run_dir_of,
-    set_rng_state,
 )
 from attnmt.errors import CheckpointError
+from attnmt.train.state import rng_state, set_rng_state
 
 
 def _payload(step: int) -> dict:

@@ -14,8 +14,12 @@ A checkpoint is a dict of tensors and plain data only, so that it loads with
     metrics       {"val_bleu": float, ...}
     optimizer, scheduler, scaler, rng, sampler   training state (absent in averaged checkpoints)
 
-Layout of a run directory: ``<run>/checkpoints/last.pt`` and ``best-<step>.pt`` files;
-``<run>/checkpoints/best.json`` lists the best ones, best first.
+Layout of a run directory: ``<run>/checkpoints/last.pt`` (rewritten at every validation,
+at the end and on Ctrl-C) and the k best by validation BLEU as ``best-<step>.pt``;
+``<run>/checkpoints/best.json`` lists those, best first (``[{"file", "step", "val_bleu"}]``),
+and a checkpoint pushed out of the top k is deleted (:class:`CheckpointManager`).
+Resolvers: :func:`resolve_checkpoint` (what to evaluate: best, else last) and
+:func:`resume_target` (what to resume: last).
 """
 
 from __future__ import annotations
@@ -132,3 +136,105 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise CheckpointError(
         f"no checkpoint in {path}: expected {ckpt_dir}/best.json or {ckpt_dir}/last.pt"
     )
+
+
+class CheckpointManager:
+    """Keeps ``last.pt`` and the ``keep_best`` best checkpoints of one run directory."""
+
+    def __init__(self, directory: str | Path, keep_best: int = 3) -> None:
+        self.directory = Path(directory)
+        self.keep_best = keep_best
+        self.best: list[dict[str, Any]] = self._read_best()
+
+    @property
+    def last_path(self) -> Path:
+        return self.directory / "last.pt"
+
+    @property
+    def best_json(self) -> Path:
+        return self.directory / "best.json"
+
+    def _read_best(self) -> list[dict[str, Any]]:
+        """The listed best checkpoints that exist; a malformed best.json starts afresh."""
+        try:
+            entries = read_best_json(self.best_json)
+        except CheckpointError as err:
+            log.warning("%s; the k-best list starts afresh", err)
+            return []
+        return [e for e in entries if (self.directory / e["file"]).is_file()]
+
+    def save_last(self, payload: dict[str, Any]) -> Path:
+        """Atomically write ``last.pt``."""
+        return save_checkpoint(payload, self.last_path)
+
+    def is_best(self, bleu: float) -> bool:
+        """Would a checkpoint with this validation BLEU enter the top k?"""
+        if self.keep_best <= 0:
+            return False
+        return len(self.best) < self.keep_best or bleu > self.best[-1]["val_bleu"]
+
+    def save_if_best(self, payload: dict[str, Any], step: int, bleu: float) -> bool:
+        """Write ``best-<step>.pt`` if ``bleu`` is among the k best; update best.json.
+
+        Ties keep the earlier checkpoint ahead. Returns whether it was written.
+        """
+        if not self.is_best(bleu):
+            return False
+        name = f"best-{step}.pt"
+        save_checkpoint(payload, self.directory / name)
+        entries = [e for e in self.best if e["file"] != name]
+        entries.append({"file": name, "step": int(step), "val_bleu": float(bleu)})
+        entries.sort(key=lambda e: (-e["val_bleu"], e["step"]))
+        kept, dropped = entries[: self.keep_best], entries[self.keep_best :]
+        self.best = kept
+        self._write_best_json()
+        for entry in dropped:
+            (self.directory / entry["file"]).unlink(missing_ok=True)
+        return True
+
+    def _write_best_json(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".best.json.", dir=self.directory)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.best, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.best_json)
+
+    def best_path(self) -> Path | None:
+        """The best checkpoint so far (None before the first validation)."""
+        return self.directory / self.best[0]["file"] if self.best else None
+
+
+def latest_checkpoint(outputs: str | Path, exclude: Path | None = None) -> Path | None:
+    """The newest ``<run>/checkpoints/last.pt`` under ``outputs`` (``resume=auto``)."""
+    found = [
+        p
+        for p in Path(outputs).glob("**/checkpoints/last.pt")
+        if exclude is None or exclude.resolve() not in p.resolve().parents
+    ]
+    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+
+
+def resume_target(resume: str | None, outputs: str | Path, run_dir: Path) -> Path | None:
+    """The checkpoint to resume from: None (fresh run), ``auto`` or a file / run dir.
+
+    A run directory resumes from its ``last.pt`` (the newest state, not the best one).
+    """
+    if resume is None or str(resume) in ("", "null", "None"):
+        return None
+    if str(resume) == "auto":
+        return latest_checkpoint(outputs, exclude=run_dir)
+    path = Path(str(resume))
+    for candidate in (path, path / "checkpoints" / "last.pt", path / "last.pt"):
+        if candidate.is_file():
+            return candidate
+    raise CheckpointError(
+        f"resume={resume}: no checkpoint there; give a .pt file or a run directory "
+        "holding checkpoints/last.pt (or resume=auto for the latest run)"
+    )
+
+
+def run_dir_of(checkpoint: Path) -> Path | None:
+    """``<run>`` for ``<run>/checkpoints/<file>.pt``, else None."""
+    return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else None

@@ -24,14 +24,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from attnmt.checkpoint import load_checkpoint
-from attnmt.checkpointing import (
-    CheckpointManager,
-    resume_target,
-    rng_state,
-    run_dir_of,
-    seed_everything,
-)
+from attnmt.checkpoint import CheckpointManager, load_checkpoint, resume_target, run_dir_of
 from attnmt.config import validate_config
 from attnmt.models.registry import build_model
 from attnmt.train import distributed as ddp
@@ -42,7 +35,7 @@ from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.optim import build_optimizer, build_schedule
 from attnmt.train.precision import resolve_precision
 from attnmt.train.report import TrainMeter, report_validation, test_checkpoint
-from attnmt.train.state import TrainingParts, make_payload, restore
+from attnmt.train.state import TrainingParts, make_payload, restore, rng_state, seed_everything
 from attnmt.train.tensorboard import TBLogger, flatten_params
 from attnmt.train.validate import validate
 
