@@ -318,7 +318,7 @@ def bench_kernels(args: argparse.Namespace, device: torch.device) -> list[Row]:
     smoothed cross-entropy vs ``F.cross_entropy(label_smoothing=0.1)`` on [tokens, V]."""
     import torch.nn.functional as F
 
-    from attnmt.models.dropout import dropout
+    from attnmt.kernels import dropout
     from attnmt.train.loss import label_smoothed_nll
 
     g = torch.Generator().manual_seed(0)

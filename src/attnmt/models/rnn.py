@@ -28,9 +28,9 @@ from torch import Tensor, nn
 
 from attnmt import PAD_ID
 from attnmt.errors import ConfigError
+from attnmt.kernels import Dropout
 from attnmt.models.attention import Attention
 from attnmt.models.base import Seq2Seq, State
-from attnmt.models.dropout import Dropout
 from attnmt.models.rnn_config import (
     AttentionConfig,
     BahdanauConfig,

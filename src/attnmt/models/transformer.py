@@ -27,8 +27,8 @@ from torch import Tensor, nn
 
 from attnmt import PAD_ID
 from attnmt.errors import ConfigError
+from attnmt.kernels import Dropout
 from attnmt.models.base import Seq2Seq, State
-from attnmt.models.dropout import Dropout
 from attnmt.models.positional import POSITIONS
 from attnmt.models.transformer_layers import ACTIVATIONS, NORM_FIRST, DecoderLayer, EncoderLayer
 

@@ -8,18 +8,14 @@ Tensors are batch-first [B,T,D]; masks are bool "allowed" masks (True = may atte
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import Tensor, nn
 
-from attnmt.models.dropout import Dropout
+from attnmt.kernels import Dropout
 from attnmt.models.multihead import MultiHeadAttention
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
 NORM_FIRST: dict[str, bool] = {"pre": True, "post": False}
-
-SubLayer = Callable[[Tensor], tuple[Tensor, Tensor | None]]
 
 
 class FeedForward(nn.Module):
@@ -39,7 +35,11 @@ class FeedForward(nn.Module):
 
 
 class _Layer(nn.Module):
-    """Shared residual wiring of encoder and decoder layers."""
+    """Shared residual wiring of encoder and decoder layers: a sub-layer F is applied as
+
+    h = norm(x) (pre-norm) or x (post-norm);  out = F(h)
+    x ← x + Dropout(out) (pre-norm)  or  norm(x + Dropout(out)) (post-norm)
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str, norm: str):
         super().__init__()
@@ -48,16 +48,17 @@ class _Layer(nn.Module):
         self.ffn = FeedForward(d_model, d_ff, activation, dropout)
         self.ffn_norm = nn.LayerNorm(d_model)
 
-    def residual(self, x: Tensor, norm: nn.LayerNorm, fn: SubLayer) -> tuple[Tensor, Tensor | None]:
-        """Apply sub-layer ``fn`` with dropout, residual and LayerNorm (pre or post)."""
-        if self.norm_first:
-            out, extra = fn(norm(x))
-            return x + self.drop(out), extra
-        out, extra = fn(x)
-        return norm(x + self.drop(out)), extra
+    def sublayer_input(self, x: Tensor, norm: nn.LayerNorm) -> Tensor:
+        """What a sub-layer reads: norm(x) before it (pre-norm) or x itself (post-norm)."""
+        return norm(x) if self.norm_first else x
+
+    def add_residual(self, x: Tensor, out: Tensor, norm: nn.LayerNorm) -> Tensor:
+        """x + Dropout(out), normalised after the sum in post-norm layers."""
+        y = x + self.drop(out)
+        return y if self.norm_first else norm(y)
 
     def feed_forward(self, x: Tensor) -> Tensor:
-        return self.residual(x, self.ffn_norm, lambda h: (self.ffn(h), None))[0]
+        return self.add_residual(x, self.ffn(self.sublayer_input(x, self.ffn_norm)), self.ffn_norm)
 
 
 class EncoderLayer(_Layer):
@@ -81,9 +82,9 @@ class EncoderLayer(_Layer):
         self, x: Tensor, mask: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """x [B,S,D], mask [B,1,1,S] -> (x [B,S,D], self-attention [B,H,S,S] | None)."""
-        x, weights = self.residual(
-            x, self.self_norm, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights)
-        )
+        h = self.sublayer_input(x, self.self_norm)
+        out, weights = self.self_attn(h, mask=mask, need_weights=need_weights)
+        x = self.add_residual(x, out, self.self_norm)
         return self.feed_forward(x), weights
 
 
@@ -106,6 +107,20 @@ class DecoderLayer(_Layer):
         self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
         self.cross_norm = nn.LayerNorm(d_model)
 
+    def cross_attend(
+        self,
+        x: Tensor,
+        cross_kv: tuple[Tensor, Tensor],
+        src_mask: Tensor,
+        need_weights: bool,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The cross-attention sub-layer: x [B,T,D] -> (x [B,T,D], weights [B,H,T,S] | None)."""
+        h = self.sublayer_input(x, self.cross_norm)
+        out, weights = self.cross_attn.attend(
+            h, *cross_kv, mask=src_mask, need_weights=need_weights
+        )
+        return self.add_residual(x, out, self.cross_norm), weights
+
     def forward(
         self,
         x: Tensor,
@@ -115,18 +130,10 @@ class DecoderLayer(_Layer):
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Teacher forcing. x [B,T,D], cross_kv: memory K/V [B,H,S,d_k], src_mask [B,1,1,S]
         -> (x [B,T,D], self [B,H,T,T] | None, cross [B,H,T,S] | None)."""
-        x, self_w = self.residual(
-            x,
-            self.self_norm,
-            lambda h: self.self_attn(h, causal=True, need_weights=need_weights),
-        )
-        x, cross_w = self.residual(
-            x,
-            self.cross_norm,
-            lambda h: self.cross_attn.attend(
-                h, *cross_kv, mask=src_mask, need_weights=need_weights
-            ),
-        )
+        h = self.sublayer_input(x, self.self_norm)
+        out, self_w = self.self_attn(h, causal=True, need_weights=need_weights)
+        x = self.add_residual(x, out, self.self_norm)
+        x, cross_w = self.cross_attend(x, cross_kv, src_mask, need_weights)
         return self.feed_forward(x), self_w, cross_w
 
     def step(
@@ -140,20 +147,11 @@ class DecoderLayer(_Layer):
         """One decoding step. x [B,1,D]; cache: this layer's self-attention K/V so far
         [B,H,t,d_k] -> (x [B,1,D], cache with the new step appended [B,H,t+1,d_k],
         cross-attention [B,H,1,S] | None)."""
-        new_cache: list[tuple[Tensor, Tensor]] = []
-
-        def self_attend(h: Tensor) -> tuple[Tensor, None]:
-            k, v = self.self_attn.project_kv(h)
-            k, v = torch.cat((cache[0], k), dim=2), torch.cat((cache[1], v), dim=2)
-            new_cache.append((k, v))
-            return self.self_attn.attend(h, k, v)[0], None  # the new query sees every key
-
-        x, _ = self.residual(x, self.self_norm, self_attend)
-        x, cross_w = self.residual(
-            x,
-            self.cross_norm,
-            lambda h: self.cross_attn.attend(
-                h, *cross_kv, mask=src_mask, need_weights=need_weights
-            ),
-        )
-        return self.feed_forward(x), new_cache[0], cross_w
+        h = self.sublayer_input(x, self.self_norm)
+        k_new, v_new = self.self_attn.project_kv(h)  # [B,H,1,d_k]
+        k = torch.cat((cache[0], k_new), dim=2)  # [B,H,t+1,d_k]
+        v = torch.cat((cache[1], v_new), dim=2)
+        out, _ = self.self_attn.attend(h, k, v)  # no mask: the newest query sees every key
+        x = self.add_residual(x, out, self.self_norm)
+        x, cross_w = self.cross_attend(x, cross_kv, src_mask, need_weights)
+        return self.feed_forward(x), (k, v), cross_w

@@ -13,12 +13,11 @@ as sums over the non-pad tokens; the caller divides by the token count.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import torch
 from torch import Tensor
 
 from attnmt import PAD_ID
+from attnmt.kernels import smoothed_cross_entropy
 
 
 @dataclass
@@ -31,44 +30,6 @@ class LossOutput:
     nll: Tensor
     n_tokens: int
     n_correct: int | None = None
-
-
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """Summed smoothed CE over the kept rows, with its closed-form gradient
-
-        ∂L/∂z_ij = keep_i · (p_ij − q_ij),   q_i = (1 − ε) · onehot(y_i) + ε / V
-
-    so backward is three passes over [N,V] (exp, subtract, scale) instead of autograd's
-    gather/mean/log_softmax chain; ``scripts/benchmark.py`` measures the difference.
-    """
-
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx: Any, logits: Tensor, target: Tensor, keep: Tensor, smoothing: float
-    ) -> tuple[Tensor, Tensor]:
-        """logits [N,V], target [N], keep [N] bool -> (loss sum, nll sum), fp32 or wider."""
-        work = torch.promote_types(logits.dtype, torch.float32)  # bf16/fp16 -> fp32
-        lprobs = torch.log_softmax(logits.to(work), dim=-1)  # [N,V]
-        nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # [N]
-        smooth = -lprobs.mean(dim=-1)  # [N]
-        zero = nll.new_zeros(())
-        loss = torch.where(keep, (1.0 - smoothing) * nll + smoothing * smooth, zero).sum()
-        nll_sum = torch.where(keep, nll, zero).sum()
-        ctx.save_for_backward(lprobs, target, keep)
-        ctx.smoothing, ctx.dtype = smoothing, logits.dtype
-        ctx.mark_non_differentiable(nll_sum)
-        return loss, nll_sum
-
-    @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
-        lprobs, target, keep = ctx.saved_tensors
-        eps, vocab = ctx.smoothing, lprobs.size(-1)
-        grad = lprobs.exp()  # p [N,V]
-        if eps:
-            grad.sub_(eps / vocab)
-        grad.scatter_add_(-1, target.unsqueeze(-1), grad.new_full((grad.size(0), 1), eps - 1.0))
-        grad.mul_((keep.to(grad.dtype) * grad_loss).unsqueeze(-1))
-        return grad.to(ctx.dtype), None, None, None
 
 
 def label_smoothed_nll(
@@ -86,9 +47,7 @@ def label_smoothed_nll(
     flat_target = target.reshape(-1)
     keep = flat_target.ne(pad_id)  # [B·T]
     safe_target = flat_target.masked_fill(~keep, 0)  # pad_id may lie outside [0, V)
-    loss, nll = _SmoothedCrossEntropy.apply(
-        logits.reshape(-1, vocab), safe_target, keep, float(smoothing)
-    )
+    loss, nll = smoothed_cross_entropy(logits.reshape(-1, vocab), safe_target, keep, smoothing)
     correct = None
     if count_correct:
         correct = int((logits.detach().argmax(-1).reshape(-1).eq(flat_target) & keep).sum())
