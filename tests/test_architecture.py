@@ -1,0 +1,129 @@
+"""The import contract of src/attnmt, read from the code with ast (function-local imports too).
+
+Data flows one way: entry points → cli/ → train/ → decode/ → models/, data/ → leaves
+(errors, schema, kernels, devices, checkpoint). The rules below fail naming the importing
+module, the line and the imported module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "attnmt"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, list[tuple[int, str]]]:
+    """Every attnmt module → [(line, imported attnmt module)], resolved to real modules."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    found: dict[str, list[tuple[int, str]]] = {}
+    for name, path in modules.items():
+        is_pkg = path.name == "__init__.py"
+        edges: list[tuple[int, str]] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = name.split(".")
+                    keep = len(parts) - node.level + (1 if is_pkg else 0)
+                    base = ".".join(parts[:keep] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name and target.startswith("attnmt"):
+                    edges.append((node.lineno, target))
+        found[name] = edges
+    return found
+
+
+IMPORTS = _imports()
+
+
+def _in(module: str, unit: str) -> bool:
+    return module == unit or module.startswith(f"{unit}.")
+
+
+def test_the_reader_sees_the_package() -> None:
+    assert {"attnmt.train.loop", "attnmt.decode.translator", "attnmt.models.registry"} <= set(
+        IMPORTS
+    )
+    assert any(t == "attnmt.decode.search" for _, t in IMPORTS["attnmt.decode.translator"])
+
+
+def test_no_import_circles() -> None:
+    """No module reaches itself through imports (package __init__ files hold no imports)."""
+    graph = {m: {t for _, t in edges if not t.endswith("__init__")} for m, edges in IMPORTS.items()}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                cycle = [*path[path.index(t) :], t]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if t not in state:
+                visit(t)
+        path.pop()
+        state[m] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+RULES: list[tuple[str, tuple[str, ...], str]] = [
+    ("attnmt.models", ("attnmt.data", "attnmt.train", "attnmt.decode", "attnmt.cli",
+                       "attnmt.config", "attnmt.checkpoint"), "models know no data, loop or files"),
+    ("attnmt.data", ("attnmt.models", "attnmt.train", "attnmt.decode", "attnmt.cli",
+                     "attnmt.config", "attnmt.checkpoint"), "data knows no model"),
+    ("attnmt.decode", ("attnmt.train", "attnmt.cli", "attnmt.config"),
+     "decoding never reaches up into training"),
+    ("attnmt.train", ("attnmt.cli",), "training never imports the entry points' code"),
+    ("attnmt.errors", ("attnmt.",), "errors is a leaf"),
+    ("attnmt.schema", ("attnmt.data", "attnmt.models", "attnmt.train", "attnmt.decode",
+                       "attnmt.cli", "attnmt.config"), "the schema helper is a leaf"),
+    ("attnmt.kernels", ("attnmt.",), "kernels is a leaf"),
+    ("attnmt.devices", ("attnmt.data", "attnmt.models", "attnmt.train", "attnmt.decode",
+                        "attnmt.cli", "attnmt.config"), "devices is a leaf"),
+    ("attnmt.checkpoint", ("attnmt.data", "attnmt.models", "attnmt.train", "attnmt.decode",
+                           "attnmt.cli", "attnmt.config"), "checkpoint I/O is a leaf"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("unit", "banned", "why"), RULES, ids=[r[0] for r in RULES])
+def test_no_upward_imports(unit: str, banned: tuple[str, ...], why: str) -> None:
+    bad = [
+        f"{module}:{line} imports {target}"
+        for module, edges in IMPORTS.items()
+        if _in(module, unit)
+        for line, target in edges
+        if target != "attnmt"
+        and any(target.startswith(b) if b.endswith(".") else _in(target, b) for b in banned)
+        and not (unit == "attnmt.errors" and target == "attnmt.errors")
+    ]
+    assert not bad, f"{why}: " + "; ".join(bad)
+
+
+def test_only_the_trainer_loop_reads_the_run_config() -> None:
+    """The run config is validated once (attnmt.config) and its typed parts are passed down:
+    inside train/ only the loop imports attnmt.config."""
+    readers = sorted(
+        m
+        for m, edges in IMPORTS.items()
+        if _in(m, "attnmt.train") and any(t == "attnmt.config" for _, t in edges)
+    )
+    assert readers == ["attnmt.train.loop"]
