@@ -10,7 +10,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -18,7 +20,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from attnmt.config import validate_config
+from attnmt.config import RunConfig, validate_config
 from attnmt.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,19 +44,19 @@ def fill_missing(cfg: DictConfig, value: str) -> list[str]:
     return missing
 
 
-def validated(overrides: list[str], tmp_path: Path) -> DictConfig:
+def validated(overrides: list[str], tmp_path: Path) -> RunConfig:
     cfg = compose_cfg(overrides)
     fill_missing(cfg, str(tmp_path))
     return validate_config(cfg)
 
 
-def build_small_model(model_cfg: DictConfig) -> torch.nn.Module:
+def build_small_model(model_cfg: Any) -> torch.nn.Module:
     """Build the model with tiny vocabularies and run one teacher-forced batch through it."""
     from attnmt.data.batching import make_batch
     from attnmt.models.base import Seq2Seq
     from attnmt.models.registry import build_model
 
-    model = build_model(OmegaConf.to_container(model_cfg), 12, 12, True)
+    model = build_model(model_cfg, 12, 12, True)
     assert isinstance(model, Seq2Seq)
     assert model.name == model_cfg.name
     model.eval()
@@ -80,7 +82,7 @@ def test_every_model_config_validates_and_builds(model: str, tmp_path: Path) -> 
     raw = OmegaConf.load(CONFIGS / "model" / f"{model}.yaml")
     for key, value in raw.items():  # the preset's values survive validation
         if not isinstance(value, DictConfig):
-            assert cfg.model[key] == value, f"model={model}: model.{key}"
+            assert getattr(cfg.model, key) == value, f"model={model}: model.{key}"
     build_small_model(cfg.model)
 
 
@@ -101,7 +103,7 @@ def test_every_trainer_config_validates_and_constructs(trainer: str, tmp_path: P
     from attnmt.train.config import TrainerConfig
 
     cfg = validated([f"trainer={trainer}"], tmp_path)
-    tc = TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer))
+    tc = cfg.trainer
     assert isinstance(tc, TrainerConfig)
     raw = OmegaConf.load(CONFIGS / "trainer" / f"{trainer}.yaml")
     for key, value in raw.items():
@@ -122,19 +124,21 @@ def test_every_experiment_validates_and_builds(experiment: str, tmp_path: Path) 
 
     cfg = validated([experiment_override(experiment)], tmp_path)
     build_small_model(cfg.model)
-    to_data_config(cfg.data)
-    TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer))
+    assert to_data_config(cfg.data) == cfg.data
+    assert isinstance(cfg.trainer, TrainerConfig)
 
 
 def test_defaults_validate_and_fill_the_schema(tmp_path: Path) -> None:
     cfg = validated([], tmp_path)
-    assert set(cfg) >= {"seed", "device", "resume", "data", "model", "trainer"}
+    assert set(cfg.to_dict()) == {"seed", "device", "resume", "data", "model", "trainer", "decode"}
     assert cfg.seed == 1234 and cfg.device == "auto" and cfg.resume is None
-    # keys the YAML leaves out come from the schema's defaults
+    # every section is typed: the model's own schema, chosen by model.name
+    from attnmt.decode.config import DecodeConfig
     from attnmt.models.registry import model_class
 
-    schema_keys = set(model_class(cfg.model.name).Config.__dataclass_fields__)
-    assert set(cfg.model) == schema_keys
+    assert type(cfg.model) is model_class(cfg.model.name).Config
+    assert cfg.decode == DecodeConfig()  # configs/decode/default.yaml = the schema's defaults
+    assert {f.name for f in fields(cfg.model)} == set(cfg.to_dict()["model"])
 
 
 def test_overrides_reach_the_validated_config(tmp_path: Path) -> None:
@@ -220,10 +224,13 @@ def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: 
         (["data.tokenizer.normalization=nfd"], ["tokenizer.normalization", "nmt_nfkc"]),
         (["data.tokenizer.character_coverage=1.5"], ["character_coverage=1.5", "(0, 1]"]),
         (["trainer.log_every_steps=0"], ["trainer.log_every_steps must be > 0"]),
-        (["trainer.test_beam_size=0"], ["trainer.test_beam_size must be > 0"]),
+        (["decode.beam=0"], ["decode.beam must be >= 1"]),
+        (["+trainer.test_beam_size=2"], ["trainer.test_beam_size: moved to decode.beam"]),
         (["trainer.val_every_steps=-5"], ["trainer.val_every_steps must be >= 0"]),
         (["trainer.early_stopping_patience=-1"], ["trainer.early_stopping_patience"]),
-        (["trainer.max_len_a=-1"], ["trainer.max_len_a must be >= 0"]),
+        (["decode.max_len_a=-1"], ["decode.max_len_a must be >= 0"]),
+        (["decode.max_len_b=-5"], ["decode.max_len_b must be >= 0"]),
+        (["decode.max_len_a=0", "decode.max_len_b=0"], ["decode.max_len_b >= 1"]),
         (["trainer.betas=[0.9,1.5]"], ["trainer.betas"]),
         (["trainer.plateau_factor=1.0"], ["trainer.plateau_factor"]),
         (["model=transformer_tiny", "model.n_heads=3"], ["model.n_heads"]),
@@ -260,13 +267,15 @@ def test_command_line_typo_is_refused_by_hydra_naming_the_key() -> None:
 
 
 def test_group_given_a_scalar_is_a_config_error() -> None:
-    cfg = OmegaConf.create({"seed": 1, "trainer": 5})
+    cfg = OmegaConf.create({"seed": 1, "model": {"name": "transformer"}, "trainer": 5})
     with pytest.raises(ConfigError, match=r"^trainer: expected a config group"):
         validate_config(cfg)
 
 
 def test_missing_value_names_the_key() -> None:
-    cfg = OmegaConf.create({"seed": 1, "trainer": {"max_steps": "???"}})
+    cfg = OmegaConf.create(
+        {"seed": 1, "model": {"name": "transformer"}, "trainer": {"max_steps": "???"}}
+    )
     with pytest.raises(ConfigError, match=r"^trainer\.max_steps: no value given"):
         validate_config(cfg)
 

@@ -60,7 +60,7 @@ def test_printed_scores_equal_sacrebleu_cli(run_dir: Path, tmp_path: Path) -> No
     """evaluate.py in a subprocess; then the sacrebleu command on the files it wrote."""
     # references: the model's own output on even lines, so BLEU is neither 0 nor 100
     src = [f"{a} {b} {c} {d}" for a, b, c, d in zip("abcdef", "bcdefa", "cdefab", "fedcba")]
-    own = load_translator(run_dir, "cpu").translate(src, beam_size=3)
+    own = load_translator(run_dir, "cpu").translate(src, beam=3)
     refs = [hyp if i % 2 == 0 else s[::-1] for i, (s, hyp) in enumerate(zip(src, own))]
     (tmp_path / "in.src").write_text("\n".join(src) + "\n")
     (tmp_path / "in.ref").write_text("\n".join(refs) + "\n")
@@ -102,7 +102,7 @@ def test_missing_and_corrupt_checkpoint(tmp_path: Path, monkeypatch, capsys) -> 
     code, out, err = run_entry_point("evaluate", [f"ckpt={bad}"], monkeypatch, capsys)
     assert code == 2 and f"cannot read checkpoint {bad}" in err and "Traceback" not in err
     code, _, err = run_entry_point("evaluate", [], monkeypatch, capsys)
-    assert code == 2 and "missing ckpt" in err
+    assert code == 2 and "ckpt: no checkpoint given" in err
 
 
 @pytest.mark.parametrize(
@@ -145,11 +145,11 @@ def test_src_and_ref_of_different_lengths(
 
 
 def test_bad_settings(run_dir: Path) -> None:
-    with pytest.raises(ConfigError, match="beam=0 must be >= 1"):
+    with pytest.raises(ConfigError, match="beam must be >= 1, got 0"):
         run({"ckpt": str(run_dir), "beam": 0})
     with pytest.raises(ConfigError, match="give both src_file"):
         run({"ckpt": str(run_dir), "src_file": "x.txt"})
-    with pytest.raises(ConfigError, match="bad setting beam"):
+    with pytest.raises(ConfigError, match="beam: expected int, got 'wide'"):
         run({"ckpt": str(run_dir), "beam": "wide"})
 
 
@@ -177,13 +177,18 @@ def test_blank_source_lines_give_blank_hypotheses(run_dir: Path, tmp_path: Path)
 def test_config_files_match_their_schemas(name: str) -> None:
     from hydra import compose, initialize_config_dir
 
-    from attnmt.cli.evaluate import EvalSettings, parse_settings
+    from attnmt.cli.common import parse_settings
+    from attnmt.cli.evaluate import EvalSettings
     from attnmt.cli.translate import TranslateSettings
+    from attnmt.decode.config import DecodeConfig
 
     schema = {"evaluate": EvalSettings, "translate": TranslateSettings}[name]
     with initialize_config_dir(str(ROOT / "configs"), version_base="1.3"):
         cfg = compose(config_name=name, overrides=["ckpt=x.pt"])
-    settings = parse_settings(cfg, schema)
+    settings, decode = parse_settings(cfg, schema)
     assert settings == schema(ckpt="x.pt")  # the YAML defaults are the schema's defaults
-    with pytest.raises(ConfigError, match="missing ckpt"):
+    assert decode == DecodeConfig()  # the decode group, at the top level here
+    with pytest.raises(ConfigError, match="ckpt: no checkpoint given"):
         parse_settings({}, schema)
+    with pytest.raises(ConfigError, match="bem: unknown key; did you mean beam"):
+        parse_settings({"ckpt": "x.pt", "bem": 3}, schema)

@@ -7,7 +7,9 @@ import math
 import pytest
 import torch
 
+from attnmt.config import validate_config
 from attnmt.errors import ConfigError
+from attnmt.schema import parse
 from attnmt.train.config import TrainerConfig
 from attnmt.train.optim import SCHEDULES, build_optimizer, build_schedule
 
@@ -72,23 +74,23 @@ def test_plateau_respects_min_lr() -> None:
     assert sched.lr_at(1) == pytest.approx(5e-5)
 
 
-def test_registries_and_errors() -> None:
+def test_registries() -> None:
     assert set(SCHEDULES) == {"noam", "plateau", "constant"}
     assert isinstance(_opt(TrainerConfig(optimizer="adamw")), torch.optim.AdamW)
     assert type(_opt(TrainerConfig(optimizer="adam"))) is torch.optim.Adam
-    with pytest.raises(ConfigError, match=r"trainer\.optimizer"):
-        _opt(TrainerConfig(optimizer="sgdd"))
-    with pytest.raises(ConfigError, match=r"trainer\.schedule"):
-        build_schedule(_opt(TrainerConfig()), TrainerConfig(schedule="cosine"))
 
 
-def test_trainer_config_rejects_typos_and_types() -> None:
+def test_trainer_config_rejects_typos_types_and_bad_choices() -> None:
+    """Through the one schema helper and the run config's choice check (attnmt.config)."""
     with pytest.raises(ConfigError, match=r"trainer\.max_stpes.*trainer\.max_steps"):
-        TrainerConfig.from_mapping({"max_stpes": 3})
-    with pytest.raises(ConfigError, match=r"trainer\.max_steps must be int"):
-        TrainerConfig.from_mapping({"max_steps": "abc"})
+        parse({"max_stpes": 3}, TrainerConfig, "trainer.")
+    with pytest.raises(ConfigError, match=r"trainer\.max_steps: expected int"):
+        parse({"max_steps": "abc"}, TrainerConfig, "trainer.")
     with pytest.raises(ConfigError, match="label_smoothing"):
-        TrainerConfig.from_mapping({"label_smoothing": 1.5})
-    cfg = TrainerConfig.from_mapping({"lr": 1, "betas": [0.9, 0.99]})
+        parse({"label_smoothing": 1.5}, TrainerConfig, "trainer.")
+    cfg = parse({"lr": 1, "betas": [0.9, 0.99]}, TrainerConfig, "trainer.")
     assert cfg.lr == 1.0 and isinstance(cfg.lr, float) and cfg.betas == [0.9, 0.99]
     assert not math.isnan(cfg.eps)
+    for key, bad in (("optimizer", "sgdd"), ("schedule", "cosine"), ("precision", "fp8")):
+        with pytest.raises(ConfigError, match=rf"trainer\.{key}: '{bad}' is not one of"):
+            validate_config({"model": {"name": "transformer"}, "trainer": {key: bad}})

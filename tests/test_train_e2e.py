@@ -50,7 +50,7 @@ def test_short_run_writes_every_artefact(tmp_path: Path) -> None:
         "trainer.log_every_steps=2",
         "trainer.num_heatmaps=1",
         "trainer.keep_best=1",
-        "trainer.test_beam_size=2",
+        "decode.beam=2",
     )
     run = tmp_path / "run"
     result = train(cfg, run)

@@ -38,10 +38,10 @@ def test_one_line_per_line_blank_to_blank_and_same_as_translator(ckpt: Path) -> 
     got = _translate(ckpt, LINES, beam=2)
     assert len(got) == len(LINES)
     assert got[1] == got[3] == ""
-    expected = load_translator(ckpt, "cpu").translate(LINES, beam_size=2)
+    expected = load_translator(ckpt, "cpu").translate(LINES, beam=2)
     assert got == expected
     # whitespace is normalised as in training: "c  a   b" translates like "c a b"
-    (same,) = load_translator(ckpt, "cpu").translate(["c a b"], beam_size=2)
+    (same,) = load_translator(ckpt, "cpu").translate(["c a b"], beam=2)
     assert got[6] == same
 
 
@@ -95,9 +95,7 @@ def test_pipe_subprocess(ckpt: Path, tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:-1] == load_translator(ckpt, "cpu").translate(
-        LINES, beam_size=2
-    )
+    assert done.stdout.split("\n")[:-1] == load_translator(ckpt, "cpu").translate(LINES, beam=2)
     assert "translated 7 lines" in done.stderr
 
 
@@ -131,7 +129,7 @@ def test_missing_checkpoint_no_traceback(tmp_path: Path, monkeypatch, capsys) ->
 
 
 def test_length_batches_respect_the_budget() -> None:
-    from attnmt.decode.translator import length_batches
+    from attnmt.data.batching import length_batches
 
     # longest first: 10+10 fill 20; then 5, 3, 2 (5 x 3 = 15 <= 20)
     assert length_batches([3, 10, 2, 10, 5], 20) == [[1, 3], [4, 0, 2]]

@@ -1,4 +1,4 @@
-"""Validation helpers: token-budget eval batches, order restoring decode, the train meter."""
+"""Validation helpers: token-budget evaluation batches, the train meter."""
 
 from __future__ import annotations
 
@@ -7,30 +7,18 @@ import math
 import pytest
 import torch
 
+from attnmt.data.batching import length_batches
 from attnmt.train.report import TrainMeter
-from attnmt.train.validate import eval_batches
 
 
-def test_eval_batches_cover_every_sentence_once_within_budget() -> None:
-    src = [[5] * n for n in (7, 1, 3, 3, 12, 2, 9)]
-    tgt = [[6] * n for n in (2, 4, 3, 1, 10, 2, 8)]
+def test_length_batches_cover_every_index_once_within_budget() -> None:
+    lengths = [9, 3, 5, 5, 23, 4, 18]
     seen: list[int] = []
-    for batch in eval_batches(src, tgt, max_tokens=40):
-        rows = batch.index.tolist()
+    for rows in length_batches(lengths, 40):
         seen += rows
-        width = max(len(src[i]) + 1 + len(tgt[i]) + 1 for i in rows)
-        assert width * len(rows) <= 40 or len(rows) == 1
-        # the batch holds exactly these sentences (EOS-terminated source)
-        for r, i in enumerate(rows):
-            assert int((~batch.src_pad_mask[r]).sum()) == len(src[i]) + 1
-    assert sorted(seen) == list(range(len(src)))
-
-
-def test_eval_batches_source_only_are_length_sorted() -> None:
-    src = [[4] * n for n in (5, 1, 3)]
-    batches = list(eval_batches(src, None, max_tokens=100))
-    assert len(batches) == 1 and batches[0].index.tolist() == [1, 2, 0]
-    assert batches[0].tgt_out is None
+        assert max(lengths[i] for i in rows) * len(rows) <= 40 or len(rows) == 1
+        assert [lengths[i] for i in rows] == sorted((lengths[i] for i in rows), reverse=True)
+    assert sorted(seen) == list(range(len(lengths)))
 
 
 def test_train_meter_token_weighted_means() -> None:

@@ -1,14 +1,20 @@
-"""What the thin entry points share: user errors become one line on stderr, not a traceback."""
+"""What the thin entry points share: their settings parsed once, and user errors as one
+line on stderr, not a traceback."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from attnmt.errors import AttnmtError
+from omegaconf import DictConfig, OmegaConf
+
+from attnmt.decode.config import DecodeConfig
+from attnmt.errors import AttnmtError, ConfigError
+from attnmt.schema import parse, unknown_key
 
 T = TypeVar("T")
 
@@ -37,3 +43,33 @@ def run_cli(fn: Callable[[], T]) -> T:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(SIGPIPE_EXIT)
+
+
+def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tuple[T, DecodeConfig]:
+    """(settings, decoding) of evaluate.py / translate.py, each parsed once.
+
+    Their configs hold the ``decode`` group's keys at the top level (``beam=5``, via
+    ``decode@_global_`` in configs/evaluate.yaml and translate.yaml): those become a
+    :class:`DecodeConfig`, the rest ``schema``. A key in neither fails naming it.
+    """
+    if isinstance(cfg, DictConfig):
+        values = OmegaConf.to_container(cfg, resolve=False)
+    elif isinstance(cfg, Mapping):
+        values = dict(cfg)
+    else:
+        raise ConfigError(f"expected a mapping of settings, got {cfg!r}")
+    assert isinstance(values, dict)
+    values.pop("hydra", None)
+    decode_keys = {f.name for f in dataclasses.fields(DecodeConfig)}
+    own_keys = {f.name for f in dataclasses.fields(schema)}  # type: ignore[arg-type]
+    for key in values:
+        if key not in decode_keys | own_keys:
+            raise unknown_key(str(key), decode_keys | own_keys, "")
+    if "ckpt" in own_keys and values.get("ckpt") in (None, "???"):
+        raise ConfigError(
+            "ckpt: no checkpoint given; pass e.g. ckpt=outputs/<date>/<time> (a run "
+            "directory) or ckpt=path/to/checkpoint.pt"
+        )
+    own = {k: v for k, v in values.items() if k in own_keys}
+    decode = {k: v for k, v in values.items() if k in decode_keys}
+    return parse(own, schema, ""), parse(decode, DecodeConfig, "")

@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
 from attnmt import EOS_ID
+from attnmt.cli.common import parse_settings
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.metrics import MetricResult, corpus_scores
 from attnmt.decode.plots import save_attention_png
@@ -39,48 +39,25 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class EvalSettings:
-    """Schema of configs/evaluate.yaml."""
+    """Schema of configs/evaluate.yaml (besides the decode group's keys, which sit at the
+    top level there: beam, alpha, max_len_a, max_len_b, max_src_len, batch_tokens)."""
 
-    ckpt: str = "???"
+    ckpt: str = "???"  # a run directory (its best checkpoint, else last.pt) or a .pt file
     split: str = "test"
     src_file: str | None = None
     ref_file: str | None = None
-    beam: int = 5
-    alpha: float = 0.6
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    batch_tokens: int = 4000
     device: str = "auto"
     plot_attention: int = 0
     out_dir: str | None = None
     metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])
 
-
-def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type) -> Any:
-    """Merge ``cfg`` onto a dataclass schema: ConfigError naming the key on a bad value."""
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
-        missing = sorted(OmegaConf.missing_keys(merged))
-        if missing:
+    def check(self, prefix: str = "") -> None:
+        if self.plot_attention < 0:
+            raise ConfigError(f"plot_attention={self.plot_attention} must be >= 0")
+        if (self.src_file is None) != (self.ref_file is None):
             raise ConfigError(
-                f"missing {', '.join(missing)}: pass e.g. ckpt=outputs/<date>/<time> "
-                "(a run directory) or ckpt=path/to/checkpoint.pt"
+                "give both src_file=... and ref_file=..., or neither (then split=...)"
             )
-        return OmegaConf.to_object(merged)
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None) or "?"
-        raise ConfigError(f"bad setting {key}: {str(err).splitlines()[0]}") from None
-
-
-def _check(s: EvalSettings) -> None:
-    if s.beam < 1:
-        raise ConfigError(f"beam={s.beam} must be >= 1 (1 = greedy)")
-    if s.batch_tokens < 1:
-        raise ConfigError(f"batch_tokens={s.batch_tokens} must be >= 1")
-    if s.plot_attention < 0:
-        raise ConfigError(f"plot_attention={s.plot_attention} must be >= 0")
-    if (s.src_file is None) != (s.ref_file is None):
-        raise ConfigError("give both src_file=... and ref_file=..., or neither (then split=...)")
 
 
 def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[str], list[str]]:
@@ -146,16 +123,15 @@ def run(
     cfg: DictConfig | Mapping[str, Any], stdout: TextIO | None = None
 ) -> dict[str, MetricResult]:
     """Evaluate as configs/evaluate.yaml describes; print one line per metric to stdout."""
-    s: EvalSettings = parse_settings(cfg, EvalSettings)
-    _check(s)
-    translator = load_translator(s.ckpt, s.device)
+    s, decode = parse_settings(cfg, EvalSettings)
+    translator = load_translator(s.ckpt, s.device, decode)
     label, sources, refs = read_eval_data(s, translator)
     ckpt = translator.checkpoint_path
     out_dir = Path(s.out_dir) if s.out_dir else ckpt.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    tag = f"{ckpt.stem}.{label}.beam{s.beam}"
-    log.info("decoding %d sentences of %s with beam %d", len(sources), label, s.beam)
-    hyps = translator.hypotheses(sources, s.beam, s.alpha, s.batch_tokens, s.max_len_a, s.max_len_b)
+    tag = f"{ckpt.stem}.{label}.beam{decode.beam}"
+    log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
+    hyps = translator.hypotheses(sources)
     texts = translator.detokenize(hyps)
     hyp_path = out_dir / f"{tag}.hyp"
     write_lines(hyp_path, texts)
@@ -171,7 +147,10 @@ def run(
         "hyp_file": str(hyp_path),
         "ref_file": str(ref_path),
         "sentences": len(sources),
-        "settings": {k: v for k, v in asdict(s).items() if k not in ("ckpt", "out_dir")},
+        "settings": {
+            **{k: v for k, v in asdict(s).items() if k not in ("ckpt", "out_dir")},
+            **asdict(decode),
+        },
         "metrics": {k: r.to_dict() for k, r in scores.items()},
     }
     write_scores(out_dir / "scores.json", tag, entry)

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from omegaconf import DictConfig
 
-from attnmt.cli.evaluate import parse_settings
+from attnmt.cli.common import parse_settings
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.errors import ConfigError, DataError
 
@@ -25,17 +25,17 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TranslateSettings:
-    """Schema of configs/translate.yaml."""
+    """Schema of configs/translate.yaml (besides the decode group's keys, which sit at the
+    top level there: beam, alpha, max_len_a, max_len_b, max_src_len, batch_tokens)."""
 
-    ckpt: str = "???"
-    beam: int = 5
-    alpha: float = 0.6
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    batch_tokens: int = 4000
+    ckpt: str = "???"  # a run directory (its best checkpoint, else last.pt) or a .pt file
     chunk_lines: int = 500
     device: str = "auto"
     interactive: bool | None = None  # None: when stdin is a terminal
+
+    def check(self, prefix: str = "") -> None:
+        if self.chunk_lines < 0:
+            raise ConfigError(f"chunk_lines={self.chunk_lines} must be >= 0 (0: all of stdin)")
 
 
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
@@ -65,24 +65,20 @@ def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield chunk
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.splitlines())
-
-
 def translate_stream(
-    translator: Translator, lines: Iterable[str], out: BinaryIO, chunk_lines: int, **kw: Any
+    translator: Translator, lines: Iterable[str], out: BinaryIO, chunk_lines: int
 ) -> int:
     """Translate ``lines`` chunk by chunk, writing one UTF-8 line each; returns the count."""
     count = 0
     for chunk in chunks(lines, chunk_lines):
-        for text in translator.translate(chunk, **kw):
-            out.write((_one_line(text) + "\n").encode("utf-8"))
+        for text in translator.translate(chunk, first_line=count + 1):
+            out.write((text + "\n").encode("utf-8"))
         out.flush()
         count += len(chunk)
     return count
 
 
-def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: Any) -> None:
+def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO) -> None:
     """Prompt on stderr, translate each entered line; Ctrl-D or Ctrl-C ends."""
     print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
     try:
@@ -93,8 +89,8 @@ def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: An
             if not raw:
                 break
             (line,) = decode_lines([raw])
-            (text,) = translator.translate([line], **kw)
-            out.write((_one_line(text) + "\n").encode("utf-8"))
+            (text,) = translator.translate([line])
+            out.write((text + "\n").encode("utf-8"))
             out.flush()
     except KeyboardInterrupt:
         pass
@@ -107,24 +103,13 @@ def run(
     stdout: BinaryIO | None = None,
 ) -> None:
     """Translate stdin to stdout as configs/translate.yaml describes."""
-    s: TranslateSettings = parse_settings(cfg, TranslateSettings)
-    if s.chunk_lines < 0:
-        raise ConfigError(f"chunk_lines={s.chunk_lines} must be >= 0 (0: all of stdin)")
-    if s.beam < 1:
-        raise ConfigError(f"beam={s.beam} must be >= 1 (1 = greedy)")
+    s, decode = parse_settings(cfg, TranslateSettings)
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    translator = load_translator(s.ckpt, s.device)
-    kw = {
-        "beam_size": s.beam,
-        "alpha": s.alpha,
-        "batch_tokens": s.batch_tokens,
-        "max_len_a": s.max_len_a,
-        "max_len_b": s.max_len_b,
-    }
+    translator = load_translator(s.ckpt, s.device, decode)
     is_tty = s.interactive if s.interactive is not None else stdin.isatty()
     if is_tty:
-        interactive(translator, stdin, stdout, **kw)
+        interactive(translator, stdin, stdout)
         return
-    n = translate_stream(translator, decode_lines(stdin), stdout, s.chunk_lines, **kw)
+    n = translate_stream(translator, decode_lines(stdin), stdout, s.chunk_lines)
     log.info("translated %d lines", n)

@@ -95,6 +95,22 @@ def make_batch(
     return batch
 
 
+def length_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Indices grouped by length, longest first, so that count × longest ≤ batch_tokens.
+
+    For evaluation and decoding (training uses :class:`~attnmt.data.sampler.TokenBatchSampler`).
+    A sequence longer than ``batch_tokens`` gets a batch of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and lengths[batches[-1][0]] * (len(batches[-1]) + 1) <= batch_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
 def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
     """BoolTensor [T, T], True where query i may attend to key j (j <= i).
 

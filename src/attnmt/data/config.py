@@ -1,9 +1,8 @@
 """Schema of the ``data`` config group (``configs/data/*.yaml``).
 
-``OmegaConf.structured(DataConfig)`` is the schema: merging a YAML or override into it
-rejects unknown keys and wrong types. :func:`to_data_config` does that merge and turns
-OmegaConf's errors into :class:`~attnmt.errors.ConfigError` naming the key, and checks
-the value ranges that types alone cannot express.
+:class:`DataConfig` is the schema; :func:`to_data_config` parses a mapping onto it with
+:func:`attnmt.schema.parse` (unknown keys, wrong types and bad values fail naming the
+``data.*`` key) and :meth:`DataConfig.check` holds the value checks.
 """
 
 from __future__ import annotations
@@ -12,11 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
 from attnmt.data.tokenizer import NORMALIZATIONS
 from attnmt.errors import ConfigError
+from attnmt.schema import parse
 
 
 @dataclass
@@ -79,6 +76,10 @@ class DataConfig:
     toy: ToyConfig = field(default_factory=ToyConfig)
     archives: dict[str, ArchiveConfig] = field(default_factory=dict)  # multi30k: split → archive
 
+    def check(self, prefix: str = "data") -> None:
+        """Value checks that types cannot express (see :func:`validate`)."""
+        validate(self)
+
 
 def _check(ok: bool, key: str, value: Any, what: str) -> None:
     if not ok:
@@ -130,19 +131,5 @@ def validate(cfg: DataConfig) -> DataConfig:
 
 
 def to_data_config(cfg: DataConfig | Mapping[str, Any]) -> DataConfig:
-    """Merge ``cfg`` (a DataConfig, dict or DictConfig) into the schema and validate it."""
-    if isinstance(cfg, DataConfig):
-        return validate(cfg)
-    if not isinstance(cfg, (Mapping, DictConfig)):
-        raise ConfigError(f"data config must be a mapping, got {type(cfg).__name__}")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(DataConfig), cfg)
-        obj = OmegaConf.to_object(merged)
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None) or "?"
-        first = str(err).splitlines()[0]
-        raise ConfigError(
-            f"data.{key}: {first} (see attnmt.data.config.DataConfig for the keys and types)"
-        ) from None
-    assert isinstance(obj, DataConfig)
-    return validate(obj)
+    """``cfg`` (a DataConfig, dict or DictConfig, e.g. from a checkpoint) parsed and checked."""
+    return parse(cfg, DataConfig, "data.")

@@ -1,133 +1,132 @@
-"""Load a checkpoint for inference and translate raw sentences with it.
+"""The one path from sentences to hypotheses: :class:`Translator`.
 
-The checkpoint carries everything: the model's registry name and config, its weights,
-and the SentencePiece model files, so translation always uses the tokenizer and the
-whitespace normalisation (:func:`attnmt.data.textio.normalize_space`) of training.
+The trainer's validation and final test decoding, ``evaluate.py`` and ``translate.py`` all
+call :meth:`Translator.hypotheses`, so the same checkpoint, sentences and
+:class:`~attnmt.decode.config.DecodeConfig` give the same hypotheses everywhere:
+
+    raw line ─► normalize_space ─► SentencePiece ids ─► cut to max_src_len (warned)
+             ─► length-sorted batches of ≤ batch_tokens source pieces ─► greedy / beam search
+             ─► pieces ─► detokenised text, one line per input line
+
+A checkpoint carries everything a translator needs: the model's registry name and config,
+its weights and the SentencePiece model files, so translation always uses the tokenizer
+and whitespace normalisation of training.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from attnmt.checkpoint import load_checkpoint, resolve_checkpoint
-from attnmt.data.batching import make_batch
+from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
+from attnmt.decode.config import DecodeConfig
 from attnmt.decode.search import Hypothesis, translate_batch
-from attnmt.errors import CheckpointError, ConfigError
+from attnmt.devices import resolve_device
+from attnmt.errors import CheckpointError
 from attnmt.models.base import Seq2Seq
+from attnmt.models.registry import build_model
 
 log = logging.getLogger(__name__)
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    """``auto`` → CUDA when present, else CPU; otherwise ``torch.device(name)``."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError as err:
-        raise ConfigError(
-            f"device={name!r} is not a device (auto, cpu, cuda, cuda:N): {err}"
-        ) from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device={name!r} but CUDA is not available here; use device=cpu")
-    return device
-
-
-def length_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Indices grouped by length (longest first) so that count × longest ≤ batch_tokens.
-
-    A sentence longer than ``batch_tokens`` gets a batch of its own.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    for i in order:
-        if batches and lengths[batches[-1][0]] * (len(batches[-1]) + 1) <= batch_tokens:
-            batches[-1].append(i)
-        else:
-            batches.append([i])
-    return batches
-
-
 @dataclass
 class Translator:
-    """A model in eval mode on ``device`` with the tokenizer it was trained with."""
+    """A model on ``device`` with the tokenizer it was trained with and decoding settings.
+
+    ``config`` is the run config the checkpoint was trained with (plain data; ``{}`` when
+    the translator wraps a model in training), ``checkpoint_path`` where it came from.
+    """
 
     model: Seq2Seq
     tokenizer: Tokenizer
-    config: dict[str, Any]
-    checkpoint_path: Path
     device: torch.device
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    config: dict[str, Any] = field(default_factory=dict)
+    checkpoint_path: Path | None = None
 
-    def encode(self, sentences: Sequence[str]) -> list[list[int]]:
-        """Source piece ids (no specials) after the training whitespace normalisation."""
-        return self.tokenizer.encode_src([normalize_space(s) for s in sentences])
+    def encode(self, sentences: Sequence[str], first_line: int = 1) -> list[list[int]]:
+        """Source piece ids (no specials) after the training whitespace normalisation,
+        cut to ``decode.max_src_len`` pieces; one warning names the lines that were cut
+        (numbered from ``first_line``)."""
+        ids = self.tokenizer.encode_src([normalize_space(s) for s in sentences])
+        limit = self.decode.max_src_len
+        long = [i for i, x in enumerate(ids) if len(x) > limit]
+        if long:
+            shown = ", ".join(f"{first_line + i} ({len(ids[i])} pieces)" for i in long[:5])
+            more = f" and {len(long) - 5} more" if len(long) > 5 else ""
+            log.warning(
+                "%d source line(s) longer than decode.max_src_len=%d pieces are translated "
+                "from their first %d pieces: line %s%s",
+                len(long),
+                limit,
+                limit,
+                shown,
+                more,
+            )
+            for i in long:
+                ids[i] = ids[i][:limit]
+        return ids
 
     def hypotheses(
-        self,
-        sentences: Sequence[str],
-        beam_size: int = 5,
-        alpha: float = 0.6,
-        batch_tokens: int = 4000,
-        max_len_a: float = 1.5,
-        max_len_b: int = 10,
+        self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
     ) -> list[Hypothesis | None]:
         """The 1-best Hypothesis per sentence, in input order; None for blank lines.
 
-        Sentences are batched by source length: at most ``batch_tokens`` padded source
-        pieces per batch (beam search holds beam_size times as many decoder rows).
+        ``overrides`` replace fields of ``self.decode`` for this call (e.g. ``beam=1``).
+        Sentences are batched by source length, longest first, at most
+        ``batch_tokens`` padded source pieces per batch (beam search holds ``beam`` times
+        as many decoder rows).
         """
-        if batch_tokens < 1:
-            raise ConfigError(f"batch_tokens must be >= 1, got {batch_tokens}")
-        ids = self.encode(sentences)
+        decode = dataclasses.replace(self.decode, **overrides) if overrides else self.decode
+        ids = self.encode(sentences, first_line)
         todo = [i for i, s in enumerate(sentences) if s.strip() and ids[i]]
         out: list[Hypothesis | None] = [None] * len(sentences)
-        lengths = [len(ids[i]) + 1 for i in todo]
-        for group in length_batches(lengths, batch_tokens):
-            chosen = [todo[j] for j in group]
-            batch = make_batch([ids[i] for i in chosen]).to(self.device)
-            hyps = translate_batch(
-                self.model,
-                batch,
-                beam_size=beam_size,
-                alpha=alpha,
-                max_len_a=max_len_a,
-                max_len_b=max_len_b,
-            )
-            for i, hyp in zip(chosen, hyps):
-                out[i] = hyp
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for group in length_batches([len(ids[i]) + 1 for i in todo], decode.batch_tokens):
+                chosen = [todo[j] for j in group]
+                batch = make_batch([ids[i] for i in chosen]).to(self.device)
+                hyps = translate_batch(
+                    self.model,
+                    batch,
+                    beam_size=decode.beam,
+                    alpha=decode.alpha,
+                    max_len_a=decode.max_len_a,
+                    max_len_b=decode.max_len_b,
+                )
+                for i, hyp in zip(chosen, hyps):
+                    out[i] = hyp
+        finally:
+            self.model.train(was_training)
         return out
 
     def detokenize(self, hyps: Sequence[Hypothesis | None]) -> list[str]:
-        """Text of each hypothesis ("" for None)."""
+        """Text of each hypothesis on one line ("" for None): a line break that a piece
+        might hold becomes a space, so line i of the output is always hypothesis i."""
         texts = self.tokenizer.decode_tgt([h.tokens if h is not None else [] for h in hyps])
-        return [t if h is not None else "" for t, h in zip(texts, hyps)]
+        return [" ".join(t.splitlines()) if h is not None else "" for t, h in zip(texts, hyps)]
 
     def translate(
-        self,
-        sentences: Sequence[str],
-        beam_size: int = 5,
-        alpha: float = 0.6,
-        batch_tokens: int = 4000,
-        max_len_a: float = 1.5,
-        max_len_b: int = 10,
+        self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
     ) -> list[str]:
         """One translation per sentence, in order; blank lines give "" without the model."""
-        hyps = self.hypotheses(sentences, beam_size, alpha, batch_tokens, max_len_a, max_len_b)
-        return self.detokenize(hyps)
+        return self.detokenize(self.hypotheses(sentences, first_line, **overrides))
 
 
-def load_translator(path: str | Path, device: str = "auto") -> Translator:
+def load_translator(
+    path: str | Path, device: str = "auto", decode: DecodeConfig | None = None
+) -> Translator:
     """Translator for a checkpoint file or run directory (its best checkpoint, else last)."""
-    from attnmt.models.registry import build_model  # imports every model module
-
     ckpt = resolve_checkpoint(path)
     dev = resolve_device(device)
     payload = load_checkpoint(ckpt, map_location="cpu")
@@ -163,4 +162,6 @@ def load_translator(path: str | Path, device: str = "auto") -> Translator:
         ) from None
     model.to(dev).eval()
     log.info("loaded %s (%s, step %s) on %s", ckpt, payload["model_name"], payload.get("step"), dev)
-    return Translator(model, tokenizer, dict(payload["config"]), ckpt, dev)
+    return Translator(
+        model, tokenizer, dev, decode or DecodeConfig(), dict(payload["config"]), ckpt
+    )

@@ -37,10 +37,11 @@ def model_class(name: str) -> type[Seq2Seq]:
 
 
 def build_model(
-    cfg: Mapping[str, Any], src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool
+    cfg: Mapping[str, Any] | Any, src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool
 ) -> Seq2Seq:
-    """Instantiate the model named ``cfg["name"]`` from its config mapping."""
-    cls = model_class(str(cfg["name"]))
-    model = cls.from_config(cfg, src_vocab_size, tgt_vocab_size, shared_vocab)
-    model.name = str(cfg["name"])
+    """Instantiate the model named by ``cfg`` (its parsed ``Config`` or a plain mapping,
+    e.g. from a checkpoint)."""
+    name = str(cfg["name"] if isinstance(cfg, Mapping) else cfg.name)
+    model = model_class(name).from_config(cfg, src_vocab_size, tgt_vocab_size, shared_vocab)
+    model.name = name
     return model

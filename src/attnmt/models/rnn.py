@@ -36,9 +36,9 @@ from attnmt.models.rnn_config import (
     BahdanauConfig,
     LuongConfig,
     RNNConfig,
-    parse_config,
 )
 from attnmt.models.rnn_encoder import CELLS, Bridge, RNNEncoder, rnn_step
+from attnmt.schema import parse
 
 __all__ = ["AttentionConfig", "BahdanauSeq2Seq", "LuongSeq2Seq", "RNNSeq2Seq"]
 
@@ -126,7 +126,8 @@ class RNNSeq2Seq(Seq2Seq):
         shared_vocab: bool,
     ) -> RNNSeq2Seq:
         """Build from a dict/DictConfig merged onto ``cls.Config`` (unknown keys: ConfigError)."""
-        return cls(parse_config(cls.Config, cfg), src_vocab_size, tgt_vocab_size, shared_vocab)
+        config = parse(cfg, cls.Config, "model.")
+        return cls(config, src_vocab_size, tgt_vocab_size, shared_vocab)
 
     def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:
         """src [B,S] -> {"memory": [B,S,Denc], "final_h": [B,Denc], "final_c"?: [B,Denc]}."""

@@ -1,18 +1,14 @@
 """Config schemas of the RNN encoder–decoders (``model=rnn_bahdanau | rnn_luong``).
 
-The dataclasses are the schema: ``OmegaConf.structured(Config)`` rejects unknown keys
-and wrong types; :func:`parse_config` turns those failures (and bad values) into a
-:class:`attnmt.errors.ConfigError` that names the ``model.<key>``.
+The dataclasses are the schema, parsed by :func:`attnmt.schema.parse` (unknown keys and
+wrong types fail naming ``model.<key>``); :meth:`RNNConfig.check` holds the value checks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from typing import Any
 
 from attnmt.errors import ConfigError
 from attnmt.models.alignment import ALIGNMENTS, HARD_ESTIMATORS
@@ -73,9 +69,6 @@ class LuongConfig(RNNConfig):
     attention: AttentionConfig = field(default_factory=lambda: AttentionConfig(score="general"))
 
 
-ConfigT = TypeVar("ConfigT", bound=RNNConfig)
-
-
 def _choice(key: str, value: str, choices: Mapping[str, Any]) -> None:
     if value not in choices:
         raise ConfigError(f"{key}={value!r} is unknown; choose one of: {', '.join(choices)}")
@@ -103,23 +96,3 @@ def validate(cfg: RNNConfig, prefix: str = "model") -> None:
         raise ConfigError(f"{p}.dropout={cfg.dropout}: must be in [0, 1)")
     if a.gumbel_tau <= 0:
         raise ConfigError(f"{p}.attention.gumbel_tau={a.gumbel_tau}: must be > 0")
-
-
-def parse_config(schema: type[ConfigT], cfg: Mapping[str, Any] | ConfigT) -> ConfigT:
-    """Merge a dict/DictConfig (or an instance) onto ``schema``; validate; return it."""
-    if isinstance(cfg, schema):
-        validate(cfg)
-        return cfg
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
-        out = OmegaConf.to_object(merged)
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None) or "?"
-        msg = str(getattr(err, "msg", err)).splitlines()[0]
-        raise ConfigError(
-            f"model.{key}: {msg}; see {schema.__name__} in attnmt/models/rnn_config.py "
-            "for the valid keys and types"
-        ) from None
-    assert isinstance(out, schema)
-    validate(out)
-    return out

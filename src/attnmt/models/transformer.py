@@ -21,8 +21,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 from torch import Tensor, nn
 
 from attnmt import PAD_ID
@@ -31,6 +29,7 @@ from attnmt.kernels import Dropout
 from attnmt.models.base import Seq2Seq, State
 from attnmt.models.positional import POSITIONS
 from attnmt.models.transformer_layers import ACTIVATIONS, NORM_FIRST, DecoderLayer, EncoderLayer
+from attnmt.schema import parse
 
 
 @dataclass
@@ -52,45 +51,31 @@ class Config:
     tie_embeddings: bool = True  # output projection = target embedding
     share_embeddings: bool = True  # source = target embedding when the vocabulary is joint
 
+    def check(self, prefix: str = "model") -> None:
+        """Value checks that types cannot express; ConfigError naming ``<prefix>.<key>``."""
+        for key, choices in _CHOICES.items():
+            if getattr(self, key) not in choices:
+                raise ConfigError(
+                    f"{prefix}.{key}={getattr(self, key)!r} is not one of: {', '.join(choices)}"
+                )
+        for key in ("d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "max_positions"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{prefix}.{key} must be positive, got {getattr(self, key)}")
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"{prefix}.d_model={self.d_model} must be divisible by "
+                f"{prefix}.n_heads={self.n_heads}"
+            )
+        for key in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, key) < 1.0:
+                raise ConfigError(f"{prefix}.{key} must be in [0, 1), got {getattr(self, key)}")
+
 
 _CHOICES: dict[str, Mapping[str, Any]] = {
     "activation": ACTIVATIONS,
     "norm": NORM_FIRST,
     "positions": POSITIONS,
 }
-
-
-def parse_config(cfg: Mapping[str, Any] | Config) -> Config:
-    """Merge ``cfg`` onto the :class:`Config` schema and validate it.
-
-    Unknown keys, wrong types and bad values raise :class:`ConfigError` naming the key.
-    """
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
-        config = OmegaConf.to_object(merged)
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None) or getattr(err, "key", None) or "?"
-        raise ConfigError(
-            f"bad transformer config key model.{key}: {str(err).splitlines()[0]} "
-            f"(valid keys: {', '.join(Config.__dataclass_fields__)})"
-        ) from None
-    assert isinstance(config, Config)
-    for key, choices in _CHOICES.items():
-        if getattr(config, key) not in choices:
-            raise ConfigError(
-                f"model.{key}={getattr(config, key)!r} is not one of: {', '.join(choices)}"
-            )
-    for key in ("d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "max_positions"):
-        if getattr(config, key) <= 0:
-            raise ConfigError(f"model.{key} must be positive, got {getattr(config, key)}")
-    if config.d_model % config.n_heads:
-        raise ConfigError(
-            f"model.d_model={config.d_model} must be divisible by model.n_heads={config.n_heads}"
-        )
-    for key in ("dropout", "attention_dropout"):
-        if not 0.0 <= getattr(config, key) < 1.0:
-            raise ConfigError(f"model.{key} must be in [0, 1), got {getattr(config, key)}")
-    return config
 
 
 class Transformer(Seq2Seq):
@@ -134,7 +119,7 @@ class Transformer(Seq2Seq):
         shared_vocab: bool,
     ) -> Transformer:
         """Build from a config mapping (see :class:`Config`); ConfigError on bad keys/values."""
-        config = parse_config(cfg)
+        config = parse(cfg, Config, "model.")
         share = config.share_embeddings and shared_vocab and src_vocab_size == tgt_vocab_size
         return cls(config, src_vocab_size, tgt_vocab_size, share)
 

@@ -1,17 +1,15 @@
 """Schema of the ``trainer`` config group (``configs/trainer/default.yaml``).
 
-:class:`TrainerConfig` is a plain dataclass: :meth:`TrainerConfig.from_mapping` rejects
-unknown keys and wrong types with a :class:`~attnmt.errors.ConfigError` naming the key,
-so a misspelt override fails before any data work.
+:class:`TrainerConfig` is a plain dataclass, parsed by :func:`attnmt.config.validate_config`
+(through :func:`attnmt.schema.parse`) before any data work; :meth:`TrainerConfig.check`
+holds the value checks; the registry choices (optimizer, schedule, precision) are checked
+in :data:`attnmt.config.CHOICES`. Decoding settings live in the ``decode`` group
+(:class:`attnmt.decode.config.DecodeConfig`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
 
 from attnmt.errors import ConfigError
 
@@ -46,35 +44,16 @@ class TrainerConfig:
     val_every_steps: int = 100  # 0 = only at the end of each epoch
     val_every_epoch: bool = False  # also validate at the end of each epoch
     val_subset: int = 200  # first N valid pairs; 0 = the whole split
-    val_max_tokens: int = 8192
-    val_beam_size: int = 1  # 1 = batched greedy search
-    max_len_a: float = 1.5  # hypotheses stop at a * src_len + b tokens
-    max_len_b: int = 10
+    val_max_tokens: int = 8192  # padded source+target tokens per batch of the validation loss
+    val_beam_size: int = 1  # validation decoding: decode.* with this beam (1 = greedy, fast)
     num_heatmaps: int = 2  # fixed validation sentences drawn as attention heatmaps
     num_samples: int = 3  # source / reference / hypothesis text samples
     # checkpoints and logging
     keep_best: int = 3  # k best checkpoints by validation BLEU
     log_every_steps: int = 50
     progress_bar: bool = True  # shown only on a TTY and on rank 0
-    # final test decoding with the best checkpoint
+    # final test decoding with the best checkpoint, as the decode group says
     test: bool = True
-    test_beam_size: int = 4
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], prefix: str = "trainer") -> TrainerConfig:
-        """Validated config from a mapping; unknown keys or wrong types raise ConfigError."""
-        hints = get_type_hints(cls)
-        known = {f.name for f in dataclasses.fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in values.items():
-            if key not in known:
-                close = difflib.get_close_matches(str(key), sorted(known), n=1)
-                hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
-                raise ConfigError(f"unknown config key {prefix}.{key}{hint}")
-            kwargs[key] = _coerce(f"{prefix}.{key}", value, hints[key])
-        cfg = cls(**kwargs)
-        cfg.check(prefix)
-        return cfg
 
     def check(self, prefix: str = "trainer") -> None:
         """Value checks that types cannot express."""
@@ -85,7 +64,6 @@ class TrainerConfig:
             "accum_steps",
             "val_max_tokens",
             "val_beam_size",
-            "test_beam_size",
             "log_every_steps",
             "plateau_patience",
         )
@@ -104,8 +82,6 @@ class TrainerConfig:
             "early_stopping_patience",
             "val_every_steps",
             "val_subset",
-            "max_len_a",
-            "max_len_b",
             "num_heatmaps",
             "num_samples",
             "keep_best",
@@ -117,45 +93,9 @@ class TrainerConfig:
             raise ConfigError(
                 f"{prefix}.label_smoothing must be in [0, 1), got {self.label_smoothing}"
             )
-        from attnmt.train.optim import OPTIMIZERS, SCHEDULES  # here: optim imports this module
-        from attnmt.train.precision import RESOLVERS
-
-        for name, choices in (
-            ("optimizer", OPTIMIZERS),
-            ("schedule", SCHEDULES),
-            ("precision", RESOLVERS),
-        ):
-            if getattr(self, name) not in choices:
-                raise ConfigError(
-                    f"{prefix}.{name}={getattr(self, name)!r} is not one of {', '.join(choices)}"
-                )
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"{prefix}.betas must be two numbers in [0, 1), got {self.betas}")
         if not 0.0 < self.plateau_factor < 1.0:
             raise ConfigError(
                 f"{prefix}.plateau_factor must be in (0, 1), got {self.plateau_factor}"
             )
-
-
-def _is_num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _coerce(key: str, value: Any, hint: Any) -> Any:
-    """Check ``value`` against a simple type hint (int/float/bool/str/list[float])."""
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-    elif hint == list[float] and isinstance(value, (list, tuple)) and all(map(_is_num, value)):
-        return [float(v) for v in value]
-    name = getattr(hint, "__name__", str(hint))
-    raise ConfigError(f"{key} must be {name}, got {value!r} ({type(value).__name__})")

@@ -15,7 +15,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from attnmt.data.config import to_data_config
+from attnmt.data.config import DataConfig
 from attnmt.data.corpora import prepare_corpus
 from attnmt.data.dataset import ParallelDataset, filter_pairs, make_loader
 from attnmt.data.sampler import TokenBatchSampler
@@ -37,23 +37,20 @@ class TrainingData:
     sampler: TokenBatchSampler
     loader: DataLoader
     valid: EvalSet
-    max_len: int
 
-    def test_set(self) -> EvalSet:
-        """The test split, encoded on demand (only the final decoding needs it)."""
-        src, ref = self.corpus.read("test")
-        return make_eval_set(self.tokenizer, src, ref, self.max_len)
+    def test_split(self) -> tuple[list[str], list[str]]:
+        """The test split's (sources, references), read on demand for the final decoding."""
+        return self.corpus.read("test")
 
 
 def build_data(
-    data_cfg: Mapping[str, Any],
+    dcfg: DataConfig,
     tcfg: TrainerConfig,
     seed: int,
     dist: DistInfo,
     tokenizer_files: Mapping[str, bytes] | None = None,
 ) -> TrainingData:
     """Prepare the corpus and loaders; ``tokenizer_files`` (from a checkpoint) skip training."""
-    dcfg = to_data_config(data_cfg)
     if dist.enabled and not dist.is_main:
         barrier()  # rank 0 fetches, prepares and trains the tokenizer; the others read its caches
     corpus = prepare_corpus(dcfg)
@@ -95,4 +92,4 @@ def build_data(
     valid_src, valid_ref = corpus.read("valid")
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
-    return TrainingData(corpus, tokenizer, train, sampler, loader, valid, dcfg.max_len)
+    return TrainingData(corpus, tokenizer, train, sampler, loader, valid)

@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm import tqdm
 
 from attnmt.checkpoint import CheckpointManager, load_checkpoint, resume_target, run_dir_of
-from attnmt.config import validate_config
+from attnmt.config import RunConfig, validate_config
+from attnmt.decode.translator import Translator
+from attnmt.devices import resolve_device
 from attnmt.models.registry import build_model
+from attnmt.schema import plain
 from attnmt.train import distributed as ddp
-from attnmt.train.config import TrainerConfig
 from attnmt.train.data import build_data
 from attnmt.train.interrupt import StopFlag
 from attnmt.train.loss import label_smoothed_nll
@@ -45,38 +47,33 @@ StepHook = Callable[[int, dict[str, float]], None]
 OUTPUTS = Path("outputs")  # where resume=auto looks for runs
 
 
-def pick_device(name: str) -> torch.device:
-    """``auto`` → CUDA when present, else CPU; anything else as given."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 class Trainer:
     """Holds the run's objects; :meth:`run` trains, validates, tests and returns metrics."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, on_step: StepHook | None = None) -> None:
-        validate_config(cfg)
-        self.cfg, self.on_step = cfg, on_step
-        self.tcfg = TrainerConfig.from_mapping(OmegaConf.to_container(cfg.trainer, resolve=True))
-        device = pick_device(str(cfg.device))
+    def __init__(
+        self, cfg: RunConfig | DictConfig, run_dir: Path, on_step: StepHook | None = None
+    ) -> None:
+        self.cfg = cfg = validate_config(cfg)
+        self.on_step, self.tcfg = on_step, cfg.trainer
+        device = resolve_device(cfg.device)
         self.dist = ddp.init_distributed(device)
         self.device = ddp.local_device(device, self.dist)
         self.precision = resolve_precision(self.tcfg.precision, self.device)
-        ckpt_path = resume_target(cfg.get("resume"), OUTPUTS, Path(run_dir))
+        ckpt_path = resume_target(cfg.resume, OUTPUTS, Path(run_dir))
         payload = load_checkpoint(ckpt_path) if ckpt_path else None
-        if ckpt_path is None and cfg.get("resume") == "auto":
+        if ckpt_path is None and cfg.resume == "auto":
             log.info("resume=auto: no checkpoints/last.pt under %s/; starting afresh", OUTPUTS)
         self.run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or Path(run_dir)
         self.log_handler = _continue_log(self.run_dir, Path(run_dir), self.dist.is_main)
-        seed_everything(int(cfg.seed))
+        seed_everything(cfg.seed)
         self.data = build_data(
-            cfg.data, self.tcfg, int(cfg.seed), self.dist, payload and payload["tokenizer"]
+            cfg.data, self.tcfg, cfg.seed, self.dist, payload and payload["tokenizer"]
         )
         tok = self.data.tokenizer
-        self.model_cfg = payload["model_config"] if payload else _plain(cfg.model)
+        self.model_cfg = payload["model_config"] if payload else plain(cfg.model)
         model = build_model(self.model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
         self.model = model.to(self.device)
+        self.translator = Translator(self.model, tok, self.device, cfg.decode)
         self.optimizer = build_optimizer(self.model.parameters(), self.tcfg)
         self.schedule = build_schedule(self.optimizer, self.tcfg)
         self.state: dict[str, Any] = dict(step=0, best_bleu=-math.inf, bad_vals=0, val_step=-1)
@@ -88,13 +85,13 @@ class Trainer:
             self.data.sampler,
             tok,
             dict(self.model_cfg),
-            _plain(cfg),
+            cfg.to_dict(),
         )
         if payload:
             restore(self.parts, payload, self.state, self.dist.rank)
             log.info("resumed from %s at step %d (run dir %s)", ckpt_path, self.step, self.run_dir)
         elif self.dist.rank > 0:  # the model is built alike everywhere; dropout differs per rank
-            seed_everything(ddp.rank_seed(int(cfg.seed), self.dist.rank))
+            seed_everything(ddp.rank_seed(cfg.seed, self.dist.rank))
         self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
         main = self.dist.is_main
         purge = self.step + 1 if payload else None
@@ -193,15 +190,7 @@ class Trainer:
     def _validate_main(self) -> dict[str, float]:
         t, step, data = self.tcfg, self.step, self.data
         res = validate(
-            self.model,
-            data.valid,
-            data.tokenizer,
-            self.device,
-            self.precision,
-            t.val_max_tokens,
-            t.val_beam_size,
-            t.max_len_a,
-            t.max_len_b,
+            self.translator, data.valid, self.precision, t.val_max_tokens, t.val_beam_size
         )
         if "signature" not in self.state:
             self.state["signature"] = " / ".join(res.signatures.values())
@@ -312,17 +301,8 @@ class Trainer:
         }
         if self.dist.is_main and self.tcfg.test and self.step > 0:
             best = self.ckpts.best_path() or self.ckpts.last_path
-            result.update(
-                test_checkpoint(
-                    self.model,
-                    best,
-                    self.data.test_set(),
-                    self.data.tokenizer,
-                    self.tcfg,
-                    self.device,
-                    self.run_dir,
-                )
-            )
+            src, ref = self.data.test_split()
+            result.update(test_checkpoint(self.translator, best, src, ref, self.run_dir))
             print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
         if self.dist.is_main:
             metrics = {
@@ -330,7 +310,7 @@ class Trainer:
                 for k, v in result.items()
                 if k.endswith(("bleu", "chrf")) and math.isfinite(v)
             }
-            self.tb.hparams(flatten_params(_plain(self.cfg)), metrics)
+            self.tb.hparams(flatten_params(self.cfg.to_dict()), metrics)
         log.info("finished (%s) at step %d: %s", reason, self.step, result)
         ddp.barrier()
         return result
@@ -381,11 +361,9 @@ def _continue_log(run_dir: Path, new_dir: Path, is_main: bool) -> logging.Handle
     return handler
 
 
-def _plain(cfg: Any) -> dict[str, Any]:
-    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
-
-
-def train(cfg: DictConfig, run_dir: str | Path, on_step: StepHook | None = None) -> dict[str, Any]:
+def train(
+    cfg: RunConfig | DictConfig, run_dir: str | Path, on_step: StepHook | None = None
+) -> dict[str, Any]:
     """Train as ``cfg`` says, writing checkpoints/TensorBoard/hyps under ``run_dir``.
 
     Returns {"step", "epoch", "stop_reason", "best_val_bleu", "run_dir", "test_bleu", ...}.

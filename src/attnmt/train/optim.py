@@ -14,7 +14,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnmt.errors import ConfigError
 from attnmt.train.config import TrainerConfig
 
 
@@ -37,11 +36,7 @@ OPTIMIZERS: dict[str, Callable[[Iterable[nn.Parameter], TrainerConfig], torch.op
 
 
 def build_optimizer(params: Iterable[nn.Parameter], cfg: TrainerConfig) -> torch.optim.Optimizer:
-    """The optimizer named ``cfg.optimizer`` (Adam or AdamW)."""
-    if cfg.optimizer not in OPTIMIZERS:
-        raise ConfigError(
-            f"unknown trainer.optimizer={cfg.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}"
-        )
+    """The optimizer named ``cfg.optimizer`` (Adam or AdamW; validated by attnmt.config)."""
     return OPTIMIZERS[cfg.optimizer](params, cfg)
 
 
@@ -142,9 +137,5 @@ SCHEDULES: dict[str, type[Schedule]] = {
 
 
 def build_schedule(optimizer: torch.optim.Optimizer, cfg: TrainerConfig) -> Schedule:
-    """The schedule named ``cfg.schedule``."""
-    if cfg.schedule not in SCHEDULES:
-        raise ConfigError(
-            f"unknown trainer.schedule={cfg.schedule!r}; choose one of {', '.join(SCHEDULES)}"
-        )
+    """The schedule named ``cfg.schedule`` (validated by attnmt.config)."""
     return SCHEDULES[cfg.schedule](optimizer, cfg)

@@ -79,11 +79,7 @@ DTYPES: dict[str, torch.dtype | None] = {
 
 
 def resolve_precision(name: str, device: torch.device) -> Precision:
-    """Turn the config value into a :class:`Precision` for ``device``."""
-    if name not in RESOLVERS:
-        raise ConfigError(
-            f"unknown trainer.precision={name!r}; choose one of {', '.join(RESOLVERS)}"
-        )
+    """Turn the config value (validated by attnmt.config) into a :class:`Precision`."""
     resolved = RESOLVERS[name](device)
     scaler = torch.amp.GradScaler(device.type, enabled=resolved == "fp16")
     return Precision(resolved, DTYPES[resolved], device.type, scaler)

@@ -4,7 +4,8 @@
   updates since the last log line (validation time excluded).
 * :func:`report_validation`: TensorBoard scalars, attention heatmaps and text samples,
   and the hypotheses written to ``<run>/hyps/valid-<step>.txt``.
-* :func:`test_checkpoint`: decode the test split with a checkpoint's weights.
+* :func:`test_checkpoint`: decode the test split with a checkpoint's weights (the same
+  translator path as ``evaluate.py``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import torch
 from torch import nn
 
 from attnmt.checkpoint import load_checkpoint
+from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.metrics import corpus_scores
+from attnmt.decode.translator import Translator
 from attnmt.train.config import TrainerConfig
 from attnmt.train.tensorboard import TBLogger
-from attnmt.train.validate import EvalSet, ValResult, attention_images, decode, sample_text
+from attnmt.train.validate import EvalSet, ValResult, attention_images, sample_text
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +81,6 @@ class TrainMeter:
         )
 
 
-def write_lines(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-
-
 def report_validation(
     tb: TBLogger,
     run_dir: Path,
@@ -96,6 +94,7 @@ def report_validation(
 ) -> None:
     """Scalars, heatmaps of the first ``num_heatmaps`` pairs, samples, hypotheses file."""
     tb.scalars(res.scalars(), step)
+    (run_dir / "hyps").mkdir(parents=True, exist_ok=True)
     write_lines(run_dir / "hyps" / f"valid-{step}.txt", res.hyps)
     for i in range(min(tcfg.num_heatmaps, len(valid))):
         for name, image in attention_images(model, tokenizer, valid, i, device):
@@ -106,28 +105,19 @@ def report_validation(
 
 
 def test_checkpoint(
-    model: nn.Module,
-    checkpoint: Path,
-    test: EvalSet,
-    tokenizer: Tokenizer,
-    tcfg: TrainerConfig,
-    device: torch.device,
-    run_dir: Path,
+    translator: Translator, checkpoint: Path, src: list[str], ref: list[str], run_dir: Path
 ) -> dict[str, Any]:
-    """Load ``checkpoint``'s weights into ``model``, decode ``test``, score BLEU/chrF."""
-    model.load_state_dict(load_checkpoint(checkpoint, map_location=device)["model"])
-    model.eval()
-    ids = decode(
-        model,
-        test.src_ids,
-        tcfg.val_max_tokens,
-        device,
-        tcfg.test_beam_size,
-        tcfg.max_len_a,
-        tcfg.max_len_b,
-    )
-    hyps = tokenizer.decode_tgt(ids)
+    """Load ``checkpoint``'s weights into the translator's model and decode the test split
+    exactly as ``evaluate.py ckpt=<checkpoint> split=test`` does with the same decode
+    settings; write ``<run>/hyps/test.txt``; BLEU/chrF and the BLEU signature."""
+    payload = load_checkpoint(checkpoint, map_location=translator.device)
+    translator.model.load_state_dict(payload["model"])
+    hyps = translator.translate(src)
     write_lines(run_dir / "hyps" / "test.txt", hyps)
-    scores = corpus_scores(hyps, test.ref_text, metrics=("bleu", "chrf"))
-    log.info("test (%s, beam %d): %s", checkpoint.name, tcfg.test_beam_size, scores["bleu"].text)
-    return {"test_bleu": scores["bleu"].score, "test_chrf": scores["chrf"].score}
+    scores = corpus_scores(hyps, ref, metrics=("bleu", "chrf"))
+    log.info("test (%s, beam %d): %s", checkpoint.name, translator.decode.beam, scores["bleu"].text)
+    return {
+        "test_bleu": scores["bleu"].score,
+        "test_chrf": scores["chrf"].score,
+        "test_signature": scores["bleu"].signature,
+    }

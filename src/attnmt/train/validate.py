@@ -1,32 +1,34 @@
-"""Validation: loss/perplexity, batched decoding, BLEU/chrF, attention heatmaps, samples.
+"""Validation: loss/perplexity, decoding, BLEU/chrF, attention heatmaps, samples.
 
-Scores are computed on detokenised hypotheses against the raw reference lines with
-sacrebleu (:func:`attnmt.decode.metrics.corpus_scores`); perplexity is ``exp(NLL / tokens)``
-without label smoothing.
+The loss is teacher-forced on pairs cut to ``data.max_len`` pieces a side; perplexity is
+``exp(NLL / tokens)`` without label smoothing. Hypotheses come from the one decoding path,
+:class:`attnmt.decode.translator.Translator`, on the raw source lines, and are scored
+against the raw reference lines with sacrebleu (:func:`attnmt.decode.metrics.corpus_scores`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from attnmt.data.batching import Batch, make_batch
+from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.metrics import corpus_scores
 from attnmt.decode.plots import attention_figure, figure_to_array
-from attnmt.decode.search import translate_batch
+from attnmt.decode.translator import Translator
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision
 
 
 @dataclass
 class EvalSet:
-    """A split ready for evaluation: ids (no specials, truncated) and the raw text."""
+    """A split ready for validation: ids for the loss (no specials, cut to data.max_len)
+    and the raw texts for decoding and BLEU."""
 
     src_ids: list[list[int]]
     tgt_ids: list[list[int]]
@@ -69,10 +71,12 @@ class ValResult:
 def make_eval_set(
     tokenizer: Tokenizer, src: Sequence[str], ref: Sequence[str], max_len: int, subset: int = 0
 ) -> EvalSet:
-    """Encode a split; ``subset > 0`` keeps the first ``subset`` pairs (a fixed subset).
+    """Encode a split for the teacher-forced loss; ``subset > 0`` keeps the first
+    ``subset`` pairs (a fixed subset).
 
-    Both sides are cut to ``max_len`` pieces (so positions stay in range); references
-    for BLEU stay the raw, untouched lines.
+    The ids of both sides are cut to ``max_len`` pieces (the training filter's limit); the
+    texts stay raw: decoding reads the sources through the translator (with its own
+    ``decode.max_src_len`` policy) and BLEU reads the untouched references.
     """
     if subset > 0:
         src, ref = src[:subset], ref[:subset]
@@ -81,44 +85,16 @@ def make_eval_set(
     return EvalSet(src_ids, tgt_ids, list(src), list(ref))
 
 
-def eval_batches(
-    src_ids: Sequence[Sequence[int]],
-    tgt_ids: Sequence[Sequence[int]] | None,
-    max_tokens: int,
-) -> Iterator[Batch]:
-    """Length-sorted batches of at most ``max_tokens`` padded source+target tokens.
-
-    ``batch.index`` holds each sentence's position in the split, to restore the order.
-    """
-    order = sorted(range(len(src_ids)), key=lambda i: (len(src_ids[i]), i))
-    chunk: list[int] = []
-    width = 0
-    for i in order:
-        size = len(src_ids[i]) + 1 + (len(tgt_ids[i]) + 1 if tgt_ids is not None else 0)
-        if chunk and max(width, size) * (len(chunk) + 1) > max_tokens:
-            yield _batch(src_ids, tgt_ids, chunk)
-            chunk, width = [], 0
-        chunk.append(i)
-        width = max(width, size)
-    if chunk:
-        yield _batch(src_ids, tgt_ids, chunk)
-
-
-def _batch(
-    src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]] | None, chunk: list[int]
-) -> Batch:
-    tgt = [tgt_ids[i] for i in chunk] if tgt_ids is not None else None
-    return make_batch([src_ids[i] for i in chunk], tgt, index=chunk)
-
-
 @torch.no_grad()
 def evaluate_loss(
     model: nn.Module, data: EvalSet, max_tokens: int, device: torch.device, precision: Precision
 ) -> tuple[float, float, float]:
     """Teacher-forced (NLL per token, perplexity, token accuracy) over ``data``."""
     nll, tokens, correct = 0.0, 0, 0
-    for batch in eval_batches(data.src_ids, data.tgt_ids, max_tokens):
-        batch = batch.to(device)
+    lengths = [len(s) + len(t) + 2 for s, t in zip(data.src_ids, data.tgt_ids)]
+    for rows in length_batches(lengths, max_tokens):
+        tgt = [data.tgt_ids[i] for i in rows]
+        batch = make_batch([data.src_ids[i] for i in rows], tgt).to(device)
         with precision.autocast():
             logits = model(batch)
         out = label_smoothed_nll(logits, batch.tgt_out, 0.0, count_correct=True)
@@ -129,48 +105,24 @@ def evaluate_loss(
     return per_token, math.exp(min(per_token, 50.0)), correct / max(tokens, 1)
 
 
-@torch.no_grad()
-def decode(
-    model: nn.Module,
-    src_ids: Sequence[Sequence[int]],
-    max_tokens: int,
-    device: torch.device,
-    beam_size: int = 1,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-) -> list[list[int]]:
-    """Hypothesis piece ids per source sentence, in the order of ``src_ids``."""
-    out: list[list[int]] = [[] for _ in src_ids]
-    for batch in eval_batches(src_ids, None, max_tokens):
-        batch = batch.to(device)
-        hyps = translate_batch(
-            model, batch, beam_size=beam_size, max_len_a=max_len_a, max_len_b=max_len_b
-        )
-        for i, hyp in zip(batch.index.tolist(), hyps):
-            out[i] = list(hyp.tokens)
-    return out
-
-
 def validate(
-    model: nn.Module,
+    translator: Translator,
     data: EvalSet,
-    tokenizer: Tokenizer,
-    device: torch.device,
     precision: Precision,
     max_tokens: int,
-    beam_size: int = 1,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
+    beam: int = 1,
 ) -> ValResult:
-    """Loss, perplexity, accuracy, and BLEU/chrF of decoded hypotheses (model in eval mode)."""
+    """Loss, perplexity, accuracy, and BLEU/chrF of ``translator``'s hypotheses with
+    ``beam`` (the rest of its decode settings as they are); the model's train/eval mode
+    is restored afterwards."""
+    model = translator.model
     was_training = model.training
     model.eval()
     try:
-        loss, ppl, acc = evaluate_loss(model, data, max_tokens, device, precision)
-        ids = decode(model, data.src_ids, max_tokens, device, beam_size, max_len_a, max_len_b)
+        loss, ppl, acc = evaluate_loss(model, data, max_tokens, translator.device, precision)
     finally:
         model.train(was_training)
-    hyps = tokenizer.decode_tgt(ids)
+    hyps = translator.translate(data.src_text, beam=beam)
     scores = corpus_scores(hyps, data.ref_text, metrics=("bleu", "chrf"))
     return ValResult(
         loss=loss,
