@@ -17,7 +17,7 @@ def main(cfg: DictConfig) -> float:
         result = run_cli(lambda: train(cfg, HydraConfig.get().runtime.output_dir))
     except TrainingInterrupted as err:
         print(err.message(), file=sys.stderr)
-        sys.exit(130)
+        sys.exit(err.exit_code)
     except KeyboardInterrupt:
         print("interrupted before training started; nothing was saved", file=sys.stderr)
         sys.exit(130)

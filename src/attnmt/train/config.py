@@ -35,6 +35,7 @@ class TrainerConfig:
     max_tokens: int = 2048  # padded tokens per training batch (token buckets)
     bucket_size: int = 4096  # pairs shuffled together, then sorted by length; 0 = all
     precision: str = "auto"  # fp32 | bf16 | fp16 | auto  (attnmt.train.precision)
+    max_bad_updates: int = 5  # stop after this many non-finite updates in a row (each skipped)
     # stopping
     max_steps: int = 0  # optimizer updates; 0 = no limit
     max_epochs: int = 0  # 0 = no limit
@@ -66,6 +67,7 @@ class TrainerConfig:
             "val_beam_size",
             "log_every_steps",
             "plateau_patience",
+            "max_bad_updates",
         )
         for name in positive:
             if getattr(self, name) <= 0:

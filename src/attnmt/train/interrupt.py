@@ -1,10 +1,12 @@
-"""Ctrl-C during training: finish the current update, then stop and save.
+"""Ctrl-C (SIGINT) and SIGTERM during training: finish the current update, then stop and save.
 
-A KeyboardInterrupt raised in the middle of an update (after ``optimizer.step`` but before
-the step counter, sampler position and RNG snapshot move on) would save weights and
-position that disagree, and a resumed run would repeat an update. :class:`StopFlag`
-turns the first SIGINT into a request that the loop reads between updates; a second
-SIGINT raises KeyboardInterrupt at once (the last checkpoint written stays as it was).
+SIGTERM is what SLURM, ``docker stop``, systemd and ``kill`` send; both signals take one
+path. A signal raised in the middle of an update (after ``optimizer.step`` but before the
+step counter, sampler position and RNG snapshot move on) would save weights and position
+that disagree, and a resumed run would repeat an update. :class:`StopFlag` turns the first
+signal into a request that the loop reads between updates; a second one raises
+KeyboardInterrupt at once (the last checkpoint written stays as it was). The process then
+exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as shells expect.
 """
 
 from __future__ import annotations
@@ -17,9 +19,18 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop training after the current update."""
+
+
+def exit_code(signum: int) -> int:
+    """The conventional exit status of a process ended by ``signum``: 128 + its number."""
+    return 128 + int(signum)
+
 
 class StopFlag:
-    """Context manager: ``requested`` becomes True on the first SIGINT.
+    """Context manager: ``requested`` becomes True on the first SIGINT or SIGTERM, and
+    ``signum`` says which; the second one raises KeyboardInterrupt.
 
     Outside the main thread (where Python cannot install signal handlers) it is inert
     and Ctrl-C raises KeyboardInterrupt as usual.
@@ -27,19 +38,24 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous: Any = None
-        self._installed = False
+        self.signum: int = signal.SIGINT
+        self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:  # the second Ctrl-C: stop now
+        if self.requested:  # the second signal: stop now
             raise KeyboardInterrupt
-        self.requested = True
-        log.warning("Ctrl-C: stopping after this update (press Ctrl-C again to abort at once)")
+        self.requested, self.signum = True, signum
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        log.warning(
+            "%s: stopping after this update and saving checkpoints/last.pt "
+            "(send it again to abort at once)",
+            name,
+        )
 
     def __enter__(self) -> StopFlag:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for sig in SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(
@@ -48,6 +64,6 @@ class StopFlag:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
-            self._installed = False
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -28,11 +29,12 @@ from attnmt.checkpoint import CheckpointManager, load_checkpoint, resume_target,
 from attnmt.config import RunConfig, validate_config
 from attnmt.decode.translator import Translator
 from attnmt.devices import resolve_device
+from attnmt.errors import AttnmtError
 from attnmt.models.registry import build_model
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
 from attnmt.train.data import build_data
-from attnmt.train.interrupt import StopFlag
+from attnmt.train.interrupt import StopFlag, exit_code
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.optim import build_optimizer, build_schedule
 from attnmt.train.precision import resolve_precision
@@ -156,10 +158,16 @@ class Trainer:
         self.precision.scaler.unscale_(self.optimizer)
         max_norm = self.tcfg.clip_grad_norm if self.tcfg.clip_grad_norm > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        self.precision.scaler.step(self.optimizer)
+        ddp.all_reduce_sum(sums)  # every rank decides alike whether the update is skipped
+        # a non-finite loss, or gradient (with fp16 loss scaling the scaler owns inf gradients)
+        finite = math.isfinite(float(sums[0])) and (
+            self.precision.scaler.is_enabled() or math.isfinite(float(grad_norm))
+        )
+        if finite:
+            self.precision.scaler.step(self.optimizer)
         self.precision.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        ddp.all_reduce_sum(sums)
+        self._count_bad_update(step, finite)
         self.state["step"] = step
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
         self.mid_update = False
@@ -172,6 +180,23 @@ class Trainer:
             "tokens": tokens,
             "seconds": time.perf_counter() - started,
         }
+
+    def _count_bad_update(self, step: int, finite: bool) -> None:
+        """Skipped updates: a total (logged, TensorBoard train/skipped_updates) and a run."""
+        if finite:
+            self.state["bad_updates"] = 0
+            return
+        self.state["bad_updates"] = self.state.get("bad_updates", 0) + 1
+        self.state["skipped_updates"] = self.state.get("skipped_updates", 0) + 1
+        self.tb.scalar("train/skipped_updates", self.state["skipped_updates"], step)
+        log.warning(
+            "step %d: non-finite loss or gradient (NaN/inf); update skipped (%d in a row, "
+            "%d in all; training stops at trainer.max_bad_updates=%d in a row)",
+            step,
+            self.state["bad_updates"],
+            self.state["skipped_updates"],
+            self.tcfg.max_bad_updates,
+        )
 
     # ---- validation ----------------------------------------------------------------------
 
@@ -220,6 +245,8 @@ class Trainer:
         reason = None
         if self.stop_flag.requested:
             reason = "interrupted"
+        elif self.state.get("bad_updates", 0) >= t.max_bad_updates:
+            reason = "non_finite"
         elif t.max_steps and self.step >= t.max_steps:
             reason = "max_steps"
         elif t.max_epochs and self.data.sampler.epoch >= t.max_epochs:
@@ -278,9 +305,9 @@ class Trainer:
     def run(self) -> dict[str, Any]:
         """Fit, validate the final step, decode the test split; the run's figures.
 
-        The first Ctrl-C during training stops after the current update; then (or on a
-        KeyboardInterrupt outside an update, e.g. during validation) ``last.pt`` is saved
-        and :class:`TrainingInterrupted` raised. A second Ctrl-C inside an update aborts
+        The first Ctrl-C or SIGTERM during training stops after the current update; then (or
+        on a KeyboardInterrupt outside an update, e.g. during validation) ``last.pt`` is saved
+        and :class:`TrainingInterrupted` raised. A second signal inside an update aborts
         without saving, since weights and position would disagree.
         """
         try:
@@ -288,6 +315,8 @@ class Trainer:
                 reason = self.fit()
             if reason == "interrupted":
                 raise KeyboardInterrupt
+            if reason == "non_finite":
+                raise self._diverged()
             if self.state["val_step"] != self.step and self.step > 0:
                 self.validate()  # also rewrites last.pt at the final step
         except KeyboardInterrupt:
@@ -315,15 +344,32 @@ class Trainer:
         ddp.barrier()
         return result
 
+    def _diverged(self) -> TrainingDiverged:
+        """The error for ``max_bad_updates`` non-finite updates in a row; nothing is saved,
+        so the last checkpoint written stays the last good one."""
+        t, last = self.tcfg, self.ckpts.last_path
+        kept = (
+            f"the last good checkpoint is {last} (resume={self.run_dir})"
+            if last.is_file()
+            else "no checkpoint had been written yet"
+        )
+        return TrainingDiverged(
+            f"training stopped at step {self.step}: {self.state['bad_updates']} updates in a "
+            f"row had a non-finite loss or gradient (trainer.max_bad_updates="
+            f"{t.max_bad_updates}). Lower trainer.lr (now {t.lr:g}) or raise "
+            f"trainer.warmup_steps (now {t.warmup_steps}), or train in full precision with "
+            f"trainer.precision=fp32 (now {self.precision.name}); {kept}"
+        )
+
     def _interrupted(self) -> TrainingInterrupted:
         """Save last.pt unless interrupted inside an update; the exception to raise."""
         if self.mid_update:
             log.warning("aborted inside update %d: last.pt is left as it was", self.step + 1)
             path = self.ckpts.last_path if self.ckpts.last_path.is_file() else None
-            return TrainingInterrupted(self.step, path, saved=False)
+            return TrainingInterrupted(self.step, path, False, self.stop_flag.signum)
         log.warning("interrupted at step %d; saving %s", self.step, self.ckpts.last_path)
         self.save_last()
-        return TrainingInterrupted(self.step, self.ckpts.last_path, saved=True)
+        return TrainingInterrupted(self.step, self.ckpts.last_path, True, self.stop_flag.signum)
 
     def close(self) -> None:
         self.tb.close()
@@ -332,12 +378,20 @@ class Trainer:
             self.log_handler.close()
 
 
-class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C ended training; ``checkpoint`` is what ``resume=`` continues from (or None)."""
+class TrainingDiverged(AttnmtError):
+    """Too many non-finite updates in a row (see ``trainer.max_bad_updates``)."""
 
-    def __init__(self, step: int, checkpoint: Path | None, saved: bool) -> None:
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended training; ``checkpoint`` is what ``resume=`` continues from
+    (or None); ``exit_code`` is 128 + the signal's number."""
+
+    def __init__(
+        self, step: int, checkpoint: Path | None, saved: bool, signum: int = signal.SIGINT
+    ) -> None:
         super().__init__(step, checkpoint)
         self.step, self.checkpoint, self.saved = step, checkpoint, saved
+        self.exit_code = exit_code(signum)
 
     def message(self) -> str:
         if self.checkpoint is None:
