@@ -1,9 +1,16 @@
-"""k-best bookkeeping, RNG state round trip, resume targets, weights_only loading."""
+"""k-best bookkeeping, RNG state round trip, resume targets, weights_only loading, and
+recovery: unreadable checkpoints skipped for the next, no unsafe advice, stale temporary
+files removed, runs without checkpoints passed over."""
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import pickle
 import random
+import shlex
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +22,14 @@ from attnmt.checkpoint import (
     CheckpointManager,
     latest_checkpoint,
     load_checkpoint,
+    load_first_readable,
+    load_resolved,
+    load_resume,
+    remove_stale_tmp,
     resolve_checkpoint,
     resume_target,
     run_dir_of,
+    save_checkpoint,
 )
 from attnmt.errors import CheckpointError
 from attnmt.train.state import rng_state, set_rng_state
@@ -159,3 +171,254 @@ def test_read_best_json_names_the_file_and_the_expected_shape(tmp_path: Path) ->
         read_best_json(best)
     best.write_text('[{"file": "best-3.pt", "step": 3}]')
     assert read_best_json(best) == [{"file": "best-3.pt", "step": 3}]
+
+
+# ---- recovery ----------------------------------------------------------------------------
+
+
+def _truncate(path: Path) -> Path:
+    """Cut ``path`` to half its size, as a write killed by a full disk or a bad copy leaves it."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def _run(root: Path, *steps: int, last: int | None = None) -> Path:
+    """``root/checkpoints`` with best-<step>.pt for ``steps`` and last.pt at ``last``."""
+    ckpt = root / "checkpoints"
+    for step in steps:
+        save_checkpoint(_payload(step), ckpt / f"best-{step}.pt")
+    if last is not None:
+        save_checkpoint(_payload(last), ckpt / "last.pt")
+    return root
+
+
+class _RunsCode:
+    """Unpickled without weights_only, this calls ``call(*args)``: a file that would run code."""
+
+    def __init__(self, call: object, *args: object) -> None:
+        self.call, self.args = call, args
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (self.call, self.args)
+
+
+# torch's advice in its own load errors, which must never reach the user
+UNSAFE_ADVICE = ("weights_only", "set to `False`", "can still be loaded", "trust", "safe_globals")
+
+
+def test_resume_of_a_run_skips_an_unreadable_last_pt_for_the_newest_readable_best(
+    tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    run = _run(tmp_path / "run", 10, 20, 30, last=40)
+    ckpt = run / "checkpoints"
+    _truncate(ckpt / "last.pt")
+    _truncate(ckpt / "best-30.pt")
+    path, payload = load_resume(str(run), tmp_path, tmp_path / "new")
+    assert path == ckpt / "best-20.pt" and payload is not None and payload["step"] == 20
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2  # one per skipped file, each naming it and why
+    assert str(ckpt / "last.pt") in warned[0] and "corrupt" in warned[0]
+    assert str(ckpt / "best-30.pt") in warned[1] and "trying" in warned[1]
+    # resume=<run>/checkpoints offers the same files
+    assert load_resume(str(ckpt), tmp_path, tmp_path / "new")[0] == ckpt / "best-20.pt"
+    # nothing to skip: last.pt, the newest state, not the best one
+    fine = _run(tmp_path / "fine", 10, last=12)
+    assert load_resume(str(fine), tmp_path, tmp_path / "new")[0] == fine / "checkpoints/last.pt"
+
+
+def test_resume_auto_falls_back_to_an_older_run_and_names_every_file_when_none_reads(
+    tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    outputs = tmp_path / "outputs"
+    old = _run(outputs / "2026-01-01" / "10-00-00", 5, last=6)
+    new = _run(outputs / "2026-01-02" / "09-00-00", last=9)
+    os.utime(old / "checkpoints" / "best-5.pt", (1e9, 1e9))
+    os.utime(old / "checkpoints" / "last.pt", (1e9, 1e9))
+    _truncate(new / "checkpoints" / "last.pt")
+    current = outputs / "2026-01-03" / "08-00-00"
+    assert latest_checkpoint(outputs) == new / "checkpoints" / "last.pt"
+    path, payload = load_resume("auto", outputs, current)
+    assert path == old / "checkpoints" / "last.pt" and payload and payload["step"] == 6
+    assert str(new / "checkpoints" / "last.pt") in caplog.text
+    # the current run's own directory is never resumed by resume=auto
+    with pytest.raises(CheckpointError) as info:
+        load_resume("auto", outputs, old)  # only the broken run is left
+    assert str(new / "checkpoints" / "last.pt") in str(info.value)
+    for name in ("last.pt", "best-5.pt"):
+        _truncate(old / "checkpoints" / name)
+    with pytest.raises(CheckpointError) as info:
+        load_resume("auto", outputs, current)
+    message = str(info.value)
+    assert "no readable checkpoint in resume=auto" in message and "tried 3 file(s)" in message
+    tried = [
+        new / "checkpoints/last.pt",
+        old / "checkpoints/last.pt",
+        old / "checkpoints/best-5.pt",
+    ]
+    assert all(f"cannot read checkpoint {f}" in message for f in tried)
+    assert "drop resume=auto to start afresh" in message
+
+
+def test_an_explicitly_named_file_is_not_replaced_by_another(tmp_path: Path) -> None:
+    run = _run(tmp_path / "run", 10, last=11)
+    last = _truncate(run / "checkpoints" / "last.pt")
+    with pytest.raises(CheckpointError, match=f"cannot read checkpoint {last}"):
+        load_resume(str(last), tmp_path, tmp_path / "new")
+    best = _truncate(run / "checkpoints" / "best-10.pt")
+    with pytest.raises(CheckpointError, match=f"cannot read checkpoint {best}"):
+        load_resolved(best)
+    assert load_resume(None, tmp_path, tmp_path / "new") == (None, None)
+    assert load_resume("auto", tmp_path / "no-outputs", tmp_path / "new") == (None, None)
+
+
+def test_evaluating_a_run_takes_best_json_order_then_last_past_unreadable_files(
+    tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    run = _run(tmp_path / "run", 10, 20, last=25)
+    ckpt = run / "checkpoints"
+    (ckpt / "best.json").write_text('[{"file": "best-20.pt"}, {"file": "best-10.pt"}]')
+    assert load_resolved(run)[0] == ckpt / "best-20.pt"
+    _truncate(ckpt / "best-20.pt")
+    path, payload = load_resolved(run)
+    assert path == ckpt / "best-10.pt" and payload["step"] == 10
+    assert f"skipping {ckpt / 'best-20.pt'}" in caplog.text
+    _truncate(ckpt / "best-10.pt")
+    assert load_resolved(ckpt)[0] == ckpt / "last.pt"
+    _truncate(ckpt / "last.pt")
+    with pytest.raises(CheckpointError, match=r"tried 3 file\(s\)") as info:
+        load_resolved(run)
+    assert all(str(ckpt / n) in str(info.value) for n in ("best-20.pt", "best-10.pt", "last.pt"))
+
+
+def test_load_first_readable_names_every_file_tried(tmp_path: Path) -> None:
+    good = save_checkpoint(_payload(2), tmp_path / "good.pt")
+    bad = _truncate(save_checkpoint(_payload(1), tmp_path / "bad.pt"))
+    missing = tmp_path / "gone.pt"
+    assert load_first_readable([bad, missing, good])[0] == good
+    with pytest.raises(CheckpointError) as info:
+        load_first_readable([bad, missing], where="here", advice="do this")
+    text = str(info.value)
+    assert text.startswith("no readable checkpoint in here: tried 2 file(s)")
+    assert f"cannot read checkpoint {bad}" in text and f"checkpoint not found: {missing}" in text
+    assert text.endswith("do this")
+
+
+@pytest.mark.parametrize("how", ["exec", "os.system"])
+def test_a_file_that_would_run_code_is_refused_without_unsafe_advice(
+    tmp_path: Path, how: str
+) -> None:
+    marker = tmp_path / "ran.txt"
+    if how == "exec":
+        code = _RunsCode(exec, f"open({str(marker)!r}, 'w').write('ran')")
+    else:
+        code = _RunsCode(os.system, f"echo ran > {shlex.quote(str(marker))}")
+    payload = {**_payload(1), "extra": code}
+    evil = tmp_path / "evil.pt"
+    torch.save(payload, evil)
+    raw = tmp_path / "evil-raw.pt"  # a plain pickle, not torch's zip format
+    raw.write_bytes(pickle.dumps(payload, protocol=2))
+    # it really runs code when loaded unsafely
+    torch.load(evil, weights_only=False)
+    assert marker.read_text().strip() == "ran"
+    marker.unlink()
+    for path in (evil, raw):
+        with pytest.raises(CheckpointError) as info:
+            load_checkpoint(path)
+        message = str(info.value)
+        assert f"cannot read checkpoint {path}" in message
+        assert not [advice for advice in UNSAFE_ADVICE if advice in message]
+        assert "more than tensors and plain data" in message
+        assert not marker.exists()
+
+
+def test_a_truncated_file_is_reported_without_unsafe_advice(tmp_path: Path) -> None:
+    bad = _truncate(save_checkpoint(_payload(1), tmp_path / "last.pt"))
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    for path in (bad, empty):
+        with pytest.raises(CheckpointError) as info:
+            load_checkpoint(path)
+        message = str(info.value)
+        assert f"cannot read checkpoint {path}: it is corrupt" in message
+        assert not [advice for advice in UNSAFE_ADVICE if advice in message]
+        assert "use another checkpoint" in message
+        assert ("the file is empty" in message) == (path == empty)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # torch 2.3-2.5 and 2.6+ wordings: the reason is kept, torch's advice is not
+        "Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` "
+        "will likely succeed, but it can result in arbitrary code execution. Do it only if you "
+        "got the file from a trusted source. Please file an issue with the following so that "
+        "we can make `weights_only=True` compatible with your use case: WeightsUnpickler error: "
+        "Unsupported global: GLOBAL posix.system was not an allowed global by default. Please "
+        "use `torch.serialization.add_safe_globals([system])` to allowlist this global.",
+        "Weights only load failed. In PyTorch 2.6, we changed the default value of the "
+        "`weights_only` argument in `torch.load` from `False` to `True`. Re-running "
+        "`torch.load` with `weights_only` set to `False` will likely succeed, but it can "
+        "result in arbitrary code execution.\n\nUnsupported global: GLOBAL posix.system was "
+        "not an allowed global by default. Please use `torch.serialization.safe_globals([x])`.",
+    ],
+)
+def test_torch_advice_is_dropped_from_any_torch_version_s_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    import attnmt.checkpoint as checkpoint
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise pickle.UnpicklingError(text)
+
+    monkeypatch.setattr(checkpoint.torch, "load", refuse)
+    (tmp_path / "x.pt").write_bytes(b"x")
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(tmp_path / "x.pt")
+    message = str(info.value)
+    assert "GLOBAL posix.system was not an allowed global by default" in message
+    assert not [advice for advice in (*UNSAFE_ADVICE, "False") if advice in message]
+
+
+def test_stale_temporary_files_of_killed_writes_are_removed_at_start(
+    tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.INFO, logger="attnmt.checkpoint")
+    ckpt = tmp_path / "checkpoints"
+    CheckpointManager(ckpt, keep_best=2).save_if_best(_payload(3), 3, 1.0)
+    stale = [ckpt / ".last.pt.k2j4h1.tmp", ckpt / ".best-7.pt.x9.tmp", ckpt / ".best.json.a8b"]
+    for path in stale:
+        path.write_bytes(b"half a write")
+        os.utime(path, (time.time() - 60, time.time() - 60))
+    fresh = ckpt / ".last.pt.q1w2e3.tmp"  # may still be written by another process
+    fresh.write_bytes(b"being written")
+    keep = [ckpt / "best-3.pt", ckpt / "best.json", ckpt / ".gitignore", ckpt / "notes.tmp"]
+    for path in keep[2:]:
+        path.write_text("mine")
+        os.utime(path, (time.time() - 60, time.time() - 60))
+    manager = CheckpointManager(ckpt, keep_best=2)
+    assert [e["file"] for e in manager.best] == ["best-3.pt"]
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists() and all(p.exists() for p in keep)
+    assert all(str(p) in caplog.text for p in stale) and str(fresh) not in caplog.text
+    assert remove_stale_tmp(ckpt, min_age_s=0) == [fresh]
+    assert remove_stale_tmp(tmp_path / "absent") == []
+
+
+def test_resume_auto_passes_over_runs_without_a_checkpoint(tmp_path: Path) -> None:
+    outputs = tmp_path / "outputs"
+    done = _run(outputs / "2026-01-01" / "10-00-00", 4, last=5)
+    os.utime(done / "checkpoints" / "last.pt", (1e9, 1e9))
+    os.utime(done / "checkpoints" / "best-4.pt", (1e9, 1e9))
+    empty = outputs / "2026-01-02" / "09-00-00"  # killed before its first checkpoint
+    (empty / "checkpoints").mkdir(parents=True)
+    (empty / "train.log").write_text("started")
+    killed = outputs / "2026-01-03" / "08-00-00"  # killed during its first write
+    (killed / "checkpoints").mkdir(parents=True)
+    (killed / "checkpoints" / ".last.pt.abc123.tmp").write_bytes(b"PK\x03\x04 half")
+    current = outputs / "2026-01-04" / "07-00-00"
+    assert latest_checkpoint(outputs, exclude=current) == done / "checkpoints" / "last.pt"
+    assert resume_target("auto", outputs, current) == done / "checkpoints" / "last.pt"
+    path, payload = load_resume("auto", outputs, current)
+    assert path == done / "checkpoints" / "last.pt" and payload and payload["step"] == 5
+    with pytest.raises(CheckpointError, match="resume="):
+        load_resume(str(killed), outputs, current)

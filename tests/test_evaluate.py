@@ -1,4 +1,5 @@
-"""evaluate.py: files written, sacrebleu CLI agreement, plots, and bad input."""
+"""evaluate.py: files written, sacrebleu CLI agreement, plots, bad input, and unreadable
+checkpoints of a run skipped for the next (evaluate.py and translate.py alike)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from helpers.tiny_checkpoint import private_run, run_entry_point
 
 from attnmt.checkpoint import load_checkpoint, save_checkpoint
+from attnmt.cli import translate
 from attnmt.cli.evaluate import run
 from attnmt.decode.translator import load_translator
 from attnmt.errors import CheckpointError, ConfigError, DataError
@@ -192,3 +195,76 @@ def test_config_files_match_their_schemas(name: str) -> None:
         parse_settings({}, schema)
     with pytest.raises(ConfigError, match="bem: unknown key; did you mean beam"):
         parse_settings({"ckpt": "x.pt", "bem": 3}, schema)
+
+
+def _truncate(path: Path) -> Path:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+class _RunsCode:
+    """Unpickled without weights_only, this writes ``marker``: a file that would run code."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (exec, (f"open({str(self.marker)!r}, 'w').write('ran')",))
+
+
+def test_an_unreadable_best_checkpoint_of_a_run_is_skipped_for_the_next(
+    run_dir: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    ckpt_dir = run_dir / "checkpoints"  # best.json: best-60.pt, then best-61.pt
+    broken = _truncate(ckpt_dir / "best-60.pt")
+    run({"ckpt": str(run_dir), "split": "test", "beam": 1}, io.StringIO())
+    assert (ckpt_dir / "best-61.test.beam1.hyp").is_file()
+    assert not (ckpt_dir / "best-60.test.beam1.hyp").exists()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(f"skipping {broken}" in w and "corrupt" in w for w in warned)
+    # translate.py goes the same way
+    out = io.BytesIO()
+    translate.run({"ckpt": str(run_dir), "beam": 1}, io.BytesIO(b"a b c\n"), out)
+    expected = load_translator(ckpt_dir / "best-61.pt", "cpu").translate(["a b c"], beam=1)
+    assert out.getvalue().decode().splitlines() == expected
+
+
+def test_a_named_file_keeps_its_error_and_a_run_names_every_file_tried(
+    run_dir: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    ckpt_dir = run_dir / "checkpoints"
+    first = _truncate(ckpt_dir / "best-60.pt")
+    code, out, err = run_entry_point("evaluate", [f"ckpt={first}"], monkeypatch, capsys)
+    assert code == 2 and out == "" and f"cannot read checkpoint {first}" in err
+    assert "best-61" not in err and "Traceback" not in err
+    second = _truncate(ckpt_dir / "best-61.pt")
+    code, out, err = run_entry_point("evaluate", [f"ckpt={run_dir}"], monkeypatch, capsys)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"no readable checkpoint in {run_dir}: tried 2 file(s)" in err
+    assert f"cannot read checkpoint {first}" in err and f"cannot read checkpoint {second}" in err
+    assert "weights_only" not in err
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_without_unsafe_advice(
+    run_dir: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    marker = tmp_path / "ran.txt"
+    payload = load_checkpoint(run_dir / "checkpoints" / "best-60.pt")
+    payload["metrics"] = {"val_bleu": _RunsCode(marker)}
+    evil = tmp_path / "evil.pt"
+    torch.save(payload, evil)
+    torch.load(evil, weights_only=False)  # loaded unsafely, it does run code
+    assert marker.read_text() == "ran"
+    marker.unlink()
+    code, out, err = run_entry_point("evaluate", [f"ckpt={evil}"], monkeypatch, capsys)
+    assert code == 2 and out == "" and f"cannot read checkpoint {evil}" in err
+    unsafe_advice = ("weights_only", "set to `False`", "can still be loaded", "trust the source")
+    assert not [advice for advice in unsafe_advice if advice in err]
+    assert "more than tensors and plain data" in err and "Traceback" not in err
+    assert not marker.exists()
+    # as a run's best checkpoint, it is skipped for the next one, still without running
+    torch.save(payload, run_dir / "checkpoints" / "best-60.pt")
+    translator = load_translator(run_dir, "cpu")
+    assert translator.checkpoint_path == run_dir / "checkpoints" / "best-61.pt"
+    assert not marker.exists()

@@ -18,8 +18,18 @@ Layout of a run directory: ``<run>/checkpoints/last.pt`` (rewritten at every val
 at the end and on Ctrl-C) and the k best by validation BLEU as ``best-<step>.pt``;
 ``<run>/checkpoints/best.json`` lists those, best first (``[{"file", "step", "val_bleu"}]``),
 and a checkpoint pushed out of the top k is deleted (:class:`CheckpointManager`).
-Resolvers: :func:`resolve_checkpoint` (what to evaluate: best, else last) and
-:func:`resume_target` (what to resume: last).
+
+Finding the file: a run directory offers several checkpoints, and an unreadable one (a
+truncated copy, a full disk) is skipped with a warning naming it and why, in favour of the
+next (:func:`load_first_readable`):
+
+    evaluate / translate   best.json's order, then last.pt        :func:`load_resolved`
+    resume=RUN             last.pt, then best-<step>.pt, newest first   :func:`load_resume`
+    resume=auto            the same for every run under outputs/, newest run first;
+                           runs without a checkpoint are passed over
+An explicitly named file is read as given: its error stands. Temporary files that killed
+writes leave behind are removed when a :class:`CheckpointManager` opens the directory
+(:func:`remove_stale_tmp`).
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ import logging
 import os
 import re
 import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +52,15 @@ log = logging.getLogger(__name__)
 FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
+_BEST_FILE = re.compile(r"best-(\d+)\.pt")
+STALE_TMP_AGE_S = 10.0  # a younger temporary file may still be being written
+# torch's own advice in its load errors (e.g. "Re-running `torch.load` with `weights_only` set
+# to `False` will likely succeed"): never passed on, it points users at unsafe loading
+_TORCH_ADVICE = re.compile(
+    r"weights_only|trusted source|load failed|arbitrary code|file an issue|documentation"
+    r"|internal miniz error|likelihood|can happen if|safe_globals|allowlist",
+    re.IGNORECASE,
+)
 
 
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
@@ -67,25 +88,100 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _load_error_detail(err: Exception) -> str:
+    """The first sentence of ``err`` that says what is wrong, without torch's advice."""
+    text = _ANSI.sub("", str(err))
+    if "WeightsUnpickler error:" in text:  # older torch: the reason follows this marker
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n", text) if s.strip()]
+    kept = [s for s in sentences if not _TORCH_ADVICE.search(s)]
+    detail = kept[0] if kept else ""
+    return detail if len(detail) <= 200 else detail[:197] + "..."
+
+
+def _unreadable(path: Path, err: Exception) -> CheckpointError:
+    """The CheckpointError for a file that ``torch.load(weights_only=True)`` refused."""
+    if isinstance(err, PermissionError):
+        return CheckpointError(f"cannot read checkpoint {path}: permission denied; check its mode")
+    detail = _load_error_detail(err)
+    if "Weights only load failed" in str(err) or "WeightsUnpickler" in str(err):
+        return CheckpointError(
+            f"cannot read checkpoint {path}: it holds more than tensors and plain data"
+            f"{f' ({detail})' if detail else ''}; attnmt never unpickles such objects, since "
+            "that can run code hidden in the file. Use a checkpoint written by attnmt "
+            "(train.py or scripts/average_checkpoints.py)"
+        )
+    if _size(path) == 0:
+        detail = "the file is empty"
+    return CheckpointError(
+        f"cannot read checkpoint {path}: it is corrupt (e.g. truncated) or not an attnmt "
+        f"checkpoint ({type(err).__name__}{f': {detail}' if detail else ''}); use another "
+        "checkpoint of its run, or train again"
+    )
+
+
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Read a checkpoint with ``weights_only=True``; clear errors for missing/corrupt files."""
+    """Read a checkpoint with ``weights_only=True``; clear errors for missing/corrupt files.
+
+    The error never suggests ``weights_only=False``, which would run any code in the file.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises many types for truncated or foreign files
-        first = _ANSI.sub("", str(err)).strip().splitlines()
-        raise CheckpointError(
-            f"cannot read checkpoint {path}: it is corrupt or not an attnmt checkpoint "
-            f"({type(err).__name__}: {first[0] if first else ''})"
-        ) from None
+        raise _unreadable(path, err) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an attnmt checkpoint (expected format {FORMAT})")
     missing = [k for k in REQUIRED_KEYS if k not in payload]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}; it is incomplete")
     return payload
+
+
+def load_first_readable(
+    candidates: Sequence[str | Path],
+    map_location: str | torch.device = "cpu",
+    where: str = "",
+    advice: str = "use another checkpoint, or train again",
+) -> tuple[Path, dict[str, Any]]:
+    """(path, payload) of the first of ``candidates`` that :func:`load_checkpoint` reads.
+
+    Each unreadable one is skipped with a warning naming it and why; when none is readable,
+    a CheckpointError names every file tried and why it failed (``where`` says what was
+    searched, ``advice`` what to do).
+    """
+    paths = [Path(c) for c in candidates]
+    failures: list[str] = []
+    for i, path in enumerate(paths):
+        try:
+            return path, load_checkpoint(path, map_location)
+        except CheckpointError as err:
+            failures.append(str(err))
+            if i + 1 < len(paths):
+                log.warning("skipping %s, trying %s instead: %s", path, paths[i + 1], err)
+    place = f" in {where}" if where else ""
+    if not paths:
+        raise CheckpointError(f"no checkpoint{place}; {advice}")
+    tried = "".join(f"\n  {f}" for f in failures)
+    raise CheckpointError(
+        f"no readable checkpoint{place}: tried {len(paths)} file(s):{tried}\n{advice}"
+    )
 
 
 def read_best_json(best: Path) -> list[dict[str, Any]]:
@@ -114,28 +210,73 @@ def _best_files(best: Path) -> list[str]:
         return []
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file as given, or for a run directory its best checkpoint (else last).
-
-    Accepts ``<run>``, ``<run>/checkpoints`` or a file.
-    """
+def evaluation_candidates(path: str | Path) -> list[Path]:
+    """What to evaluate, in order: a file as given; for a run directory (``<run>`` or
+    ``<run>/checkpoints``) the files of its best.json that exist, best first, then last.pt."""
     path = Path(path)
     if path.is_file():
-        return path
+        return [path]
     if not path.exists():
         raise CheckpointError(f"checkpoint or run directory not found: {path}")
     ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    best = ckpt_dir / "best.json"
-    for name in _best_files(best):
-        candidate = ckpt_dir / name
-        if candidate.is_file():
-            return candidate
-    last = ckpt_dir / "last.pt"
-    if last.is_file():
-        return last
-    raise CheckpointError(
-        f"no checkpoint in {path}: expected {ckpt_dir}/best.json or {ckpt_dir}/last.pt"
+    names = [*_best_files(ckpt_dir / "best.json"), "last.pt"]
+    found = [ckpt_dir / n for n in dict.fromkeys(names) if (ckpt_dir / n).is_file()]
+    if not found:
+        raise CheckpointError(
+            f"no checkpoint in {path}: expected {ckpt_dir}/best.json or {ckpt_dir}/last.pt"
+        )
+    return found
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint file as given, or for a run directory its best checkpoint (else last).
+
+    Accepts ``<run>``, ``<run>/checkpoints`` or a file. Does not read it: see
+    :func:`load_resolved`, which also passes over unreadable files.
+    """
+    return evaluation_candidates(path)[0]
+
+
+def load_resolved(
+    path: str | Path, map_location: str | torch.device = "cpu"
+) -> tuple[Path, dict[str, Any]]:
+    """(file, payload) to evaluate for ``path``: a file as given (its error stands); for a run
+    directory the first readable of :func:`evaluation_candidates`, skipping unreadable ones
+    with a warning."""
+    candidates = evaluation_candidates(path)
+    if Path(path).is_file():
+        return candidates[0], load_checkpoint(candidates[0], map_location)
+    return load_first_readable(
+        candidates,
+        map_location,
+        where=str(path),
+        advice="evaluate a checkpoint file that is intact, or train again",
     )
+
+
+def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) -> list[Path]:
+    """Delete the temporary files that killed writes left in ``directory``:
+    ``.<name>.<random>.tmp`` (:func:`save_checkpoint`) and ``.best.json.<random>``, once
+    ``min_age_s`` old (a younger one may still be being written). Logs and returns them."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    removed: list[Path] = []
+    now = time.time()
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if not (name.startswith(".") and (name.endswith(".tmp") or name.startswith(".best.json."))):
+            continue
+        try:
+            if not path.is_file() or now - path.stat().st_mtime < min_age_s:
+                continue
+            path.unlink()
+        except OSError as err:
+            log.warning("cannot remove stale temporary file %s: %s", path, err)
+            continue
+        log.info("removed %s, a temporary file left by an interrupted checkpoint write", path)
+        removed.append(path)
+    return removed
 
 
 class CheckpointManager:
@@ -144,6 +285,7 @@ class CheckpointManager:
     def __init__(self, directory: str | Path, keep_best: int = 3) -> None:
         self.directory = Path(directory)
         self.keep_best = keep_best
+        remove_stale_tmp(self.directory)  # before this process writes anything here
         self.best: list[dict[str, Any]] = self._read_best()
 
     @property
@@ -195,43 +337,122 @@ class CheckpointManager:
     def _write_best_json(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".best.json.", dir=self.directory)
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.best, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.best_json)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.best, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.best_json)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def best_path(self) -> Path | None:
         """The best checkpoint so far (None before the first validation)."""
         return self.directory / self.best[0]["file"] if self.best else None
 
 
-def latest_checkpoint(outputs: str | Path, exclude: Path | None = None) -> Path | None:
-    """The newest ``<run>/checkpoints/last.pt`` under ``outputs`` (``resume=auto``)."""
-    found = [
-        p
-        for p in Path(outputs).glob("**/checkpoints/last.pt")
-        if exclude is None or exclude.resolve() not in p.resolve().parents
+def resume_candidates(path: str | Path) -> list[Path]:
+    """A run directory's checkpoints (``<run>`` or ``<run>/checkpoints``), newest training
+    state first: ``last.pt``, then ``best-<step>.pt`` by step, descending."""
+    path = Path(path)
+    ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    last = [ckpt_dir / "last.pt"] if (ckpt_dir / "last.pt").is_file() else []
+    best = [
+        (int(m.group(1)), p)
+        for p in ckpt_dir.glob("best-*.pt")
+        if (m := _BEST_FILE.fullmatch(p.name)) and p.is_file()
     ]
-    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+    return last + [p for _, p in sorted(best, key=lambda sp: sp[0], reverse=True)]
+
+
+def auto_resume_candidates(outputs: str | Path, exclude: Path | None = None) -> list[Path]:
+    """``resume=auto``'s candidates: the :func:`resume_candidates` of every run under
+    ``outputs`` but ``exclude``, newest run (by its newest checkpoint) first. A run without
+    checkpoints (killed before its first: ``checkpoints/`` empty or only temporary files)
+    is passed over."""
+    skip = exclude.resolve() if exclude is not None else None
+    runs: list[tuple[float, list[Path]]] = []
+    for ckpt_dir in Path(outputs).glob("**/checkpoints"):
+        if not ckpt_dir.is_dir() or (skip is not None and skip in ckpt_dir.resolve().parents):
+            continue
+        files = resume_candidates(ckpt_dir)
+        if files:
+            runs.append((max(_mtime(f) for f in files), files))
+    runs.sort(key=lambda run: run[0], reverse=True)
+    return [f for _, files in runs for f in files]
+
+
+def latest_checkpoint(outputs: str | Path, exclude: Path | None = None) -> Path | None:
+    """The first of :func:`auto_resume_candidates` (``resume=auto``), None if there is none.
+
+    Does not read it: :func:`load_resume` does, and falls back past unreadable files.
+    """
+    candidates = auto_resume_candidates(outputs, exclude)
+    return candidates[0] if candidates else None
+
+
+def _no_resume(resume: str | None) -> bool:
+    return resume is None or str(resume) in ("", "null", "None")
+
+
+def _resume_missing(resume: str | None) -> CheckpointError:
+    return CheckpointError(
+        f"resume={resume}: no checkpoint there; give a .pt file or a run directory "
+        "holding checkpoints/last.pt (or resume=auto for the latest run)"
+    )
 
 
 def resume_target(resume: str | None, outputs: str | Path, run_dir: Path) -> Path | None:
     """The checkpoint to resume from: None (fresh run), ``auto`` or a file / run dir.
 
-    A run directory resumes from its ``last.pt`` (the newest state, not the best one).
+    A run directory resumes from its ``last.pt`` (the newest state, not the best one), or
+    without one from its newest ``best-<step>.pt``. Does not read it; :func:`load_resume`
+    does, and falls back past unreadable files.
     """
-    if resume is None or str(resume) in ("", "null", "None"):
+    if _no_resume(resume):
         return None
     if str(resume) == "auto":
         return latest_checkpoint(outputs, exclude=run_dir)
     path = Path(str(resume))
-    for candidate in (path, path / "checkpoints" / "last.pt", path / "last.pt"):
-        if candidate.is_file():
-            return candidate
-    raise CheckpointError(
-        f"resume={resume}: no checkpoint there; give a .pt file or a run directory "
-        "holding checkpoints/last.pt (or resume=auto for the latest run)"
+    candidates = [path] if path.is_file() else resume_candidates(path) if path.is_dir() else []
+    if not candidates:
+        raise _resume_missing(resume)
+    return candidates[0]
+
+
+def load_resume(
+    resume: str | None, outputs: str | Path, run_dir: Path
+) -> tuple[Path | None, dict[str, Any] | None]:
+    """What ``resume=`` continues from, read: (file, payload), or (None, None) for a fresh
+    run (resume unset, or ``auto`` with no checkpoint under ``outputs`` but in ``run_dir``).
+
+    A file is read as given (its error stands). A run directory offers
+    :func:`resume_candidates`, ``auto`` :func:`auto_resume_candidates`: the first readable
+    one is used, each unreadable one skipped with a warning naming it and why; when none is
+    readable, the CheckpointError names them all.
+    """
+    if _no_resume(resume):
+        return None, None
+    if str(resume) == "auto":
+        candidates = auto_resume_candidates(outputs, exclude=run_dir)
+        if not candidates:
+            return None, None
+        return load_first_readable(
+            candidates,
+            where=f"resume=auto (the runs under {outputs})",
+            advice="drop resume=auto to start afresh, or resume=<a run or .pt file that is intact>",
+        )
+    path = Path(str(resume))
+    if path.is_file():
+        return path, load_checkpoint(path)
+    candidates = resume_candidates(path) if path.is_dir() else []
+    if not candidates:
+        raise _resume_missing(resume)
+    return load_first_readable(
+        candidates,
+        where=f"resume={resume}",
+        advice="resume from another run or .pt file, or drop resume= to start afresh",
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from attnmt.checkpoint import load_checkpoint, resolve_checkpoint
+from attnmt.checkpoint import load_resolved
 from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
@@ -126,10 +126,10 @@ class Translator:
 def load_translator(
     path: str | Path, device: str = "auto", decode: DecodeConfig | None = None
 ) -> Translator:
-    """Translator for a checkpoint file or run directory (its best checkpoint, else last)."""
-    ckpt = resolve_checkpoint(path)
+    """Translator for a checkpoint file or run directory (its best checkpoint, else last;
+    an unreadable one is skipped with a warning for the next, see ``load_resolved``)."""
+    ckpt, payload = load_resolved(path, map_location="cpu")
     dev = resolve_device(device)
-    payload = load_checkpoint(ckpt, map_location="cpu")
     files = payload["tokenizer"]
     if not isinstance(files, dict) or not files or not all(files.values()):
         raise CheckpointError(
