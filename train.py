@@ -6,7 +6,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from attnmt.cli.common import run_cli
+from attnmt.cli.common import check_output_dirs, run_cli
+from attnmt.train.continuation import explicit_keys
 from attnmt.train.loop import TrainingInterrupted, train
 
 
@@ -14,7 +15,9 @@ from attnmt.train.loop import TrainingInterrupted, train
 def main(cfg: DictConfig) -> float:
     """Run one training job in Hydra's run directory; returns the best validation BLEU."""
     try:
-        result = run_cli(lambda: train(cfg, HydraConfig.get().runtime.output_dir))
+        hydra_cfg = HydraConfig.get()
+        given = explicit_keys(hydra_cfg.overrides.task)
+        result = run_cli(lambda: train(cfg, hydra_cfg.runtime.output_dir, explicit=given))
     except TrainingInterrupted as err:
         print(err.message(), file=sys.stderr)
         sys.exit(err.exit_code)
@@ -25,4 +28,8 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    problem = check_output_dirs(sys.argv[1:])
+    if problem:
+        print(problem, file=sys.stderr)
+        sys.exit(2)
     main()

@@ -130,8 +130,9 @@ def test_every_experiment_validates_and_builds(experiment: str, tmp_path: Path) 
 
 def test_defaults_validate_and_fill_the_schema(tmp_path: Path) -> None:
     cfg = validated([], tmp_path)
-    assert set(cfg.to_dict()) == {"seed", "device", "resume", "data", "model", "trainer", "decode"}
-    assert cfg.seed == 1234 and cfg.device == "auto" and cfg.resume is None
+    top = {"seed", "device", "resume", "finetune", "data", "model", "trainer", "decode"}
+    assert set(cfg.to_dict()) == top
+    assert cfg.seed == 1234 and cfg.device == "auto" and cfg.resume is cfg.finetune is None
     # every section is typed: the model's own schema, chosen by model.name
     from attnmt.decode.config import DecodeConfig
     from attnmt.models.registry import model_class

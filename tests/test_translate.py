@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import subprocess
 import sys
@@ -135,3 +136,21 @@ def test_length_batches_respect_the_budget() -> None:
     assert length_batches([3, 10, 2, 10, 5], 20) == [[1, 3], [4, 0, 2]]
     assert length_batches([30, 1], 20) == [[0], [1]]  # too long for the budget: alone
     assert length_batches([], 20) == []
+
+
+def test_a_pathological_line_is_cut_with_a_warning_and_holds_nothing_back(
+    ckpt: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One line of 100k characters (tens of thousands of pieces) among short ones: its
+    source is cut to decode.max_src_len pieces (the warning names line 2), every line
+    still gets its own output line, in order, and the short lines translate as alone."""
+    huge = " ".join("abcdef"[i % 6] for i in range(50_000))  # 99,999 characters
+    lines = ["a b c", huge, "d e f a"]
+    with caplog.at_level(logging.WARNING):
+        got = _translate(ckpt, lines, beam=2, chunk_lines=2)
+    assert len(got) == 3
+    assert "longer than decode.max_src_len=250 pieces" in caplog.text
+    assert "line 2 (" in caplog.text
+    assert [got[0], got[2]] == _translate(ckpt, ["a b c", "d e f a"], beam=2)
+    cut = " ".join("abcdef"[i % 6] for i in range(250))  # what the long line is cut to
+    assert got[1] == _translate(ckpt, [cut], beam=2, max_src_len=250)[0]

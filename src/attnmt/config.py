@@ -3,7 +3,7 @@
 ``validate_config(cfg)`` checks every key of the composed Hydra config and returns
 typed objects that the trainer passes down (nothing parses a section again):
 
-* top level: ``seed``, ``device``, ``resume``;
+* top level: ``seed``, ``device``, ``resume``, ``finetune``;
 * ``data``    → :class:`attnmt.data.config.DataConfig`;
 * ``model``   → the registered model's ``Config`` (the schema follows ``model.name``, so it
   is picked after composition; the model is also built on the ``meta`` device, which
@@ -54,13 +54,14 @@ class RunConfig:
     seed: int = 1234
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N | mps
     resume: str | None = None  # null | auto | PATH
+    finetune: str | None = None  # null | PATH: a new run starting from a checkpoint's weights
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (checkpoints store it; TensorBoard's hparams read it)."""
         return plain(self)
 
 
-SCALARS = ("seed", "device", "resume")
+SCALARS = ("seed", "device", "resume", "finetune")
 """Top-level keys of configs/train.yaml that are not config groups."""
 
 CHOICES: dict[str, Iterable[str]] = {
@@ -86,6 +87,7 @@ class _Scalars:
     seed: int = 1234
     device: str = "auto"
     resume: str | None = None
+    finetune: str | None = None
 
 
 def _model_schema(container: Mapping[str, Any]) -> type:
@@ -167,6 +169,11 @@ def validate_config(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> RunConfi
     scalars = parse({k: _resolved(cfg, k) for k in SCALARS if k in cfg}, _Scalars)
     if not isinstance(scalars.device, str) or not _device_ok(scalars.device):
         raise ConfigError(f"device: {scalars.device!r} is not one of: {DEVICES}")
+    if scalars.resume not in (None, "") and scalars.finetune not in (None, ""):
+        raise ConfigError(
+            f"finetune={scalars.finetune} and resume={scalars.resume} exclude each other: "
+            "resume continues a run, finetune starts a new one from a checkpoint's weights"
+        )
     if "model" not in cfg:
         raise ConfigError("model: no model given; choose one with model=<name>")
     sections: dict[str, Any] = {}

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
@@ -73,3 +74,28 @@ def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tupl
     own = {k: v for k, v in values.items() if k in own_keys}
     decode = {k: v for k, v in values.items() if k in decode_keys}
     return parse(own, schema, ""), parse(decode, DecodeConfig, "")
+
+
+def check_output_dirs(argv: list[str]) -> str | None:
+    """Before Hydra starts: a ``hydra.run.dir=`` / ``hydra.sweep.dir=`` given on the command
+    line that cannot be created; the error line to print, or None.
+
+    Hydra creates its output directory before any of our code runs and fails with its own
+    traceback, so train.py checks the command line first. Only the part before the first
+    ``${...}`` interpolation is tried.
+    """
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+") not in ("hydra.run.dir", "hydra.sweep.dir") or not value:
+            continue
+        fixed = Path(value.split("${", 1)[0] or ".")
+        try:
+            fixed.mkdir(parents=True, exist_ok=True)
+            if not os.access(fixed, os.W_OK):
+                raise PermissionError(13, "not writable")
+        except OSError as err:
+            return (
+                f"error: {key.lstrip('+')}={value}: cannot create or write {fixed} "
+                f"({err.strerror or err}); choose a writable directory"
+            )
+    return None

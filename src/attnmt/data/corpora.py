@@ -48,6 +48,8 @@ class Recipe:
     settings:  DataConfig keys whose values change the output (part of the cache key)
     version:   bump when the recipe's code changes its output (invalidates old caches)
     fingerprint: extra cache-key material computed from cfg (e.g. input file mtimes)
+    preflight: (cfg, splits) -> None, raises when one of these splits would be missing or
+               empty; cheap, run before any data work (see :func:`check_splits`)
     """
 
     build: Builder
@@ -55,19 +57,61 @@ class Recipe:
     settings: tuple[str, ...] = ()
     version: int = 1
     fingerprint: Callable[[DataConfig], Any] | None = None
+    preflight: Callable[[DataConfig, tuple[str, ...]], None] | None = None
 
     def __call__(self, cfg: DataConfig, raw: Path, log: logging.Logger) -> Built:
         return self.build(cfg, raw, log)
 
 
+def _fractions(cfg: DataConfig, needed: tuple[str, ...]) -> None:
+    """Hash-split recipes: a needed valid/test split must get a share of the pairs."""
+    for split in needed:
+        if split != "train" and getattr(cfg.split, split) <= 0:
+            raise DataError(
+                f"data.split.{split}={getattr(cfg.split, split)} leaves the {split} split "
+                f"empty; give it a fraction such as 0.05"
+                + (" (or set trainer.test=false)" if split == "test" else "")
+            )
+
+
+def _toy_sizes(cfg: DataConfig, needed: tuple[str, ...]) -> None:
+    for split in needed:
+        if getattr(cfg.toy, split) <= 0:
+            raise DataError(f"data.toy.{split}=0 leaves the {split} split empty; set it > 0")
+
+
 RECIPES: dict[str, Recipe] = {
-    "ding_de_en": Recipe(ding.build, ding.LANGS, ("apt_package", "split")),
-    "bible_en_fr": Recipe(bible.build, bible.LANGS, ("pip_package", "bibles", "split")),
-    "toy_reverse": Recipe(toy.make_builder("toy_reverse"), None, ("toy",)),
-    "toy_copy": Recipe(toy.make_builder("toy_copy"), None, ("toy",)),
-    "custom": Recipe(custom.build, None, ("path",), fingerprint=custom.fingerprint),
+    "ding_de_en": Recipe(ding.build, ding.LANGS, ("apt_package", "split"), preflight=_fractions),
+    "bible_en_fr": Recipe(
+        bible.build, bible.LANGS, ("pip_package", "bibles", "split"), preflight=_fractions
+    ),
+    "toy_reverse": Recipe(toy.make_builder("toy_reverse"), None, ("toy",), preflight=_toy_sizes),
+    "toy_copy": Recipe(toy.make_builder("toy_copy"), None, ("toy",), preflight=_toy_sizes),
+    "custom": Recipe(
+        custom.build, None, ("path",), fingerprint=custom.fingerprint, preflight=custom.preflight
+    ),
     "multi30k": Recipe(multi30k.build, multi30k.LANGS, ("archives",)),
 }
+
+
+def check_splits(cfg: DataConfig, needed: tuple[str, ...]) -> None:
+    """Before any data work: the splits a run needs will exist and hold pairs (as far as
+    the recipe can tell without preparing; :func:`require_splits` checks the result)."""
+    recipe = get_recipe(cfg.name)
+    if recipe.preflight is not None:
+        recipe.preflight(cfg, needed)
+
+
+def require_splits(corpus: PreparedCorpus, needed: tuple[str, ...]) -> None:
+    """After preparation: each needed split is there and not empty after cleaning."""
+    for split in needed:
+        if corpus.counts.get(split, 0) == 0:
+            what = "has no" if split not in corpus.counts else "has an empty"
+            raise DataError(
+                f"corpus {corpus.name!r} ({corpus.directory}) {what} {split} split after "
+                f"cleaning and filtering"
+                + ("; set trainer.test=false to train without it" if split == "test" else "")
+            )
 
 
 @dataclass

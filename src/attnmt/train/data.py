@@ -16,7 +16,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 
 from attnmt.data.config import DataConfig
-from attnmt.data.corpora import prepare_corpus
+from attnmt.data.corpora import prepare_corpus, require_splits
 from attnmt.data.dataset import ParallelDataset, filter_pairs, make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
@@ -54,6 +54,7 @@ def build_data(
     if dist.enabled and not dist.is_main:
         barrier()  # rank 0 fetches, prepares and trains the tokenizer; the others read its caches
     corpus = prepare_corpus(dcfg)
+    require_splits(corpus, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
     if tokenizer_files is not None:
         tokenizer = Tokenizer.from_files_dict(tokenizer_files)
         log.info("tokenizer: taken from the checkpoint")

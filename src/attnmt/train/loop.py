@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,16 @@ import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from attnmt.checkpoint import CheckpointManager, load_checkpoint, resume_target, run_dir_of
+from attnmt.checkpoint import CheckpointManager, load_resolved, load_resume, run_dir_of
 from attnmt.config import RunConfig, validate_config
+from attnmt.data.corpora import check_splits
 from attnmt.decode.translator import Translator
 from attnmt.devices import resolve_device
-from attnmt.errors import AttnmtError
+from attnmt.errors import AttnmtError, ConfigError
 from attnmt.models.registry import build_model
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
+from attnmt.train.continuation import finetune_config, resumed_config
 from attnmt.train.data import build_data
 from attnmt.train.interrupt import StopFlag, exit_code
 from attnmt.train.loss import label_smoothed_nll
@@ -53,27 +56,47 @@ class Trainer:
     """Holds the run's objects; :meth:`run` trains, validates, tests and returns metrics."""
 
     def __init__(
-        self, cfg: RunConfig | DictConfig, run_dir: Path, on_step: StepHook | None = None
+        self,
+        cfg: RunConfig | DictConfig,
+        run_dir: Path,
+        on_step: StepHook | None = None,
+        explicit: Collection[str] | None = None,
     ) -> None:
-        self.cfg = cfg = validate_config(cfg)
-        self.on_step, self.tcfg = on_step, cfg.trainer
+        """``explicit``: the keys given on the command line (train.py passes Hydra's
+        overrides); a resumed run takes every other setting from its checkpoint. None
+        (programmatic use) treats every key as given."""
+        cfg = validate_config(cfg)
+        self.on_step = on_step
         device = resolve_device(cfg.device)
         self.dist = ddp.init_distributed(device)
         self.device = ddp.local_device(device, self.dist)
+        ckpt_path, payload = load_resume(cfg.resume, OUTPUTS, Path(run_dir))
+        start: dict[str, Any] | None = None  # finetune: the checkpoint whose weights start
+        if payload is not None:
+            cfg = resumed_config(cfg, payload["config"], explicit, str(ckpt_path))
+        elif cfg.resume == "auto":
+            log.info("resume=auto: no checkpoint under %s/; starting afresh", OUTPUTS)
+        if cfg.finetune:
+            source, start = load_resolved(cfg.finetune)
+            cfg = finetune_config(cfg, start["config"], explicit, str(source))
+            log.info("finetune: a new run from the weights and tokenizer of %s", source)
+        self.cfg, self.tcfg = cfg, cfg.trainer
         self.precision = resolve_precision(self.tcfg.precision, self.device)
-        ckpt_path = resume_target(cfg.resume, OUTPUTS, Path(run_dir))
-        payload = load_checkpoint(ckpt_path) if ckpt_path else None
-        if ckpt_path is None and cfg.resume == "auto":
-            log.info("resume=auto: no checkpoints/last.pt under %s/; starting afresh", OUTPUTS)
         self.run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or Path(run_dir)
+        if self.dist.is_main:
+            check_writable(self.run_dir)
+        check_splits(cfg.data, ("train", "valid", "test") if self.tcfg.test else ("train", "valid"))
         self.log_handler = _continue_log(self.run_dir, Path(run_dir), self.dist.is_main)
         seed_everything(cfg.seed)
+        inherited = payload or start
         self.data = build_data(
-            cfg.data, self.tcfg, cfg.seed, self.dist, payload and payload["tokenizer"]
+            cfg.data, self.tcfg, cfg.seed, self.dist, inherited and inherited["tokenizer"]
         )
         tok = self.data.tokenizer
-        self.model_cfg = payload["model_config"] if payload else plain(cfg.model)
+        self.model_cfg = plain(cfg.model)
         model = build_model(self.model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
+        if start is not None:
+            model.load_state_dict(start["model"])
         self.model = model.to(self.device)
         self.translator = Translator(self.model, tok, self.device, cfg.decode)
         self.optimizer = build_optimizer(self.model.parameters(), self.tcfg)
@@ -403,6 +426,20 @@ class TrainingInterrupted(KeyboardInterrupt):
         )
 
 
+def check_writable(run_dir: Path) -> None:
+    """The run directory can be created and written to; else one line naming the setting."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError(
+            f"hydra.run.dir={run_dir}: cannot write the run directory there "
+            f"({err.strerror or err}); choose a writable directory"
+        ) from None
+
+
 def _continue_log(run_dir: Path, new_dir: Path, is_main: bool) -> logging.Handler | None:
     """A resumed run keeps writing ``<run_dir>/train.log`` (besides the log of the fresh
     directory Hydra opened for this process), so one file tells the whole run."""
@@ -416,7 +453,10 @@ def _continue_log(run_dir: Path, new_dir: Path, is_main: bool) -> logging.Handle
 
 
 def train(
-    cfg: RunConfig | DictConfig, run_dir: str | Path, on_step: StepHook | None = None
+    cfg: RunConfig | DictConfig,
+    run_dir: str | Path,
+    on_step: StepHook | None = None,
+    explicit: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Train as ``cfg`` says, writing checkpoints/TensorBoard/hyps under ``run_dir``.
 
@@ -425,7 +465,7 @@ def train(
     """
     trainer = None
     try:
-        trainer = Trainer(cfg, Path(run_dir), on_step)
+        trainer = Trainer(cfg, Path(run_dir), on_step, explicit)
         return trainer.run()
     finally:
         if trainer is not None:

@@ -68,3 +68,31 @@ def build(cfg: DataConfig, raw: Path, log: logging.Logger) -> Built:
             continue
         splits[split] = read_tsv(files[0]) if len(files) == 1 else read_parallel(*files)
     return Built(splits)
+
+
+def preflight(cfg: DataConfig, needed: tuple[str, ...]) -> None:
+    """Before any data work: each needed split's files exist and hold a non-blank line."""
+    root = directory(cfg)
+    for split in needed:
+        files = split_files(cfg, split)
+        hint = (
+            "; add it, or set trainer.test=false to train without the final test decoding"
+            if split == "test"
+            else f"; data=custom needs {' and '.join(REQUIRED)}"
+        )
+        if not files:
+            raise DataError(
+                f"{root / f'{split}.{cfg.src_lang}'}: file not found (nor "
+                f"{root / f'{split}.{cfg.tgt_lang}'} or {root / f'{split}.tsv'}){hint}"
+            )
+        for path in files:
+            if not path.is_file():
+                raise DataError(f"{path}: file not found{hint}")
+            if not _has_text(path):
+                raise DataError(f"{path}: the {split} split is empty (no non-blank line){hint}")
+
+
+def _has_text(path: Path) -> bool:
+    """Does the file hold a line with a non-whitespace character? (reads up to that line)"""
+    with path.open("rb") as f:
+        return any(line.strip() for line in f)

@@ -1,0 +1,104 @@
+"""Resume keeps the run's own settings (only MAY_CHANGE keys may differ, each other explicit
+difference fails naming its key); finetune=PATH starts a new run from a checkpoint's weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from helpers.toy_train import toy_train_config
+
+from attnmt.errors import ConfigError
+from attnmt.train.continuation import explicit_keys
+from attnmt.train.loop import Trainer, train
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A 4-step toy run trained with a non-default lr; (data root, run dir)."""
+    root = tmp_path_factory.mktemp("cont")
+    cfg = toy_train_config(
+        root / "data", "trainer.max_steps=4", "trainer.val_every_steps=4", "trainer.lr=0.005"
+    )
+    train(cfg, root / "run")
+    return root / "data", root / "run"
+
+
+def _trainer(data: Path, tmp_path: Path, *overrides: str, explicit: set[str] | None) -> Trainer:
+    return Trainer(toy_train_config(data, *overrides), tmp_path / "new", explicit=explicit)
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("data=toy_copy", "data.name"),
+        ("model.d_model=64", "model.d_model"),
+        ("trainer.lr=0.1", "trainer.lr"),
+        ("trainer.val_subset=5", "trainer.val_subset"),
+        ("data.tokenizer.vocab_size=40", "data.tokenizer.vocab_size"),
+    ],
+)
+def test_resume_with_run_defining_changes_fails_naming_each_key(
+    first_run: tuple[Path, Path], tmp_path: Path, override: str, key: str
+) -> None:
+    data, run = first_run
+    with pytest.raises(ConfigError) as err:
+        _trainer(data, tmp_path, f"resume={run}", "trainer.lr=0.005", override, explicit=None)
+    message = str(err.value)
+    assert f"resume={run} continues the run in {run}" in message
+    assert key in message and "finetune=" in message
+
+
+def test_resume_takes_unset_keys_from_the_checkpoint_and_allows_the_listed_ones(
+    first_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data, run = first_run
+    # the command line says only resume and a longer run; lr is the default (0.002) here,
+    # but the run was trained with 0.005: the resumed run keeps 0.005
+    trainer = _trainer(
+        data,
+        tmp_path,
+        f"resume={run}",
+        "trainer.max_steps=6",
+        "decode.beam=2",
+        explicit=explicit_keys([f"resume={run}", "trainer.max_steps=6", "decode.beam=2"]),
+    )
+    try:
+        assert trainer.step == 4 and trainer.run_dir == run
+        assert trainer.cfg.trainer.lr == 0.005
+        assert trainer.cfg.trainer.max_steps == 6 and trainer.cfg.decode.beam == 2
+    finally:
+        trainer.close()
+
+
+def test_finetune_starts_a_new_run_from_the_weights(
+    first_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data, run = first_run
+    saved = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    # a new corpus is fine: the tokenizer and model come from the checkpoint
+    trainer = _trainer(data, tmp_path, "data=toy_copy", f"finetune={run}", explicit=None)
+    try:
+        assert trainer.step == 0 and trainer.run_dir == tmp_path / "new"
+        assert trainer.cfg.data.name == "toy_copy"
+        state = trainer.model.state_dict()
+        best = torch.load(run / "checkpoints" / "best-4.pt", weights_only=True)
+        assert all(torch.equal(state[k], best["model"][k]) for k in state)
+        assert trainer.data.tokenizer.to_files_dict() == saved["tokenizer"]
+        assert trainer.optimizer.state_dict()["state"] == {}  # fresh optimiser
+    finally:
+        trainer.close()
+    with pytest.raises(ConfigError, match=r"finetune=.*keeps the checkpoint's model.*model\.d_ff"):
+        _trainer(data, tmp_path, f"finetune={run}", "model.d_ff=128", explicit=None)
+    with pytest.raises(ConfigError, match="exclude each other"):
+        _trainer(data, tmp_path, f"finetune={run}", f"resume={run}", explicit=None)
+
+
+def test_explicit_keys_from_hydra_overrides() -> None:
+    assert explicit_keys(["trainer.lr=0.1", "model=rnn_luong", "+data.x=1", "hydra.run.dir=d"]) == {
+        "trainer.lr",
+        "model",
+        "data.x",
+    }
+    assert explicit_keys(["experiment=quick"]) == {"data", "model", "trainer", "decode"}
