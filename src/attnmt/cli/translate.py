@@ -50,6 +50,8 @@ def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
             ) from None
         if lineno == 1:
             text = text.removeprefix("\ufeff")
+            if not text:  # stdin holds only a BOM: no line
+                return
         yield text.rstrip("\r\n")
 
 

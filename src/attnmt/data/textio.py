@@ -33,6 +33,8 @@ def read_lines(path: str | Path) -> list[str]:
                 ) from None
             if lineno == 1:
                 text = text.removeprefix("\ufeff")
+                if not text:  # the file holds only a BOM (an empty "UTF-8 with BOM" file)
+                    break
             lines.append(text.rstrip("\r\n"))
     return lines
 
@@ -66,8 +68,12 @@ def read_tsv(path: str | Path) -> list[Pair]:
 
 
 def normalize_space(text: str) -> str:
-    """Collapse every run of whitespace (tabs, newlines, NBSP...) into one space; strip."""
-    return " ".join(text.split())
+    """Collapse every run of whitespace (tabs, newlines, NBSP...) into one space; strip.
+
+    U+FEFF (zero-width no-break space, the byte-order mark) is dropped: it is invisible, and
+    at the start of a cached file it would read back as a BOM and vanish.
+    """
+    return " ".join(text.replace("\ufeff", "").split())
 
 
 def drop_empty(pairs: Iterable[Pair], where: str, log: logging.Logger) -> tuple[list[Pair], int]:

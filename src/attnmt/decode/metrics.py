@@ -46,6 +46,11 @@ def corpus_scores(
             f"cannot score {len(hyps)} hypotheses against {len(refs)} references; "
             "they must be parallel, one line each"
         )
+    if not hyps:
+        raise DataError(
+            "nothing to score: the source has no lines (an empty file or split); give a "
+            "source and reference with at least one line each"
+        )
     results: dict[str, MetricResult] = {}
     for key in metrics:
         try:
