@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -30,33 +31,38 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
     return private_run(tmp_path_factory, tmp_path)
 
 
-def test_evaluate_split_writes_hyps_scores_and_plots(run_dir: Path) -> None:
+def test_evaluate_split_writes_hyps_scores_and_plots(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     out = io.StringIO()
-    scores = run({"ckpt": str(run_dir), "split": "test", "beam": 2, "plot_attention": 2}, out)
-    ckpt_dir = run_dir / "checkpoints"  # best.json lists best-60.pt first
-    hyp = ckpt_dir / "best-60.test.beam2.hyp"
-    ref = ckpt_dir / "best-60.test.ref"
+    with caplog.at_level(logging.INFO):
+        scores = run({"ckpt": str(run_dir), "split": "test", "beam": 2, "plot_attention": 2}, out)
+    ckpt_dir = run_dir / "eval" / "best-60-test-beam2"  # best.json lists best-60.pt first
+    hyp = ckpt_dir / "hyps.txt"
+    ref = ckpt_dir / "refs.txt"
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir() if p.suffix != ".pt") == [
+        "best.json"
+    ]  # nothing written beside the weights
     assert len(hyp.read_text().splitlines()) == 12 == len(ref.read_text().splitlines())
     lines = out.getvalue().splitlines()
     assert [line.split("|")[0] for line in lines] == ["BLEU", "chrF2", "TER"]
     assert lines[0] == scores["bleu"].text
     saved = json.loads((ckpt_dir / "scores.json").read_text())
-    entry = saved["best-60.test.beam2"]
+    entry = saved["best-60-test-beam2"]
     assert entry["metrics"]["bleu"]["score"] == pytest.approx(scores["bleu"].score)
     assert entry["hyp_file"] == str(hyp) and entry["sentences"] == 12
     assert entry["settings"]["beam"] == 2
-    pngs = sorted(ckpt_dir.glob("best-60.test.beam2.attn*.png"))
-    assert [p.name for p in pngs] == [
-        "best-60.test.beam2.attn0000.png",
-        "best-60.test.beam2.attn0001.png",
-    ]
+    pngs = sorted(ckpt_dir.glob("attention-*.png"))
+    assert [p.name for p in pngs] == ["attention-0000.png", "attention-0001.png"]
     assert pngs[0].read_bytes()[:4] == b"\x89PNG"
-    # a second evaluation adds its entry to scores.json
-    run({"ckpt": str(ckpt_dir / "best-61.pt"), "split": "valid", "beam": 1}, io.StringIO())
-    assert set(json.loads((ckpt_dir / "scores.json").read_text())) == {
-        "best-60.test.beam2",
-        "best-61.valid.beam1",
-    }
+    for path in (hyp, ref, ckpt_dir / "scores.json", *pngs):  # every path written is printed
+        assert f"wrote {path}" in caplog.text
+    # another checkpoint, split or beam gets a folder of its own
+    run({"ckpt": str(run_dir / "checkpoints" / "best-61.pt"), "split": "valid", "beam": 1})
+    assert sorted(p.name for p in (run_dir / "eval").iterdir()) == [
+        "best-60-test-beam2",
+        "best-61-valid-beam1",
+    ]
 
 
 def test_printed_scores_equal_sacrebleu_cli(run_dir: Path, tmp_path: Path) -> None:
@@ -73,7 +79,7 @@ def test_printed_scores_equal_sacrebleu_cli(run_dir: Path, tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     printed = done.stdout.splitlines()
     assert len(printed) == 3
-    hyp = tmp_path / "best-60.in.src.beam3.hyp"
+    hyp = tmp_path / "hyps.txt"
     sacre = subprocess.run(
         [SACREBLEU, str(tmp_path / "in.ref"), "-i", str(hyp), "-m", "bleu", "chrf", "ter", *WIDTH],
         capture_output=True,
@@ -170,10 +176,13 @@ def test_blank_source_lines_give_blank_hypotheses(run_dir: Path, tmp_path: Path)
         },
         io.StringIO(),
     )
-    hyps = (tmp_path / "best-60.b.src.beam1.hyp").read_text().split("\n")
+    hyps = (tmp_path / "hyps.txt").read_text().split("\n")
     assert len(hyps) == 5 and hyps[1] == hyps[2] == "" and hyps[4] == ""
     # blank lines are skipped in the plots; sentence numbers are kept in the names
-    assert sorted(p.name[-12:] for p in tmp_path.glob("*.png")) == ["attn0000.png", "attn0003.png"]
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == [
+        "attention-0000.png",
+        "attention-0003.png",
+    ]
 
 
 @pytest.mark.parametrize("name", ["evaluate", "translate"])
@@ -219,8 +228,8 @@ def test_an_unreadable_best_checkpoint_of_a_run_is_skipped_for_the_next(
     ckpt_dir = run_dir / "checkpoints"  # best.json: best-60.pt, then best-61.pt
     broken = _truncate(ckpt_dir / "best-60.pt")
     run({"ckpt": str(run_dir), "split": "test", "beam": 1}, io.StringIO())
-    assert (ckpt_dir / "best-61.test.beam1.hyp").is_file()
-    assert not (ckpt_dir / "best-60.test.beam1.hyp").exists()
+    assert (run_dir / "eval" / "best-61-test-beam1" / "hyps.txt").is_file()
+    assert not (run_dir / "eval" / "best-60-test-beam1").exists()
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any(f"skipping {broken}" in w and "corrupt" in w for w in warned)
     # translate.py goes the same way

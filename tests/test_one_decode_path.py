@@ -47,7 +47,7 @@ def test_trainer_test_bleu_equals_evaluate_py(
             **{k.removeprefix("decode."): v for k, v in (d.split("=") for d in decode)},
         }
     )
-    (hyp_file,) = (tmp_path / "eval").glob("*.hyp")
+    hyp_file = tmp_path / "eval" / "hyps.txt"
     assert hyp_file.read_text(encoding="utf-8").splitlines() == trainer_hyps
     assert scores["bleu"].score == result["test_bleu"]
     assert scores["chrf"].score == result["test_chrf"]

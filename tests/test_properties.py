@@ -553,7 +553,7 @@ def test_evaluate_hyp_file_has_one_line_per_source(
     cfg |= {"src_file": str(d / "in.src"), "ref_file": str(d / "in.ref")}
     with deadline(120, "evaluate"):
         evaluate.run(cfg, io.StringIO())
-    (hyp_file,) = (d / "out").glob("*.hyp")
+    hyp_file = d / "out" / "hyps.txt"
     hyp = hyp_file.read_bytes()
     assert hyp.count(b"\n") == n and hyp.endswith(b"\n")
     for source, line in zip(expected_text(src), hyp.decode("utf-8").split("\n")):
@@ -579,7 +579,7 @@ def test_a_line_of_20k_characters_finishes(
     cfg = {"ckpt": str(ckpt), "device": "cpu", "out_dir": str(d), "beam": 4}
     with deadline(120, "evaluate of a 20k-character line"):
         evaluate.run({**cfg, "src_file": str(d / "s"), "ref_file": str(d / "r")}, io.StringIO())
-    assert (d / "best-60.s.beam4.hyp").read_bytes() == out
+    assert (d / "hyps.txt").read_bytes() == out
 
 
 @SOME

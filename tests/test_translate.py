@@ -15,7 +15,7 @@ from helpers.tiny_checkpoint import run_entry_point, shared_run
 from attnmt.cli.common import SIGPIPE_EXIT
 from attnmt.cli.translate import run
 from attnmt.decode.translator import load_translator
-from attnmt.errors import DataError
+from attnmt.errors import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parents[1]
 LINES = ["a b c", "", "d e f a", "   ", "b", "f e d c b a", "c  a   b"]
@@ -154,3 +154,17 @@ def test_a_pathological_line_is_cut_with_a_warning_and_holds_nothing_back(
     assert [got[0], got[2]] == _translate(ckpt, ["a b c", "d e f a"], beam=2)
     cut = " ".join("abcdef"[i % 6] for i in range(250))  # what the long line is cut to
     assert got[1] == _translate(ckpt, [cut], beam=2, max_src_len=250)[0]
+
+
+def test_n_best_lines_are_tab_separated_best_first_with_optional_scores(ckpt: Path) -> None:
+    lines = ["a b c", "", "d e f a"]
+    one = _translate(ckpt, lines, beam=3)
+    three = [row.split("\t") for row in _translate(ckpt, lines, beam=3, n_best=3)]
+    assert len(three) == 3 and three[1] == [""]  # blank stays blank, one line per line
+    assert [row[0] for row in three] == one  # the first of the n best is the 1-best
+    assert all(len(row) == 3 for row in (three[0], three[2]))
+    scored = [row.split("\t") for row in _translate(ckpt, lines, beam=3, n_best=3, scores=True)]
+    texts, values = scored[0][0::2], [float(v) for v in scored[0][1::2]]
+    assert texts == three[0] and values == sorted(values, reverse=True)  # best first
+    with pytest.raises(ConfigError, match="n_best=4 must be between 1 and beam=3"):
+        _translate(ckpt, lines, beam=3, n_best=4)

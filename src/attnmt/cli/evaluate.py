@@ -1,15 +1,16 @@
 """``python evaluate.py``: decode a split (or the user's files) and score it with sacrebleu.
 
-Outputs, beside the checkpoint unless ``out_dir`` is set (``<tag>`` =
-``<ckpt-stem>.<split or src file name>.beam<k>``):
+Outputs go to a folder of their own, ``<run>/eval/<ckpt-stem>-<split or src file name>-beam<k>/``
+(beside the checkpoint's ``checkpoints/`` folder; ``out_dir=`` chooses another):
 
-* ``<tag>.hyp``            one detokenised hypothesis per source line
-* ``<ckpt-stem>.<split>.ref`` the references (corpus splits only; for files, ``ref_file``)
+* ``hyps.txt``             one detokenised hypothesis per source line
+* ``refs.txt``             the references (corpus splits only; for files, ``ref_file`` is named)
 * ``scores.json``          ``{<tag>: {"metrics": {bleu: {...}, ...}, "hyp_file": ..., ...}}``
-  (merged with the entries of earlier runs)
-* ``<tag>.attn<i>.png``    heatmaps of the first ``plot_attention`` sentences
+  (merged with earlier entries of the same folder)
+* ``attention-<i>.png``    heatmaps of the first ``plot_attention`` sentences
 
-and one line per metric on stdout, in sacrebleu's own format with its signature.
+Every path written is logged on stderr; stdout gets one line per metric, in sacrebleu's own
+format with its signature.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from attnmt import EOS_ID
+from attnmt.checkpoint import run_dir_of
 from attnmt.cli.common import parse_settings
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.metrics import MetricResult, corpus_scores
@@ -97,9 +99,12 @@ def write_scores(path: Path, tag: str, entry: dict[str, Any]) -> None:
 
 
 def plot_hypotheses(
-    translator: Translator, sources: list[str], hyps: list[Hypothesis | None], n: int, prefix: Path
+    translator: Translator, sources: list[str], hyps: list[Hypothesis | None], n: int, folder: Path
 ) -> list[Path]:
-    """Heatmaps (source pieces + </s> × produced pieces) of the first ``n`` non-blank lines."""
+    """Heatmaps (source pieces + </s> × produced pieces) of the first ``n`` non-blank lines;
+    the title names the sentence and what its score is."""
+    beam = translator.decode.beam
+    what = "log-prob / length penalty" if beam > 1 else "log-prob"
     paths: list[Path] = []
     for i, hyp in enumerate(hyps):
         if len(paths) >= n:
@@ -109,8 +114,8 @@ def plot_hypotheses(
         src_ids = [*translator.encode([sources[i]])[0], EOS_ID]
         tgt_ids = [*hyp.tokens, EOS_ID] if hyp.finished else list(hyp.tokens)
         tok = translator.tokenizer
-        path = prefix.with_name(f"{prefix.name}.attn{i:04d}.png")
-        title = f"#{i} (score {hyp.score:.2f})"
+        path = folder / f"attention-{i:04d}.png"
+        title = f"line {i + 1}, beam {beam}: score {hyp.score:.2f} = {what}"
         paths.append(
             save_attention_png(
                 hyp.attention, tok.src_pieces(src_ids), tok.tgt_pieces(tgt_ids), path, title
@@ -127,21 +132,23 @@ def run(
     translator = load_translator(s.ckpt, s.device, decode)
     label, sources, refs = read_eval_data(s, translator)
     ckpt = translator.checkpoint_path
-    out_dir = Path(s.out_dir) if s.out_dir else ckpt.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tag = f"{ckpt.stem}.{label}.beam{decode.beam}"
+    tag = f"{ckpt.stem}-{label}-beam{decode.beam}"
+    out_dir = Path(s.out_dir) if s.out_dir else (run_dir_of(ckpt) or ckpt.parent) / "eval" / tag
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
     hyps = translator.hypotheses(sources)
     texts = translator.detokenize(hyps)
-    hyp_path = out_dir / f"{tag}.hyp"
+    scores = corpus_scores(texts, refs, s.metrics)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hyp_path = out_dir / "hyps.txt"
     write_lines(hyp_path, texts)
+    written = [hyp_path]
     if s.ref_file is not None:
         ref_path = Path(s.ref_file)
     else:
-        ref_path = out_dir / f"{ckpt.stem}.{label}.ref"
+        ref_path = out_dir / "refs.txt"
         write_lines(ref_path, refs)
-    scores = corpus_scores(texts, refs, s.metrics)
-    plots = plot_hypotheses(translator, sources, hyps, s.plot_attention, out_dir / tag)
+        written.append(ref_path)
+    plots = plot_hypotheses(translator, sources, hyps, s.plot_attention, out_dir)
     entry = {
         "checkpoint": str(ckpt),
         "hyp_file": str(hyp_path),
@@ -154,7 +161,8 @@ def run(
         "metrics": {k: r.to_dict() for k, r in scores.items()},
     }
     write_scores(out_dir / "scores.json", tag, entry)
-    log.info("wrote %s, %s/scores.json and %d plots", hyp_path, out_dir, len(plots))
+    for path in [*written, out_dir / "scores.json", *plots]:
+        log.info("wrote %s", path)
     out = stdout or sys.stdout
     for result in scores.values():
         print(result.text, file=out)

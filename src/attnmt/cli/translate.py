@@ -30,6 +30,8 @@ class TranslateSettings:
 
     ckpt: str = "???"  # a run directory (its best checkpoint, else last.pt) or a .pt file
     chunk_lines: int = 500
+    n_best: int = 1  # > 1: the n best translations per line, tab-separated (needs beam >= n)
+    scores: bool = False  # also print each translation's score (tab after it)
     device: str = "auto"
     interactive: bool | None = None  # None: when stdin is a terminal
 
@@ -67,20 +69,41 @@ def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield chunk
 
 
+def output_lines(
+    translator: Translator,
+    lines: list[str],
+    first_line: int = 1,
+    n_best: int = 1,
+    scores: bool = False,
+) -> list[str]:
+    """One output line per input line: the translation, or with ``n_best > 1`` the n best
+    separated by tabs; ``scores`` puts each one's search score after it, tab-separated."""
+    if n_best == 1 and not scores:
+        return translator.translate(lines, first_line)
+    found = translator.n_best(lines, n_best, first_line)
+    return [
+        "\t".join(
+            f"{translator.text(h)}\t{h.score:.4f}" if scores else translator.text(h) for h in hyps
+        )
+        for hyps in found
+    ]
+
+
 def translate_stream(
-    translator: Translator, lines: Iterable[str], out: BinaryIO, chunk_lines: int
+    translator: Translator, lines: Iterable[str], out: BinaryIO, chunk_lines: int, **kw: Any
 ) -> int:
-    """Translate ``lines`` chunk by chunk, writing one UTF-8 line each; returns the count."""
+    """Translate ``lines`` chunk by chunk, writing one UTF-8 line each; returns the count.
+    ``kw``: ``n_best`` and ``scores`` of :func:`output_lines`."""
     count = 0
     for chunk in chunks(lines, chunk_lines):
-        for text in translator.translate(chunk, first_line=count + 1):
+        for text in output_lines(translator, chunk, count + 1, **kw):
             out.write((text + "\n").encode("utf-8"))
         out.flush()
         count += len(chunk)
     return count
 
 
-def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO) -> None:
+def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: Any) -> None:
     """Prompt on stderr, translate each entered line; Ctrl-D or Ctrl-C ends."""
     print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
     try:
@@ -91,7 +114,7 @@ def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO) -> None:
             if not raw:
                 break
             (line,) = decode_lines([raw])
-            (text,) = translator.translate([line])
+            (text,) = output_lines(translator, [line], **kw)
             out.write((text + "\n").encode("utf-8"))
             out.flush()
     except KeyboardInterrupt:
@@ -109,9 +132,12 @@ def run(
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     translator = load_translator(s.ckpt, s.device, decode)
+    if not 1 <= s.n_best <= decode.beam:
+        raise ConfigError(f"n_best={s.n_best} must be between 1 and beam={decode.beam}")
+    kw: dict[str, Any] = {"n_best": s.n_best, "scores": s.scores}
     is_tty = s.interactive if s.interactive is not None else stdin.isatty()
     if is_tty:
-        interactive(translator, stdin, stdout)
+        interactive(translator, stdin, stdout, **kw)
         return
-    n = translate_stream(translator, decode_lines(stdin), stdout, s.chunk_lines)
+    n = translate_stream(translator, decode_lines(stdin), stdout, s.chunk_lines, **kw)
     log.info("translated %d lines", n)

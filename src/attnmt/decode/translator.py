@@ -29,9 +29,9 @@ from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
-from attnmt.decode.search import Hypothesis, translate_batch
+from attnmt.decode.search import Hypothesis, beam_search, greedy_search
 from attnmt.devices import resolve_device
-from attnmt.errors import CheckpointError
+from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.registry import build_model
 
@@ -86,29 +86,40 @@ class Translator:
         ``batch_tokens`` padded source pieces per batch (beam search holds ``beam`` times
         as many decoder rows).
         """
+        return [h[0] if h else None for h in self.n_best(sentences, 1, first_line, **overrides)]
+
+    def n_best(
+        self, sentences: Sequence[str], n: int, first_line: int = 1, **overrides: Any
+    ) -> list[list[Hypothesis]]:
+        """The ``n`` best hypotheses per sentence, best first ([] for blank lines)."""
         decode = dataclasses.replace(self.decode, **overrides) if overrides else self.decode
+        if not 1 <= n <= decode.beam:
+            raise ConfigError(f"n_best={n} must be between 1 and beam={decode.beam}")
         ids = self.encode(sentences, first_line)
         todo = [i for i, s in enumerate(sentences) if s.strip() and ids[i]]
-        out: list[Hypothesis | None] = [None] * len(sentences)
+        out: list[list[Hypothesis]] = [[] for _ in sentences]
         was_training = self.model.training
         self.model.eval()
         try:
             for group in length_batches([len(ids[i]) + 1 for i in todo], decode.batch_tokens):
                 chosen = [todo[j] for j in group]
                 batch = make_batch([ids[i] for i in chosen]).to(self.device)
-                hyps = translate_batch(
-                    self.model,
-                    batch,
-                    beam_size=decode.beam,
-                    alpha=decode.alpha,
-                    max_len_a=decode.max_len_a,
-                    max_len_b=decode.max_len_b,
-                )
-                for i, hyp in zip(chosen, hyps):
-                    out[i] = hyp
+                limits = {"max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b}
+                if decode.beam == 1:
+                    found = [[h] for h in greedy_search(self.model, batch, **limits)]
+                else:
+                    found = beam_search(
+                        self.model, batch, decode.beam, decode.alpha, n_best=n, **limits
+                    )
+                for i, hyps in zip(chosen, found):
+                    out[i] = hyps
         finally:
             self.model.train(was_training)
         return out
+
+    def text(self, hyp: Hypothesis) -> str:
+        """One hypothesis as one line of text."""
+        return self.detokenize([hyp])[0]
 
     def detokenize(self, hyps: Sequence[Hypothesis | None]) -> list[str]:
         """Text of each hypothesis on one line ("" for None): a line break that a piece
