@@ -56,7 +56,7 @@ def test_a_nan_update_is_skipped_and_counted(
     assert (
         "step 4: non-finite loss or gradient (NaN/inf); update skipped (2 in a row" in caplog.text
     )
-    acc = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    acc = EventAccumulator(str(tmp_path / "run"))
     acc.Reload()
     assert [(e.step, e.value) for e in acc.Scalars("train/skipped_updates")] == [(3, 1), (4, 2)]
 

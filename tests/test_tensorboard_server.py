@@ -128,13 +128,13 @@ def test_make_tensorboard_serves_val_bleu(tmp_path: Path) -> None:
         run, values = wait_for_scalar(
             f"http://127.0.0.1:{port}", "val/bleu", time.monotonic() + 120
         )
-        assert run == "2026-01-01/00-00-00/tensorboard"
+        assert run == "2026-01-01/00-00-00"  # the run directory itself, no /tensorboard
         assert len(values) == 1
         _wall_time, step, value = values[0]
         assert step == STEPS
         assert value == pytest.approx(expected, abs=1e-4)
         tags = get_json(f"http://127.0.0.1:{port}/data/plugin/scalars/tags")[run]
-        assert {"train/loss", "train/lr", "val/loss", "val/chrf"} <= set(tags)
+        assert {"train/nll", "train/loss_smoothed", "train/lr", "val/nll", "val/chrf"} <= set(tags)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)

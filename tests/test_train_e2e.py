@@ -12,12 +12,20 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.hparams import plugin_data_pb2
 
 from attnmt.train.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN_SCALARS = ["train/loss", "train/ppl", "train/lr", "train/grad_norm", "train/tokens_per_sec"]
-VAL_SCALARS = ["val/loss", "val/ppl", "val/bleu", "val/chrf"]
+TRAIN_SCALARS = [
+    "train/nll",
+    "train/loss_smoothed",
+    "train/ppl",
+    "train/lr",
+    "train/grad_norm",
+    "train/tokens_per_sec",
+]
+VAL_SCALARS = ["val/nll", "val/ppl", "val/bleu", "val/chrf", "val/best_bleu", "val/test_bleu"]
 
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:
@@ -33,12 +41,14 @@ def _cfg(data_root: Path, *overrides: str) -> DictConfig:
 
 
 def _events(run: Path) -> EventAccumulator:
-    acc = EventAccumulator(str(run / "tensorboard"), size_guidance={"images": 0, "scalars": 0})
+    acc = EventAccumulator(str(run), size_guidance={"images": 0, "scalars": 0})
     acc.Reload()
     return acc
 
 
-def test_short_run_writes_every_artefact(tmp_path: Path) -> None:
+def test_short_run_writes_every_artefact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = _cfg(
         tmp_path / "data",
         "data.toy.train=300",
@@ -60,16 +70,28 @@ def test_short_run_writes_every_artefact(tmp_path: Path) -> None:
     tags = acc.Tags()
     assert set(TRAIN_SCALARS + VAL_SCALARS) <= set(tags["scalars"])
     assert [e.step for e in acc.Scalars("val/bleu")] == [3, 6]
-    assert [e.step for e in acc.Scalars("train/loss")] == [1, 2, 4, 6]
+    assert [e.step for e in acc.Scalars("train/nll")] == [1, 2, 4, 6]
+    assert [e.step for e in acc.Scalars("val/test_bleu")] == [6]  # final metrics at the end
     # transformer_tiny: 2 decoder layers x 4 heads
     images = set(tags["images"])
     expected = {"cross_layer0", "cross_layer1", "self_layer0", "self_layer1"}
     expected |= {f"cross_last_head{h}" for h in range(4)}
-    assert images == {f"attention/valid0/{name}" for name in expected}
-    image = acc.Images("attention/valid0/cross_layer1")[-1]
+    assert images == {f"valid_attention/0/{name}" for name in expected} | {"valid_summary/results"}
+    image = acc.Images("valid_attention/0/cross_layer1")[-1]
     assert image.width > 50 and image.height > 50 and image.encoded_image_string[:4] == b"\x89PNG"
     assert "samples/valid0/text_summary" in tags["tensors"]
-    assert "_hparams_/experiment" in acc.PluginTagToContent("hparams")
+    assert image.width >= 400 and image.height >= 250  # ~40 px a piece, readable unzoomed
+    content = acc.PluginTagToContent("hparams")
+    assert "_hparams_/experiment" in content
+    start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    chosen = set(start.session_start_info.hparams)
+    assert {"model", "model.shape", "model.params_M", "corpus", "vocab", "lr"} <= chosen
+    assert {"schedule", "label_smoothing", "batch_tokens", "precision", "seed"} <= chosen
+    assert len(chosen) < 20  # a curated set, not every flattened key
+    assert (run / "results.png").read_bytes()[:4] == b"\x89PNG"
+    printed = capsys.readouterr().out
+    assert f"run directory    {run}" in printed and f"python evaluate.py ckpt={run}" in printed
+    assert "make tensorboard" in printed and "nrefs:1|case:mixed" in printed
     # checkpoints: last + 1 best, weights_only-loadable, with the whole training state
     ckpts = run / "checkpoints"
     best = json.loads((ckpts / "best.json").read_text())
@@ -100,7 +122,7 @@ def test_rnn_model_trains_through_the_same_loop(tmp_path: Path) -> None:
     )
     train(cfg, tmp_path / "run")
     images = _events(tmp_path / "run").Tags()["images"]
-    assert images == ["attention/valid0/cross"]  # RNN: one cross-attention map
+    assert set(images) == {"valid_attention/0/cross", "valid_summary/results"}  # RNN: one map
 
 
 def test_entry_point_reports_config_errors_without_traceback(tmp_path: Path) -> None:

@@ -30,10 +30,11 @@ def test_train_meter_token_weighted_means() -> None:
         {"loss": 4.0, "nll": 2.0, "tokens": 300.0, "seconds": 1.0, "lr": 2e-3, "grad_norm": 1.0}
     )
     sc = meter.scalars()
-    assert sc["train/loss"] == pytest.approx((200 + 1200) / 400)  # 3.5
+    assert sc["train/loss_smoothed"] == pytest.approx((200 + 1200) / 400)  # 3.5
+    assert sc["train/nll"] == pytest.approx((100 + 600) / 400)  # on val/nll's scale
     assert sc["train/ppl"] == pytest.approx(math.exp((100 + 600) / 400))
     assert sc["train/tokens_per_sec"] == pytest.approx(200.0)
     assert sc["train/lr"] == 2e-3 and sc["train/grad_norm"] == 1.0
-    assert "loss 3.500" in meter.line(step=2, epoch=0)
+    assert "nll 1.750 (smoothed 3.500)" in meter.line(step=2, epoch=0)
     meter.reset()
     assert meter.tokens == 0.0 and torch.isfinite(torch.tensor(meter.tokens_per_sec))

@@ -18,7 +18,9 @@ from torch import Tensor
 from attnmt.errors import DataError
 
 #: cells are annotated with their weight when the map has at most this many cells
-ANNOTATE_MAX_CELLS = 400
+ANNOTATE_MAX_CELLS = 150
+#: inches per piece at 100 dpi: 40 pixels
+CELL_INCHES = 0.4
 
 
 def _as_array(weights: Tensor | np.ndarray) -> np.ndarray:
@@ -33,12 +35,15 @@ def attention_figure(
     tgt_tokens: list[str],
     title: str | None = None,
     axis_labels: tuple[str, str] = ("source", "target"),
+    caption: str | None = None,
 ) -> Figure:
     """Heatmap of weights [T,S]: row t = target piece t, column s = source piece s.
 
-    ``axis_labels`` = (x label, y label); self-attention maps pass their own.
-
-    Raises DataError when the token lists do not match the shape of ``weights``.
+    Readable at its own size: about 40 px per piece, 10-point labels, source labels at 45°,
+    one colour scale for every map (0 to 1, so maps and heads compare), the weights printed
+    in the cells of small maps only. ``axis_labels`` = (x label, y label); ``caption`` is
+    printed under the map (e.g. the reference). Raises DataError when the token lists do
+    not match the shape of ``weights``.
     """
     w = _as_array(weights)
     if w.ndim != 2 or w.shape != (len(tgt_tokens), len(src_tokens)):
@@ -47,24 +52,27 @@ def attention_figure(
             f"{len(tgt_tokens)} target × {len(src_tokens)} source tokens"
         )
     n_tgt, n_src = w.shape
-    fig = Figure(figsize=(max(3.0, 0.45 * n_src + 1.5), max(2.5, 0.4 * n_tgt + 1.2)), dpi=100)
+    width = max(5.0, CELL_INCHES * n_src + 3.0)
+    height = max(3.5, CELL_INCHES * n_tgt + 2.2 + (0.4 if caption else 0.0))
+    fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=max(1e-6, float(w.max(initial=0.0))))
-    ax.set_xticks(range(n_src), labels=src_tokens, rotation=90, fontsize=8)
-    ax.set_yticks(range(n_tgt), labels=tgt_tokens, fontsize=8)
-    ax.set_xlabel(axis_labels[0])
-    ax.set_ylabel(axis_labels[1])
+    image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=1.0, aspect="equal")
+    ax.set_xticks(range(n_src), labels=src_tokens, rotation=45, ha="right", fontsize=10)
+    ax.set_yticks(range(n_tgt), labels=tgt_tokens, fontsize=10)
+    ax.set_xlabel(axis_labels[0], fontsize=10)
+    ax.set_ylabel(axis_labels[1], fontsize=10)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=10)
     if 0 < w.size <= ANNOTATE_MAX_CELLS:
-        threshold = 0.5 * float(w.max())
         for t in range(n_tgt):
             for s in range(n_src):
-                color = "black" if w[t, s] > threshold else "white"
-                ax.text(s, t, f"{w[t, s]:.2f}", ha="center", va="center", fontsize=6, color=color)
+                color = "black" if w[t, s] > 0.5 else "white"
+                ax.text(s, t, f"{w[t, s]:.2f}", ha="center", va="center", fontsize=8, color=color)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
+    if caption:
+        fig.text(0.01, 0.01, caption[:150], fontsize=9, ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.04 if caption else 0, 1, 1))
     return fig
 
 

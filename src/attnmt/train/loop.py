@@ -12,6 +12,7 @@ resumed CPU run repeats the uninterrupted run's losses step for step.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -25,10 +26,12 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from attnmt.checkpoint import CheckpointManager, load_resolved, load_resume, run_dir_of
 from attnmt.config import RunConfig, validate_config
 from attnmt.data.corpora import check_splits
+from attnmt.decode.plots import figure_to_array
 from attnmt.decode.translator import Translator
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError, ConfigError
@@ -43,7 +46,8 @@ from attnmt.train.optim import build_optimizer, build_schedule
 from attnmt.train.precision import resolve_precision
 from attnmt.train.report import TrainMeter, report_validation, test_checkpoint
 from attnmt.train.state import TrainingParts, make_payload, restore, rng_state, seed_everything
-from attnmt.train.tensorboard import TBLogger, flatten_params
+from attnmt.train.summary import History, end_block, hparams, results_figure, save_figure
+from attnmt.train.tensorboard import TBLogger
 from attnmt.train.validate import validate
 
 log = logging.getLogger(__name__)
@@ -120,7 +124,10 @@ class Trainer:
         self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
         main = self.dist.is_main
         purge = self.step + 1 if payload else None
-        self.tb = TBLogger(self.run_dir / "tensorboard", enabled=main, purge_step=purge)
+        # events in the run directory itself: TensorBoard names the run after it
+        self.tb = TBLogger(self.run_dir, enabled=main, purge_step=purge)
+        self.history = History(self.state)
+        self.clock0 = time.monotonic() - float(self.state.get("wall_s", 0.0))
         self.ckpts = CheckpointManager(self.run_dir / "checkpoints", self.tcfg.keep_best)
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
@@ -251,13 +258,32 @@ class Trainer:
             bad_vals=0 if improved else self.state["bad_vals"] + 1,
         )
         log.info("valid step %d | %s", step, res.line())
-        report_validation(
-            self.tb, self.run_dir, self.model, data.tokenizer, data.valid, res, step, t, self.device
-        )
+        if improved:
+            self.state.update(best_step=step, best_chrf=res.chrf)
+        self.history.add_valid(step, self.minutes(), res.loss, res.bleu, res.chrf)
+        report_validation(self.tb, self.run_dir, self.translator, data.valid, res, step, t)
+        self.tb.scalar("val/best_bleu", self.state["best_bleu"], step)
+        self._draw_results(step)
         payload = self.payload({"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss})
         self.ckpts.save_last(payload)
-        self.ckpts.save_if_best(payload, step, res.bleu)
+        if self.ckpts.save_if_best(payload, step, res.bleu) and improved:
+            log.info(
+                "new best: valid BLEU %.2f at step %d -> %s", res.bleu, step, self.ckpts.best_path()
+            )
         return res.scalars()
+
+    def minutes(self) -> float:
+        """Wall-clock minutes of this run so far (a resumed run goes on counting)."""
+        self.state["wall_s"] = time.monotonic() - self.clock0
+        return self.state["wall_s"] / 60.0
+
+    def _draw_results(self, step: int) -> None:
+        """results.png in the run directory, and the same picture in TensorBoard."""
+        cfg = self.cfg
+        title = f"{self.run_dir.name}: {cfg.model.name} on {cfg.data.name}, step {step}"
+        fig = results_figure(self.history, title)
+        save_figure(fig, self.run_dir / "results.png")
+        self.tb.image("valid_summary/results", figure_to_array(fig), step)
 
     # ---- the loop ------------------------------------------------------------------------
 
@@ -308,7 +334,7 @@ class Trainer:
                 if t.val_every_steps and self.step % t.val_every_steps == 0:
                     self.validate()
             if epoch_ended:
-                log.info("epoch %d done at step %d", self.data.sampler.epoch, self.step)
+                log.debug("epoch %d done at step %d", self.data.sampler.epoch, self.step)
                 at_epochs = t.val_every_epoch or not t.val_every_steps
                 if at_epochs and self.state["val_step"] != self.step:
                     self.validate()
@@ -318,10 +344,12 @@ class Trainer:
 
     def _log_step(self, fig: dict[str, float], meter: TrainMeter, bar: tqdm) -> None:
         meter.add(fig)
-        bar.update(1)
         bar.set_postfix(meter.postfix(), refresh=False)
+        bar.update(1)  # refreshes the bar with this update's figures
         if self.step % self.tcfg.log_every_steps == 0 or self.step == 1:
-            self.tb.scalars(meter.scalars(), self.step)
+            scalars = meter.scalars()
+            self.tb.scalars(scalars, self.step)
+            self.history.add_train(self.step, self.minutes(), scalars["train/nll"])
             log.info(meter.line(self.step, self.data.sampler.epoch))
             meter.reset()
 
@@ -334,7 +362,7 @@ class Trainer:
         without saving, since weights and position would disagree.
         """
         try:
-            with self.stop_flag:
+            with self.stop_flag, _bar_safe_logging(self.tcfg.progress_bar):
                 reason = self.fit()
             if reason == "interrupted":
                 raise KeyboardInterrupt
@@ -357,13 +385,18 @@ class Trainer:
             result.update(test_checkpoint(self.translator, best, src, ref, self.run_dir))
             print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
         if self.dist.is_main:
-            metrics = {
-                f"hparams/{k}": float(v)
-                for k, v in result.items()
-                if k.endswith(("bleu", "chrf")) and math.isfinite(v)
-            }
-            self.tb.hparams(flatten_params(self.cfg.to_dict()), metrics)
-        log.info("finished (%s) at step %d: %s", reason, self.step, result)
+            metrics = {"val/best_bleu": result["best_val_bleu"]}
+            if "test_bleu" in result:
+                metrics.update({"val/test_bleu": result["test_bleu"]})
+                metrics.update({"val/test_chrf": result["test_chrf"]})
+            metrics = {k: float(v) for k, v in metrics.items() if math.isfinite(v)}
+            n_params = sum(p.numel() for p in self.model.parameters())
+            vocab = self.data.tokenizer.tgt_vocab_size
+            self.tb.hparams(
+                hparams(self.cfg, n_params, vocab, self.precision.name), metrics, self.step
+            )
+            print(end_block(result, self.state, self.ckpts.best_path()), flush=True)
+        log.debug("finished (%s) at step %d: %s", reason, self.step, result)
         ddp.barrier()
         return result
 
@@ -424,6 +457,12 @@ class TrainingInterrupted(KeyboardInterrupt):
             f"interrupted at step {self.step}: {self.checkpoint} {what}; "
             f"continue with resume={self.checkpoint.parent.parent}"
         )
+
+
+def _bar_safe_logging(progress_bar: bool) -> contextlib.AbstractContextManager[Any]:
+    """Log lines go through tqdm.write while the progress bar is shown, so no line is
+    printed over a stale bar."""
+    return logging_redirect_tqdm() if progress_bar else contextlib.nullcontext()
 
 
 def check_writable(run_dir: Path) -> None:

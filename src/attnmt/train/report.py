@@ -15,12 +15,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import nn
-
 from attnmt.checkpoint import load_checkpoint
 from attnmt.data.textio import write_lines
-from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.metrics import corpus_scores
 from attnmt.decode.translator import Translator
 from attnmt.train.config import TrainerConfig
@@ -52,10 +48,13 @@ class TrainMeter:
         return self.tokens / max(self.seconds, 1e-9)
 
     def scalars(self) -> dict[str, float]:
-        """train/{loss,ppl,lr,grad_norm,tokens_per_sec}: means since the last reset."""
+        """Means since the last reset: ``train/nll`` (plain cross-entropy per token, on the
+        scale of ``val/nll``), ``train/loss_smoothed`` (what is minimised: label-smoothed,
+        so higher), ``train/ppl`` = exp(nll), lr, grad_norm, tokens_per_sec."""
         tokens = max(self.tokens, 1.0)
         return {
-            "train/loss": self.loss / tokens,
+            "train/nll": self.nll / tokens,
+            "train/loss_smoothed": self.loss / tokens,
             "train/ppl": math.exp(min(self.nll / tokens, 50.0)),
             "train/lr": self.last["lr"],
             "train/grad_norm": self.last["grad_norm"],
@@ -63,10 +62,10 @@ class TrainMeter:
         }
 
     def postfix(self) -> dict[str, str]:
-        """Progress-bar fields: loss, lr, tok/s of the latest update / window."""
+        """Progress-bar fields: nll, lr, tok/s of the latest update / window."""
         fig = self.last
         return {
-            "loss": f"{fig['loss']:.3f}",
+            "nll": f"{fig['nll']:.3f}",
             "lr": f"{fig['lr']:.2e}",
             "tok_s": f"{self.tokens_per_sec:.0f}",
         }
@@ -75,7 +74,8 @@ class TrainMeter:
         """The concise train.log line for the window."""
         sc = self.scalars()
         return (
-            f"step {step} | epoch {epoch} | loss {sc['train/loss']:.3f} | "
+            f"step {step} | epoch {epoch} | nll {sc['train/nll']:.3f} "
+            f"(smoothed {sc['train/loss_smoothed']:.3f}) | "
             f"ppl {sc['train/ppl']:.2f} | lr {sc['train/lr']:.2e} | "
             f"gnorm {sc['train/grad_norm']:.2f} | {sc['train/tokens_per_sec']:.0f} tok/s"
         )
@@ -84,21 +84,19 @@ class TrainMeter:
 def report_validation(
     tb: TBLogger,
     run_dir: Path,
-    model: nn.Module,
-    tokenizer: Tokenizer,
+    translator: Translator,
     valid: EvalSet,
     res: ValResult,
     step: int,
     tcfg: TrainerConfig,
-    device: torch.device,
 ) -> None:
     """Scalars, heatmaps of the first ``num_heatmaps`` pairs, samples, hypotheses file."""
     tb.scalars(res.scalars(), step)
     (run_dir / "hyps").mkdir(parents=True, exist_ok=True)
     write_lines(run_dir / "hyps" / f"valid-{step}.txt", res.hyps)
     for i in range(min(tcfg.num_heatmaps, len(valid))):
-        for name, image in attention_images(model, tokenizer, valid, i, device):
-            tb.image(f"attention/valid{i}/{name}", image, step)
+        for name, image in attention_images(translator, valid, i, step):
+            tb.image(f"valid_attention/{i}/{name}", image, step)
     for i in range(min(tcfg.num_samples, len(valid))):
         tb.text(f"samples/valid{i}", sample_text(valid, res.hyps, i), step)
     tb.flush()

@@ -1,9 +1,11 @@
-"""TensorBoard writer for one run: ``<run>/tensorboard``, rank 0 only.
+"""TensorBoard writer for one run (events in the run directory), rank 0 only.
 
 Other ranks get a writer whose methods do nothing, so the trainer calls it unconditionally.
-Tags used by the trainer: ``train/{loss,ppl,lr,grad_norm,tokens_per_sec}``,
-``val/{loss,ppl,bleu,chrf}``, ``attention/<sentence>/<map>`` images, ``samples/<i>`` text
-and the hparams plugin with ``hparams/*`` metrics.
+Tags used by the trainer: ``train/{nll,loss_smoothed,ppl,lr,grad_norm,tokens_per_sec,
+skipped_updates}``, ``val/{nll,ppl,accuracy,bleu,chrf,best_bleu}`` and at the end
+``val/{test_bleu,test_chrf}`` (the HParams metrics), ``valid_attention/<i>/<map>`` and
+``valid_summary/results`` images, ``samples/valid<i>`` text, and the HParams plugin.
+Scalar groups sort first in TensorBoard (``train`` < ``val`` < ``valid_*``).
 """
 
 from __future__ import annotations
@@ -45,11 +47,14 @@ class TBLogger:
         if self.writer is not None:
             self.writer.add_text(tag, text, step)
 
-    def hparams(self, params: Mapping[str, Any], metrics: Mapping[str, float]) -> None:
+    def hparams(
+        self, params: Mapping[str, Any], metrics: Mapping[str, float], step: int = 0
+    ) -> None:
         """Write the hparams plugin into this run's own event file.
 
         ``params`` values must be bool/int/float/str (others are stringified);
-        ``metrics`` keys are scalar tags (e.g. ``hparams/val_bleu``) written here too.
+        ``metrics`` keys are scalar tags (e.g. ``val/test_bleu``), written here too at
+        ``step`` (the run's last), where the HParams dashboard reads their values.
         """
         if self.writer is None:
             return
@@ -61,7 +66,7 @@ class TBLogger:
         for summary in (exp, ssi, sei):
             file_writer.add_summary(summary)
         for tag, value in metrics.items():
-            self.writer.add_scalar(tag, float(value), 0)
+            self.writer.add_scalar(tag, float(value), step)
 
     def flush(self) -> None:
         if self.writer is not None:
@@ -71,17 +76,3 @@ class TBLogger:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
-
-
-def flatten_params(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested config -> {"trainer.lr": 0.001, ...}; lists become strings."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten_params(value, prefix=f"{name}."))
-        elif value is None:
-            flat[name] = "null"
-        else:
-            flat[name] = value if isinstance(value, (bool, int, float, str)) else str(value)
-    return flat

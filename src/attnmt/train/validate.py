@@ -53,7 +53,7 @@ class ValResult:
 
     def scalars(self) -> dict[str, float]:
         return {
-            "val/loss": self.loss,
+            "val/nll": self.loss,
             "val/ppl": self.ppl,
             "val/bleu": self.bleu,
             "val/chrf": self.chrf,
@@ -63,7 +63,7 @@ class ValResult:
     def line(self) -> str:
         """One concise log line."""
         return (
-            f"loss {self.loss:.3f} | ppl {self.ppl:.2f} | acc {self.accuracy:.3f} | "
+            f"nll {self.loss:.3f} | ppl {self.ppl:.2f} | acc {self.accuracy:.3f} | "
             f"BLEU {self.bleu:.2f} | chrF {self.chrf:.2f}"
         )
 
@@ -147,34 +147,47 @@ def _layer_no(key: str) -> int:
 
 @torch.no_grad()
 def attention_images(
-    model: nn.Module, tokenizer: Tokenizer, data: EvalSet, index: int, device: torch.device
+    translator: Translator, data: EvalSet, index: int, step: int
 ) -> list[tuple[str, np.ndarray]]:
-    """Heatmaps (name, HWC uint8) for validation pair ``index``, teacher-forced on its reference.
+    """Heatmaps (name, HWC uint8) of validation pair ``index`` at ``step``.
 
-    Always ``cross``; for models with per-layer maps also every cross layer averaged over
-    heads, each head of the last cross layer, and decoder self-attention per layer.
+    The rows are the model's own greedy hypothesis (the model is teacher-forced on it to
+    read every layer's maps), the columns the source pieces; the reference is in the
+    caption. Always ``cross``; for models with per-layer maps also every cross layer
+    averaged over heads, each head of the last cross layer, and decoder self-attention.
     """
+    model, tok = translator.model, translator.tokenizer
+    (hyp,) = translator.hypotheses([data.src_text[index]], beam=1)
+    src_ids = translator.encode([data.src_text[index]])[0]
     model.eval()
-    batch = make_batch([data.src_ids[index]], [data.tgt_ids[index]]).to(device)
+    batch = make_batch([src_ids], [hyp.tokens if hyp is not None else []]).to(translator.device)
     maps = {k: v[0].float().cpu() for k, v in model.attention(batch).items()}
-    src_tok = tokenizer.src_pieces(batch.src[0].tolist())
-    tgt_in = tokenizer.tgt_pieces(batch.tgt_input[0].tolist())
-    tgt_out = tokenizer.tgt_pieces(batch.tgt_out[0].tolist())
-    panels: list[tuple[str, torch.Tensor, list[str], list[str]]] = []
+    src_tok = tok.src_pieces(batch.src[0].tolist())
+    tgt_in = tok.tgt_pieces(batch.tgt_input[0].tolist())
+    tgt_out = tok.tgt_pieces(batch.tgt_out[0].tolist())
+    panels: list[tuple[str, str, torch.Tensor, list[str], list[str]]] = []
     cross_layers = _head_mean(maps, "cross")
     if not cross_layers:
-        panels.append(("cross", maps["cross"], src_tok, tgt_out))
-    panels += [(name, w, src_tok, tgt_out) for name, w in cross_layers]
+        panels.append(("cross", "cross-attention", maps["cross"], src_tok, tgt_out))
+    for name, w in cross_layers:
+        what = f"cross-attention, layer {_layer_no(name)}, mean of heads"
+        panels.append((name, what, w, src_tok, tgt_out))
     if cross_layers:
         last = max((k for k in maps if k.startswith("cross/layer")), key=_layer_no)
         for h in range(maps[last].size(0)):
-            panels.append((f"cross_last_head{h}", maps[last][h], src_tok, tgt_out))
-    panels += [(name, w, tgt_in, tgt_in) for name, w in _head_mean(maps, "self")]
+            what = f"cross-attention, layer {_layer_no(last)}, head {h}"
+            panels.append((f"cross_last_head{h}", what, maps[last][h], src_tok, tgt_out))
+    for name, w in _head_mean(maps, "self"):
+        what = f"decoder self-attention, layer {_layer_no(name)}, mean of heads"
+        panels.append((name, what, w, tgt_in, tgt_in))
+    caption = f"reference: {data.ref_text[index]}"
     images = []
-    for name, weights, cols, rows in panels:
-        labels = ("target (keys)", "target (queries)") if name.startswith("self") else None
+    for name, what, weights, cols, rows in panels:
+        is_self = name.startswith("self")
+        labels = ("hypothesis (keys)", "hypothesis (queries)") if is_self else None
+        title = f"valid #{index}, step {step}: {what}"
         fig = attention_figure(
-            weights, cols, rows, f"{name} (valid #{index})", labels or ("source", "target")
+            weights, cols, rows, title, labels or ("source", "greedy hypothesis"), caption
         )
         images.append((name, figure_to_array(fig)))
     return images
