@@ -62,6 +62,7 @@ def test_registry_names() -> None:
         "toy_copy",
         "custom",
         "multi30k",
+        "hf",
     }
 
 

@@ -15,6 +15,8 @@ from attnmt.data.tokenizer import NORMALIZATIONS
 from attnmt.errors import ConfigError
 from attnmt.schema import parse
 
+HF_LAYOUTS = ("auto", "translation", "columns")
+
 
 @dataclass
 class TokenizerConfig:
@@ -58,6 +60,24 @@ class ArchiveConfig:
 
 
 @dataclass
+class HFConfig:
+    """data=hf: a Hugging Face dataset (hub id or local files; see recipes/hf.py)."""
+
+    name: str | None = None  # hub id (wmt16, Helsinki-NLP/opus_books) or a local path / glob
+    config: str | None = None  # the dataset's config name, e.g. de-en (hub ids, data dirs)
+    revision: str | None = None  # hub ids: a branch, tag or commit to pin
+    layout: str = "auto"  # auto | translation | columns
+    translation_column: str = "translation"  # translation: {lang: text} per row
+    src_column: str | None = None  # columns: the data.src_lang text (null: data.src_lang)
+    tgt_column: str | None = None  # columns: the data.tgt_lang text (null: data.tgt_lang)
+    train_split: str = "train"
+    valid_split: str | None = "validation"  # null or missing: a hash split of train
+    test_split: str | None = "test"  # null or missing: a hash split of train
+    max_rows: int = 0  # the first N rows of each split; 0: all
+    streaming: bool = False  # read hub ids / data files without downloading whole splits
+
+
+@dataclass
 class DataConfig:
     """The ``data`` group: which corpus, which direction, how to filter and tokenize."""
 
@@ -75,6 +95,7 @@ class DataConfig:
     bibles: dict[str, str] = field(default_factory=lambda: {"en": "4", "fr": "l"})
     toy: ToyConfig = field(default_factory=ToyConfig)
     archives: dict[str, ArchiveConfig] = field(default_factory=dict)  # multi30k: split → archive
+    hf: HFConfig = field(default_factory=HFConfig)  # data=hf: which dataset, which columns
 
     def check(self, prefix: str = "data") -> None:
         """Value checks that types cannot express (see :func:`validate`)."""
@@ -127,6 +148,15 @@ def validate(cfg: DataConfig) -> DataConfig:
         "must be >= toy.min_symbols",
     )
     _check(2 <= toy.n_symbols <= 26, "toy.n_symbols", toy.n_symbols, "must be in 2..26")
+    hf = cfg.hf
+    _check(hf.layout in HF_LAYOUTS, "hf.layout", hf.layout, f"use one of {', '.join(HF_LAYOUTS)}")
+    _check(hf.max_rows >= 0, "hf.max_rows", hf.max_rows, "must be >= 0 (0: every row)")
+    _check(bool(hf.train_split), "hf.train_split", hf.train_split, "name the training split")
+    for key in ("valid_split", "test_split"):
+        name = getattr(hf, key)
+        _check(name != hf.train_split, f"hf.{key}", name, "must differ from data.hf.train_split")
+    src_col, tgt_col = hf.src_column or cfg.src_lang, hf.tgt_column or cfg.tgt_lang
+    _check(src_col != tgt_col, "hf.tgt_column", tgt_col, "must differ from the source column")
     return cfg
 
 

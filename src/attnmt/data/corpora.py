@@ -30,7 +30,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from attnmt.data.config import DataConfig, to_data_config
-from attnmt.data.recipes import bible, custom, ding, multi30k, toy
+from attnmt.data.recipes import bible, custom, ding, hf, multi30k, toy
 from attnmt.data.recipes.common import SPLITS, Built
 from attnmt.data.textio import drop_empty, read_lines, write_lines
 from attnmt.errors import DataError
@@ -91,6 +91,9 @@ RECIPES: dict[str, Recipe] = {
         custom.build, None, ("path",), fingerprint=custom.fingerprint, preflight=custom.preflight
     ),
     "multi30k": Recipe(multi30k.build, multi30k.LANGS, ("archives",)),
+    "hf": Recipe(
+        hf.build, None, ("hf", "split"), fingerprint=hf.fingerprint, preflight=hf.preflight
+    ),
 }
 
 
