@@ -99,7 +99,12 @@ def write_scores(path: Path, tag: str, entry: dict[str, Any]) -> None:
 
 
 def plot_hypotheses(
-    translator: Translator, sources: list[str], hyps: list[Hypothesis | None], n: int, folder: Path
+    translator: Translator,
+    sources: list[str],
+    hyps: list[Hypothesis | None],
+    n: int,
+    folder: Path,
+    refs: list[str] | None = None,
 ) -> list[Path]:
     """Heatmaps (source pieces + </s> × produced pieces) of the first ``n`` non-blank lines;
     the title names the sentence and what its score is."""
@@ -116,11 +121,10 @@ def plot_hypotheses(
         tok = translator.tokenizer
         path = folder / f"attention-{i:04d}.png"
         title = f"line {i + 1}, beam {beam}: score {hyp.score:.2f} = {what}"
-        paths.append(
-            save_attention_png(
-                hyp.attention, tok.src_pieces(src_ids), tok.tgt_pieces(tgt_ids), path, title
-            )
-        )
+        caption = f"reference: {refs[i]}" if refs is not None else None
+        labels = ("source", f"hypothesis (beam {beam})")
+        pieces = tok.src_pieces(src_ids), tok.tgt_pieces(tgt_ids)
+        paths.append(save_attention_png(hyp.attention, *pieces, path, title, labels, caption))
     return paths
 
 
@@ -148,7 +152,7 @@ def run(
         ref_path = out_dir / "refs.txt"
         write_lines(ref_path, refs)
         written.append(ref_path)
-    plots = plot_hypotheses(translator, sources, hyps, s.plot_attention, out_dir)
+    plots = plot_hypotheses(translator, sources, hyps, s.plot_attention, out_dir, refs)
     entry = {
         "checkpoint": str(ckpt),
         "hyp_file": str(hyp_path),

@@ -89,10 +89,12 @@ def save_attention_png(
     tgt_tokens: list[str],
     path: str | Path,
     title: str | None = None,
+    axis_labels: tuple[str, str] = ("source", "target"),
+    caption: str | None = None,
 ) -> Path:
     """Write the heatmap of :func:`attention_figure` to ``path`` as PNG; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = attention_figure(weights, src_tokens, tgt_tokens, title)
+    fig = attention_figure(weights, src_tokens, tgt_tokens, title, axis_labels, caption)
     fig.savefig(path, format="png")
     return path
