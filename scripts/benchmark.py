@@ -11,6 +11,10 @@
     vs re-running the teacher-forced decoder on the whole prefix each step;
 (e) ``kernels``: attnmt's CPU dropout (4 masks per 64-bit random word) vs ``F.dropout``,
     and the closed-form-gradient smoothed cross-entropy vs ``F.cross_entropy``;
+(f) ``ct2``:    greedy decoding of the same sentences by attnmt and by its CTranslate2 export
+    (fp32, and int8 on CPU), sentences/s and the share of identical outputs; a random
+    preset by default, ``--ct2-ckpt RUN`` for a trained model's test sentences (text to
+    text). Needs ``pip install 'attnmt[ct2]'``; left out of the default benches without it;
 (d) memory:     ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak growth of
     the process RSS during a variant's first (untimed) calls, which allocate the optimizer
     state (sampled from /proc/self/statm; freed heap is returned with malloc_trim first;
@@ -30,6 +34,7 @@ import argparse
 import contextlib
 import ctypes
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -352,6 +357,116 @@ def bench_kernels(args: argparse.Namespace, device: torch.device) -> list[Row]:
     return rows + compare({"bench": "loss", "model": shape}, variants, device, args)
 
 
+# ---------------------------------------------------------------- (f) CTranslate2 export
+
+
+def _ct2_variants(args: argparse.Namespace, device: torch.device) -> list[tuple[str, str]]:
+    """(variant name, CTranslate2 compute_type): float32 always, int8 on CPU as well."""
+    return [("ct2_fp32", "float32")] + ([("ct2_int8", "int8")] if device.type == "cpu" else [])
+
+
+def bench_ct2(args: argparse.Namespace, device: torch.device) -> list[Row]:
+    """(f) greedy decoding of the same sentences by attnmt (``greedy_search``, or the whole
+    Translator with ``--ct2-ckpt``) and by the CTranslate2 export of the same model
+    (src/attnmt/decode/ct2.py), as many threads each; ``speedup`` = t_attnmt / t_ct2.
+
+    Synthetic: a randomly initialised preset, ``--decode-sentences`` random sentences of
+    ``--length`` pieces, one batch, attnmt's length limit. ``--ct2-ckpt RUN``: a trained
+    checkpoint and the first ``--decode-sentences`` lines of its test split, translated
+    text to text through both translators (tokenisation, batching and all)."""
+    import tempfile
+
+    from attnmt.decode import ct2
+    from attnmt.errors import ConfigError
+
+    try:
+        ctranslate2 = ct2.require_ctranslate2()
+    except ConfigError as err:
+        raise ImportError(str(err)) from None
+    if device.type == "cuda" and ctranslate2.get_cuda_device_count() == 0:
+        raise ImportError("this CTranslate2 build has no CUDA support")
+    threads = torch.get_num_threads()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="bench-ct2-") as tmp:
+        if args.ct2_ckpt:
+            return _bench_ct2_checkpoint(args, device, Path(tmp), threads)
+        for preset in [m for m in args.models if m.startswith("transformer")]:
+            rows += _bench_ct2_preset(args, device, preset, Path(tmp) / preset, threads)
+    return rows
+
+
+def _bench_ct2_preset(
+    args: argparse.Namespace, device: torch.device, preset: str, out: Path, threads: int
+) -> list[Row]:
+    """bench_ct2 on a randomly initialised preset and random sentences, piece ids in and out."""
+    from attnmt.decode import ct2
+    from attnmt.decode.search import greedy_search
+
+    model = load_model(preset, args.vocab, device).eval()
+    vocab = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, args.vocab)]
+    index = {p: i for i, p in enumerate(vocab)}
+    ct2.save_spec(ct2.build_spec(model, vocab, vocab), out)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, args.vocab, (args.decode_sentences, args.length), generator=g)
+    batch = make_batch(src.tolist()).to(device)
+    pieces = [[vocab[i] for i in s] for s in src.tolist()]
+    limit = math.floor(1.5 * (args.length + 1) + 10)  # attnmt's default a·|x| + b
+
+    def attnmt_fn() -> list[list[int]]:
+        return [h.tokens for h in greedy_search(model, batch, 1.5, 10)]
+
+    def ct2_fn(translator: Any) -> list[list[int]]:
+        found = translator.translate_batch(
+            pieces,
+            beam_size=1,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+            max_input_length=0,
+        )
+        return [[index[p] for p in r.hypotheses[0]] for r in found]
+
+    variants: dict[str, Callable[[], list[list[int]]]] = {"attnmt": attnmt_fn}
+    for name, compute_type in _ct2_variants(args, device):
+        translator = ct2.open_ct2(out, threads, device=device.type, compute_type=compute_type)
+        variants[name] = functools.partial(ct2_fn, translator)
+    base = {"bench": "ct2", "model": f"{preset} {len(pieces)}x{args.length}"}
+    return _ct2_rows(compare(base, variants, device, args), variants, len(pieces))
+
+
+def _bench_ct2_checkpoint(
+    args: argparse.Namespace, device: torch.device, tmp: Path, threads: int
+) -> list[Row]:
+    """bench_ct2 on a trained checkpoint's test sentences, text to text."""
+    from attnmt.data.corpora import prepare_corpus
+    from attnmt.decode import ct2
+    from attnmt.decode.config import DecodeConfig
+    from attnmt.decode.translator import load_translator
+
+    decode = DecodeConfig(beam=1)
+    attnmt_tr = load_translator(args.ct2_ckpt, str(device), decode)
+    lines = prepare_corpus(attnmt_tr.config["data"]).read("test")[0][: args.decode_sentences]
+    ct2.export(args.ct2_ckpt, tmp / "model")
+    variants: dict[str, Callable[[], list[str]]] = {"attnmt": lambda: attnmt_tr.translate(lines)}
+    for name, compute_type in _ct2_variants(args, device):
+        tr = ct2.load_ct2_translator(tmp / "model", str(device), decode, compute_type, threads)
+        variants[name] = functools.partial(tr.translate, lines)
+    base = {"bench": "ct2", "model": f"{Path(args.ct2_ckpt).name} test[:{len(lines)}]"}
+    return _ct2_rows(compare(base, variants, device, args), variants, len(lines))
+
+
+def _ct2_rows(rows: list[Row], variants: dict[str, Callable[[], list]], n: int) -> list[Row]:
+    """Add sentences/s and the share of outputs equal to attnmt's to each row."""
+    outputs = {name: fn() for name, fn in variants.items()}
+    for row in rows:
+        if "sec_per_step" in row:
+            row["sentences"] = n
+            row["sentences_per_sec"] = n / row["sec_per_step"]
+        same = sum(a == b for a, b in zip(outputs["attnmt"], outputs[row["variant"]]))
+        row["same_output"] = same / max(n, 1)
+        row["note"] = f"{row.get('sentences_per_sec', 0):.1f} sent/s, {same}/{n} same as attnmt"
+    return rows
+
+
 # ---------------------------------------------------------------- driver
 
 BASELINES = {
@@ -361,6 +476,7 @@ BASELINES = {
     "decode": "uncached",
     "dropout": "torch",
     "loss": "torch",
+    "ct2": "attnmt",
 }
 """The variant each bench's ``speedup`` is relative to."""
 
@@ -369,7 +485,11 @@ BENCHES: dict[str, Callable[[argparse.Namespace, torch.device], list[Row]]] = {
     "sdpa": bench_sdpa,
     "decode": bench_decode,
     "kernels": bench_kernels,
+    "ct2": bench_ct2,  # needs attnmt[ct2]; left out of the default --benches without it
 }
+
+
+DEFAULT_BENCHES = [b for b in BENCHES if b != "ct2" or importlib.util.find_spec("ctranslate2")]
 
 
 def add_ratios(rows: list[Row]) -> None:
@@ -405,7 +525,11 @@ def print_table(rows: list[Row]) -> None:
     print(head + f"{'ms/step':>9} {'tok/s':>9} {'speedup':>8} {'peak MB':>8}  note")
     for r in rows:
         ms = {"ms": r["sec_per_step"] * 1e3} if "sec_per_step" in r else {}
-        note = r.get("error") or ("" if r.get("same_tokens", True) else "tokens differ!")
+        note = (
+            r.get("error")
+            or r.get("note")
+            or ("" if r.get("same_tokens", True) else "tokens differ!")
+        )
         print(
             f"{r['bench']:<11} {r['model']:<26} {r['device']:<7} {r['variant']:<9} "
             f"{_num(ms, 'ms', '9.1f'):>9} {_num(r, 'tokens_per_sec', '9.0f'):>9} "
@@ -417,7 +541,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="write every figure here as JSON")
     p.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda if present")
-    p.add_argument("--benches", nargs="+", default=list(BENCHES), choices=list(BENCHES))
+    p.add_argument("--benches", nargs="+", default=DEFAULT_BENCHES, choices=list(BENCHES))
     p.add_argument(
         "--models", nargs="+", help="presets in configs/model (default: transformer, both RNNs)"
     )
@@ -428,6 +552,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--ct2-ckpt", help="bench ct2: a trained Transformer run/checkpoint instead")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test of the script")
     args = p.parse_args(argv)
     if args.models is None:

@@ -12,13 +12,18 @@ import logging
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from omegaconf import DictConfig
 
 from attnmt.cli.common import parse_settings
+from attnmt.decode.config import DecodeConfig
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.errors import ConfigError, DataError
+from attnmt.schema import check_choice
+
+if TYPE_CHECKING:
+    from attnmt.decode.ct2 import CT2Translator
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +39,31 @@ class TranslateSettings:
     scores: bool = False  # also print each translation's score (tab after it)
     device: str = "auto"
     interactive: bool | None = None  # None: when stdin is a terminal
+    backend: str = "attnmt"  # attnmt | ctranslate2 (then ckpt is an exported directory)
 
     def check(self, prefix: str = "") -> None:
         if self.chunk_lines < 0:
             raise ConfigError(f"chunk_lines={self.chunk_lines} must be >= 0 (0: all of stdin)")
+        check_choice("backend", self.backend, BACKENDS)
+
+
+BACKENDS = ("attnmt", "ctranslate2")
+
+
+def load_backend(s: TranslateSettings, decode: DecodeConfig) -> Translator | CT2Translator:
+    """The translator of ``s.backend``: attnmt's own, or a directory that
+    scripts/export_ctranslate2.py wrote (same ``translate`` contract, greedy-exact)."""
+    from attnmt.decode import ct2  # imports the ctranslate2 package only when used
+
+    if s.backend == "ctranslate2":
+        if s.n_best != 1 or s.scores:
+            raise ConfigError("backend=ctranslate2 supports neither n_best > 1 nor scores=true")
+        return ct2.load_ct2_translator(s.ckpt, s.device, decode)
+    if ct2.is_export_dir(s.ckpt):
+        raise ConfigError(
+            f"ckpt={s.ckpt} is a CTranslate2 export; add backend=ctranslate2 to translate with it"
+        )
+    return load_translator(s.ckpt, s.device, decode)
 
 
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
@@ -131,7 +157,7 @@ def run(
     s, decode = parse_settings(cfg, TranslateSettings)
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    translator = load_translator(s.ckpt, s.device, decode)
+    translator = load_backend(s, decode)
     if not 1 <= s.n_best <= decode.beam:
         raise ConfigError(f"n_best={s.n_best} must be between 1 and beam={decode.beam}")
     kw: dict[str, Any] = {"n_best": s.n_best, "scores": s.scores}

@@ -1,0 +1,564 @@
+"""Export a Transformer checkpoint to CTranslate2 and translate with it (``attnmt[ct2]``).
+
+    python scripts/export_ctranslate2.py ckpt=RUN_DIR_OR_FILE out=DIR [quantization=int8]
+    echo "Das ist ein Test." | python translate.py ckpt=DIR backend=ctranslate2
+
+:func:`export` fills CTranslate2's own ``TransformerSpec`` from the model's weights
+(a ``ctranslate2.converters.Converter`` whose ``_load`` returns the spec) and writes
+
+    DIR/model.bin, config.json, shared_vocabulary.json   (CTranslate2's model directory;
+        source_/target_vocabulary.json for separate vocabularies)
+    DIR/spm.model  or  DIR/src.model + DIR/tgt.model     (the checkpoint's SentencePiece)
+    DIR/attnmt_export.json                               (where it came from, position limit)
+
+How attnmt's Transformer maps onto the spec:
+
+* **Vocabularies**: the SentencePiece pieces in id order, so CTranslate2's token ids are
+  attnmt's (``<pad>`` 0, ``<unk>`` 1, ``<s>`` 2, ``</s>`` 3); unk/bos/eos tokens and the
+  decoder start token are attnmt's, and ``add_source_eos`` makes CTranslate2 feed the
+  encoder ``[x_1 .. x_m, </s>]`` as attnmt does.
+* **Embeddings**: scaled by √d_model (``scale_embeddings``); shared/tied tables are written
+  once each place and CTranslate2 aliases equal arrays on save.
+* **Positions**: CTranslate2's built-in sinusoids are concatenated ``[sin | cos]`` with other
+  frequencies, while attnmt interleaves ``sin, cos`` (positional.py). So the encodings are
+  written explicitly as a table (``position_encodings.encodings``, rows = positions 0..N-1):
+  attnmt's own sinusoids for N = ``max_positions`` positions (1024 by default), or the
+  learned table as it is. :class:`CT2Translator` keeps inputs and outputs within N.
+* **Attention**: self-attention ``linear[0]`` is the fused [W_Q; W_K; W_V] (3D × D, biases
+  concatenated), ``linear[1]`` W_O; cross-attention ``linear[0]`` W_Q, ``linear[1]`` the
+  fused [W_K; W_V], ``linear[2]`` W_O. Heads split the same way (D = H × d_k, head-major).
+* **Norms**: pre-norm layers (each sub-layer's LayerNorm before it, a final LayerNorm per
+  stack) and post-norm layers (after the residual sum, no final norm) are both CTranslate2
+  variants (``pre_norm``); ε = 1e-5 as torch's LayerNorm. ReLU or exact (erf) GELU.
+* **Output**: the output projection (the target embedding when tied) with a bias of
+  -1e4 on ``<pad>`` and ``<s>``, which attnmt's search never produces; every other logit
+  is the model's.
+
+An option outside these (a model other than the Transformer, or a Transformer setting this
+module does not know) fails with a ConfigError naming it. After writing, the export checks
+itself: CTranslate2's ``score_batch`` log-probabilities of random sentence pairs must match
+attnmt's teacher-forced ones (float32 exports).
+
+Translating (:class:`CT2Translator`) mirrors :class:`~attnmt.decode.translator.Translator`:
+the same whitespace normalisation, SentencePiece ids, ``max_src_len`` cut and length limit
+floor(a·|x| + b) per sentence (|x| = pieces + EOS). Greedy search decodes everything in one
+call up to the largest limit and cuts each output to its own limit, which gives the same
+tokens (each step depends only on the tokens before it); beam search groups sentences by
+their limit instead. ``min_decoding_length=0``: EOS may come first (an empty translation), as
+in attnmt (CTranslate2's default is 1). Greedy (beam=1) output equals attnmt's up to
+floating-point near-ties. Beam search (beam > 1) is CTranslate2's own: its length penalty is
+an exponent on the length, not attnmt's GNMT ((5 + |Y|) / 6)^alpha, and its stopping rule
+differs, so beam outputs can differ from attnmt's (greedy is the exact path).
+
+Without the package, CTranslate2 directly (pieces in, pieces out)::
+
+    import ctranslate2, sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file="DIR/spm.model")   # src.model / tgt.model
+    tr = ctranslate2.Translator("DIR", device="cpu")
+    pieces = sp.encode(["Das ist ein Test."], out_type=str)
+    out = tr.translate_batch(pieces, beam_size=1, max_decoding_length=256, min_decoding_length=0)
+    print(sp.decode(out[0].hypotheses[0]))
+
+(that snippet skips attnmt's whitespace normalisation and per-sentence length limit).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnmt import BOS_ID, PAD_ID
+from attnmt.data.batching import make_batch
+from attnmt.data.textio import normalize_space
+from attnmt.data.tokenizer import Tokenizer
+from attnmt.decode.config import DecodeConfig
+from attnmt.decode.translator import load_translator
+from attnmt.errors import CheckpointError, ConfigError
+from attnmt.models.base import Seq2Seq
+from attnmt.models.transformer import Transformer
+
+log = logging.getLogger(__name__)
+
+EXPORT_FILE = "attnmt_export.json"
+EXPORT_FORMAT = "attnmt-ctranslate2-v1"
+DEFAULT_MAX_POSITIONS = 1024
+BANNED_LOGIT = -1e4  # bias of <pad> and <s>: never chosen, representable in float16
+VERIFY_TOLERANCE = 1e-3  # max |Δ log p| of the self-check (float32 exports)
+QUANTIZATIONS = (
+    "int8",
+    "int8_float32",
+    "int8_float16",
+    "int8_bfloat16",
+    "int16",
+    "float16",
+    "bfloat16",
+    "float32",
+)
+
+# Every Transformer setting the mapping knows, with the values it can express. A setting
+# missing here (added to the model later) fails the export unless it has its default value.
+_EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
+    "name": ("transformer",),
+    "d_model": None,  # any value
+    "n_heads": None,
+    "enc_layers": None,
+    "dec_layers": None,
+    "d_ff": None,
+    "dropout": None,  # training only
+    "attention_dropout": None,
+    "activation": ("relu", "gelu"),
+    "norm": ("pre", "post"),
+    "positions": ("sinusoidal", "learned"),
+    "max_positions": None,
+    "tie_embeddings": None,
+    "share_embeddings": None,
+}
+
+
+def open_ct2(model_dir: str | Path, threads: int = 0, **kwargs: Any) -> Any:
+    """``ctranslate2.Translator(model_dir, intra_threads=threads, **kwargs)`` that leaves
+    torch's thread count as it was: CTranslate2 sets the process-wide OpenMP thread count
+    when it starts (to every core for ``intra_threads=0``), and more threads than cores
+    slow torch down many times over on a busy machine. ``threads`` 0: torch's count."""
+    ct2 = require_ctranslate2()
+    before = torch.get_num_threads()
+    try:
+        return ct2.Translator(str(model_dir), intra_threads=threads or before, **kwargs)
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def require_ctranslate2() -> Any:
+    """The ``ctranslate2`` module; ConfigError saying how to install it when missing."""
+    try:
+        import ctranslate2
+    except ImportError as err:
+        raise ConfigError(
+            f"CTranslate2 is not installed ({err}); pip install 'attnmt[ct2]' "
+            "(or pip install ctranslate2)"
+        ) from None
+    return ctranslate2
+
+
+# ---------------------------------------------------------------- the spec
+
+
+def check_expressible(model: Seq2Seq) -> None:
+    """ConfigError naming the first setting of ``model`` that the CTranslate2 spec cannot
+    express; nothing for a Transformer made only of supported options."""
+    if not isinstance(model, Transformer):
+        raise ConfigError(
+            f"model {getattr(model, 'name', type(model).__name__)!r}: only Transformer "
+            "checkpoints can be exported to CTranslate2 (RNN encoder-decoders have no "
+            "CTranslate2 spec)"
+        )
+    config = model.config
+    defaults = type(config)()
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name not in _EXPRESSIBLE:
+            if value != getattr(defaults, f.name):
+                raise ConfigError(
+                    f"model.{f.name}={value!r} cannot be expressed in CTranslate2's "
+                    "Transformer spec by this exporter; export a model trained without it"
+                )
+            continue
+        allowed = _EXPRESSIBLE[f.name]
+        if allowed is not None and value not in allowed:
+            raise ConfigError(
+                f"model.{f.name}={value!r} cannot be expressed in CTranslate2's Transformer "
+                f"spec (supported: {', '.join(map(str, allowed))})"
+            )
+
+
+def _np(t: torch.Tensor) -> Any:
+    return t.detach().to("cpu", torch.float32).numpy().copy()
+
+
+def _linear(spec: Any, *layers: torch.nn.Linear) -> None:
+    """spec.weight/bias = the layers' weights/biases stacked along the output dimension."""
+    spec.weight = _np(torch.cat([m.weight for m in layers]))
+    if layers[0].bias is not None:
+        spec.bias = _np(torch.cat([m.bias for m in layers]))
+
+
+def _norm(spec: Any, norm: torch.nn.Module) -> None:
+    spec.gamma = _np(norm.weight)
+    spec.beta = _np(norm.bias)
+
+
+def _position_table(model: Transformer, max_positions: int) -> Any:
+    """[N, D] encodings of positions 0..N-1 exactly as the model adds them."""
+    n = model.config.max_positions if model.config.positions == "learned" else max_positions
+    with torch.no_grad():
+        return _np(model.positions(torch.arange(n)))
+
+
+def position_limit(model: Transformer, max_positions: int) -> int:
+    """How many positions the exported table holds."""
+    return model.config.max_positions if model.config.positions == "learned" else max_positions
+
+
+def build_spec(
+    model: Seq2Seq,
+    src_vocab: Sequence[str],
+    tgt_vocab: Sequence[str],
+    max_positions: int = DEFAULT_MAX_POSITIONS,
+) -> Any:
+    """A filled ``ctranslate2.specs.TransformerSpec`` for ``model`` (see the module doc)."""
+    require_ctranslate2()
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    check_expressible(model)
+    assert isinstance(model, Transformer)
+    if max_positions < 2:
+        raise ConfigError(f"max_positions={max_positions} must be >= 2")
+    config = model.config
+    activation = {
+        "relu": common_spec.Activation.RELU,
+        "gelu": common_spec.Activation.GELU,  # erf form, as torch.nn.GELU()
+    }[config.activation]
+    spec = transformer_spec.TransformerSpec.from_config(
+        (config.enc_layers, config.dec_layers),
+        config.n_heads,
+        pre_norm=config.norm == "pre",
+        activation=activation,
+    )
+    positions = _position_table(model, max_positions)
+    enc, dec = spec.encoder, spec.decoder
+    enc.embeddings[0].weight = _np(model.src_embed.weight)
+    dec.embeddings.weight = _np(model.tgt_embed.weight)
+    for stack in (enc, dec):
+        stack.scale_embeddings = True  # × √d_model
+        stack.position_encodings.encodings = positions.copy()
+    if config.norm == "pre":
+        _norm(enc.layer_norm, model.enc_norm)
+        _norm(dec.layer_norm, model.dec_norm)
+    for layer_spec, layer in zip(enc.layer, model.encoder):
+        attn = layer.self_attn
+        _linear(layer_spec.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
+        _linear(layer_spec.self_attention.linear[1], attn.out_proj)
+        _norm(layer_spec.self_attention.layer_norm, layer.self_norm)
+        _ffn(layer_spec.ffn, layer)
+    for layer_spec, layer in zip(dec.layer, model.decoder):
+        attn, cross = layer.self_attn, layer.cross_attn
+        _linear(layer_spec.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
+        _linear(layer_spec.self_attention.linear[1], attn.out_proj)
+        _norm(layer_spec.self_attention.layer_norm, layer.self_norm)
+        _linear(layer_spec.attention.linear[0], cross.q_proj)
+        _linear(layer_spec.attention.linear[1], cross.k_proj, cross.v_proj)
+        _linear(layer_spec.attention.linear[2], cross.out_proj)
+        _norm(layer_spec.attention.layer_norm, layer.cross_norm)
+        _ffn(layer_spec.ffn, layer)
+    dec.projection.weight = _np(model.out_proj.weight)
+    bias = torch.zeros(model.out_proj.weight.size(0))
+    bias[[PAD_ID, BOS_ID]] = BANNED_LOGIT
+    dec.projection.bias = _np(bias)
+    spec.register_source_vocabulary(list(src_vocab))
+    spec.register_target_vocabulary(list(tgt_vocab))
+    spec.config.unk_token = src_vocab[1]
+    spec.config.bos_token = tgt_vocab[BOS_ID]
+    spec.config.eos_token = tgt_vocab[3]
+    spec.config.decoder_start_token = tgt_vocab[BOS_ID]
+    spec.config.add_source_bos = False
+    spec.config.add_source_eos = True
+    spec.config.layer_norm_epsilon = 1e-5
+    return spec
+
+
+def _ffn(spec: Any, layer: torch.nn.Module) -> None:
+    net = layer.ffn.net  # Linear, activation, Dropout, Linear
+    _linear(spec.linear_0, net[0])
+    _linear(spec.linear_1, net[3])
+    _norm(spec.layer_norm, layer.ffn_norm)
+
+
+def save_spec(spec: Any, out_dir: str | Path, quantization: str | None = None) -> Path:
+    """Write ``spec`` as a CTranslate2 model directory through a ``Converter``."""
+    ct2 = require_ctranslate2()
+
+    class _SpecConverter(ct2.converters.Converter):
+        def _load(self) -> Any:
+            return spec
+
+    return Path(_SpecConverter().convert(str(out_dir), quantization=quantization, force=True))
+
+
+def vocabularies(tokenizer: Tokenizer) -> tuple[list[str], list[str]]:
+    """(source pieces, target pieces) in id order."""
+    src = tokenizer.src_pieces(range(tokenizer.src_vocab_size))
+    tgt = tokenizer.tgt_pieces(range(tokenizer.tgt_vocab_size))
+    return src, tgt
+
+
+# ---------------------------------------------------------------- export
+
+
+def export(
+    checkpoint_path: str | Path,
+    out_dir: str | Path,
+    quantization: str | None = None,
+    max_positions: int = DEFAULT_MAX_POSITIONS,
+    force: bool = False,
+    verify: bool = True,
+) -> dict[str, Any]:
+    """Convert a Transformer checkpoint (a file, or a run directory: its best checkpoint)
+    into the CTranslate2 model directory ``out_dir``; returns what was written (the
+    content of ``attnmt_export.json``, with ``files``). ConfigError for a model or option
+    CTranslate2 cannot express, an existing ``out_dir`` (unless ``force``), a bad
+    ``quantization``; written to a temporary directory first, renamed into place."""
+    ct2 = require_ctranslate2()
+    if quantization in ("", "none", "None"):
+        quantization = None
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ConfigError(
+            f"quantization={quantization!r} is not one of: none, {', '.join(QUANTIZATIONS)}"
+        )
+    out = Path(out_dir)
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())) and not force:
+        raise ConfigError(f"out={out} already exists; choose another directory or pass force=true")
+    translator = load_translator(checkpoint_path, device="cpu")
+    model, tokenizer = translator.model, translator.tokenizer
+    check_expressible(model)
+    assert isinstance(model, Transformer)
+    src_vocab, tgt_vocab = vocabularies(tokenizer)
+    spec = build_spec(model, src_vocab, tgt_vocab, max_positions)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        save_spec(spec, tmp, quantization)
+        tokenizer.save(tmp)
+        info = {
+            "format": EXPORT_FORMAT,
+            "checkpoint": str(translator.checkpoint_path),
+            "model_config": dataclasses.asdict(model.config),
+            "max_positions": position_limit(model, max_positions),
+            "quantization": quantization or "float32",
+            "ctranslate2": ct2.__version__,
+        }
+        if verify:
+            info["verify_max_abs_logprob_diff"] = verify_export(model, tokenizer, tmp, quantization)
+        (tmp / EXPORT_FILE).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    info["files"] = sorted(p.name for p in out.iterdir())
+    return info
+
+
+def verify_export(
+    model: Transformer, tokenizer: Tokenizer, model_dir: Path, quantization: str | None
+) -> float | None:
+    """Max |log p| difference between CTranslate2's ``score_batch`` and attnmt's
+    teacher-forced log-probabilities on three random sentence pairs; ConfigError above
+    :data:`VERIFY_TOLERANCE` (float32 exports; other quantizations: None, not checked)."""
+    if quantization not in (None, "float32"):
+        return None
+    g = torch.Generator().manual_seed(0)
+    cap = position_limit(model, DEFAULT_MAX_POSITIONS) - 1  # + EOS within the table
+    src = [
+        torch.randint(4, tokenizer.src_vocab_size, (min(n, cap),), generator=g).tolist()
+        for n in (3, 7, 12)
+    ]
+    tgt = [
+        torch.randint(4, tokenizer.tgt_vocab_size, (min(n, cap),), generator=g).tolist()
+        for n in (5, 2, 9)
+    ]
+    batch = make_batch(src, tgt)
+    with torch.no_grad():
+        logits = model(batch).float()
+        logits[..., [PAD_ID, BOS_ID]] = -math.inf
+        ref = logits.log_softmax(-1).gather(-1, batch.tgt_out[..., None])[..., 0]
+    src_vocab, tgt_vocab = vocabularies(tokenizer)
+    scorer = open_ct2(model_dir, device="cpu", compute_type="float32")
+    results = scorer.score_batch(
+        [[src_vocab[i] for i in s] for s in src], [[tgt_vocab[i] for i in t] for t in tgt]
+    )
+    diff = 0.0
+    for row, result in enumerate(results):
+        n = len(tgt[row]) + 1  # the pieces and EOS
+        got = torch.tensor(result.log_probs, dtype=torch.float32)
+        if got.numel() != n:
+            raise ConfigError(
+                f"CTranslate2 scored {got.numel()} target tokens of a pair, attnmt {n}; the "
+                "export does not reproduce the model"
+            )
+        diff = max(diff, float((got - ref[row, :n]).abs().max()))
+    if not diff <= VERIFY_TOLERANCE:
+        raise ConfigError(
+            f"the CTranslate2 export does not reproduce the model: log-probabilities differ "
+            f"by up to {diff:.3g} (> {VERIFY_TOLERANCE}); this model variant is not supported"
+        )
+    return diff
+
+
+# ---------------------------------------------------------------- translating
+
+
+def read_export_info(model_dir: str | Path) -> dict[str, Any]:
+    """``attnmt_export.json`` of an exported directory; CheckpointError when it is not one."""
+    path = Path(model_dir)
+    hint = "export a checkpoint with: python scripts/export_ctranslate2.py ckpt=RUN out=DIR"
+    if path.is_file() or any((path / n).exists() for n in ("checkpoints", "best.json", "last.pt")):
+        raise CheckpointError(
+            f"{path} is an attnmt checkpoint, not a CTranslate2 export: translate it without "
+            f"backend=ctranslate2, or {hint.replace('RUN', str(path))}"
+        )
+    if not path.is_dir():
+        raise CheckpointError(f"CTranslate2 model directory not found: {path}; {hint}")
+    info_file = path / EXPORT_FILE
+    if not (path / "model.bin").is_file() or not info_file.is_file():
+        raise CheckpointError(
+            f"{path} is not a CTranslate2 model exported by attnmt (expected model.bin and "
+            f"{EXPORT_FILE}); {hint}"
+        )
+    try:
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"{info_file} is unreadable ({err}); export again") from None
+    if not isinstance(info, dict) or info.get("format") != EXPORT_FORMAT:
+        raise CheckpointError(f"{info_file}: not format {EXPORT_FORMAT}; export again")
+    return info
+
+
+def is_export_dir(path: str | Path) -> bool:
+    """Does ``path`` look like a directory :func:`export` wrote?"""
+    p = Path(path)
+    return p.is_dir() and (p / EXPORT_FILE).is_file()
+
+
+def ct2_device(device: str) -> tuple[str, int]:
+    """attnmt's ``device`` setting (auto | cpu | cuda | cuda:N) -> (CTranslate2 device, index)."""
+    ct2 = require_ctranslate2()
+    if device == "auto":
+        return ("cuda", 0) if ct2.get_cuda_device_count() > 0 else ("cpu", 0)
+    if device == "cpu":
+        return "cpu", 0
+    name, _, index = device.partition(":")
+    if name == "cuda" and (not index or index.isdigit()):
+        return "cuda", int(index or 0)
+    raise ConfigError(f"device={device!r}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
+
+
+@dataclass
+class CT2Translator:
+    """A CTranslate2 model with attnmt's tokenizer and decoding settings; the same
+    ``translate`` contract as :class:`~attnmt.decode.translator.Translator`."""
+
+    translator: Any  # ctranslate2.Translator
+    tokenizer: Tokenizer
+    max_positions: int
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    model_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.src_vocab, tgt_vocab = vocabularies(self.tokenizer)
+        self.tgt_index = {piece: i for i, piece in enumerate(tgt_vocab)}
+
+    def encode(self, sentences: Sequence[str], first_line: int = 1) -> list[list[int]]:
+        """Source piece ids as :meth:`Translator.encode` makes them: whitespace normalised,
+        cut to ``decode.max_src_len`` pieces (and to the position table) with one warning."""
+        ids = self.tokenizer.encode_src([normalize_space(s) for s in sentences])
+        limit = min(self.decode.max_src_len, self.max_positions - 1)  # + EOS
+        long = [i for i, x in enumerate(ids) if len(x) > limit]
+        if long:
+            shown = ", ".join(f"{first_line + i} ({len(ids[i])} pieces)" for i in long[:5])
+            more = f" and {len(long) - 5} more" if len(long) > 5 else ""
+            log.warning(
+                "%d source line(s) longer than %d pieces (decode.max_src_len=%d, positions of "
+                "the export: %d) are translated from their first %d pieces: line %s%s",
+                len(long),
+                limit,
+                self.decode.max_src_len,
+                self.max_positions,
+                limit,
+                shown,
+                more,
+            )
+            for i in long:
+                ids[i] = ids[i][:limit]
+        return ids
+
+    def max_length(self, n_pieces: int, decode: DecodeConfig) -> int:
+        """attnmt's limit floor(a·|x| + b) (|x| = pieces + EOS), at least 1, within the
+        position table."""
+        limit = max(1, math.floor(decode.max_len_a * (n_pieces + 1) + decode.max_len_b))
+        return min(limit, self.max_positions)
+
+    def piece_ids(
+        self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
+    ) -> list[list[int] | None]:
+        """Target piece ids per sentence (no BOS/EOS), None for blank lines."""
+        decode = dataclasses.replace(self.decode, **overrides) if overrides else self.decode
+        ids = self.encode(sentences, first_line)
+        todo = [i for i, s in enumerate(sentences) if s.strip() and ids[i]]
+        limits = {i: self.max_length(len(ids[i]), decode) for i in todo}
+        groups: dict[int, list[int]] = {}
+        for i in todo:  # greedy: one call, each output cut to its limit (the same tokens)
+            groups.setdefault(limits[i] if decode.beam > 1 else 0, []).append(i)
+        out: list[list[int] | None] = [None] * len(sentences)
+        for key, chosen in sorted(groups.items(), reverse=True):
+            limit = key or max(limits[i] for i in chosen)
+            results = self.translator.translate_batch(
+                [[self.src_vocab[t] for t in ids[i]] for i in chosen],
+                max_batch_size=decode.batch_tokens,
+                batch_type="tokens",
+                beam_size=decode.beam,
+                length_penalty=decode.alpha if decode.beam > 1 else 0.0,
+                max_decoding_length=limit,
+                min_decoding_length=0,  # attnmt allows EOS first
+                max_input_length=0,  # cut above, as attnmt does
+            )
+            for i, result in zip(chosen, results):
+                out[i] = [self.tgt_index[p] for p in result.hypotheses[0][: limits[i]]]
+        return out
+
+    def translate(
+        self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
+    ) -> list[str]:
+        """One translation per sentence, in order; blank lines give "" without the model."""
+        hyps = self.piece_ids(sentences, first_line, **overrides)
+        texts = self.tokenizer.decode_tgt([h if h is not None else [] for h in hyps])
+        return [" ".join(t.splitlines()) if h is not None else "" for t, h in zip(texts, hyps)]
+
+
+def load_ct2_translator(
+    model_dir: str | Path,
+    device: str = "auto",
+    decode: DecodeConfig | None = None,
+    compute_type: str = "default",
+    threads: int = 0,
+) -> CT2Translator:
+    """CT2Translator for a directory :func:`export` wrote. ``threads``: CTranslate2's
+    ``intra_threads`` (0: as many as torch uses, see :func:`open_ct2`)."""
+    require_ctranslate2()
+    info = read_export_info(model_dir)
+    try:
+        tokenizer = Tokenizer.load(Path(model_dir))
+    except Exception as err:  # DataError, or a missing file
+        raise CheckpointError(f"{model_dir}: {err}") from None
+    name, index = ct2_device(device)
+    try:
+        translator = open_ct2(
+            model_dir, threads, device=name, device_index=index, compute_type=compute_type
+        )
+    except (RuntimeError, ValueError) as err:
+        raise CheckpointError(f"CTranslate2 cannot load {model_dir}: {err}") from None
+    log.info("loaded CTranslate2 model %s (from %s) on %s", model_dir, info.get("checkpoint"), name)
+    return CT2Translator(
+        translator, tokenizer, int(info["max_positions"]), decode or DecodeConfig(), Path(model_dir)
+    )
