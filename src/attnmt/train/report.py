@@ -113,7 +113,9 @@ def test_checkpoint(
     hyps = translator.translate(src)
     write_lines(run_dir / "hyps" / "test.txt", hyps)
     scores = corpus_scores(hyps, ref, metrics=("bleu", "chrf"))
-    log.info("test (%s, beam %d): %s", checkpoint.name, translator.decode.beam, scores["bleu"].text)
+    beam = translator.decode.beam
+    log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["bleu"].text)
+    log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["chrf"].text)
     return {
         "test_bleu": scores["bleu"].score,
         "test_chrf": scores["chrf"].score,

@@ -1,0 +1,176 @@
+"""Compare training runs: a markdown table and a PNG of validation BLEU against step and minutes.
+
+    python scripts/compare_runs.py outputs/2026-11-23/18-00-00_transformer_ding_de_en ...
+    python scripts/compare_runs.py outputs/multirun/2026-11-23/19-00-00      # every job in it
+    python scripts/compare_runs.py RUNS... --out compare           # compare.md + compare.png
+
+Everything is read from each run's ``train.log`` (so runs of any attnmt version compare):
+the validation lines (step, BLEU, chrF, their time stamps → wall-clock minutes since the first
+logged update) and the final test lines (BLEU, chrF with the sacrebleu signature). Runs that
+differ only in ``seed`` (their Hydra overrides, ``.hydra/overrides.yaml``) form one group:
+the table gives the mean ± standard deviation of the test scores over its seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
+VALID = re.compile(r"valid step (\d+) \|.*\| BLEU ([\d.]+) \| chrF ([\d.]+)")
+STEP = re.compile(r"\] - step (\d+) \|")
+TEST = re.compile(r"test \(.*?, beam (\d+)\): (\w+)\|(\S+) = ([\d.]+)")
+
+
+@dataclass
+class Run:
+    """What one run's train.log says."""
+
+    path: Path
+    label: str
+    valid: list[tuple[int, float, float, float]] = field(default_factory=list)  # step, min, B, C
+    test: dict[str, float] = field(default_factory=dict)  # "bleu", "chrf"
+    signature: str = ""
+    beam: int = 0
+
+    @property
+    def best_valid_bleu(self) -> float:
+        return max((v[2] for v in self.valid), default=math.nan)
+
+    @property
+    def minutes(self) -> float:
+        return self.valid[-1][1] if self.valid else math.nan
+
+
+def run_dirs(paths: list[Path]) -> list[Path]:
+    """The run directories under ``paths`` (a run dir holds train.log), sorted."""
+    found: set[Path] = set()
+    for path in paths:
+        if (path / "train.log").is_file():
+            found.add(path)
+        elif path.is_dir():
+            found.update(log.parent for log in path.rglob("train.log"))
+        else:
+            raise SystemExit(f"error: {path}: no run directory (no train.log) there")
+    if not found:
+        raise SystemExit(
+            "error: no run directory (no train.log) under " + " ".join(map(str, paths))
+        )
+    return sorted(found)
+
+
+def overrides_label(run: Path) -> str:
+    """The run's Hydra overrides without seed/resume/paths, or its directory name."""
+    file = run / ".hydra" / "overrides.yaml"
+    if not file.is_file():
+        return run.name
+    keep = []
+    for line in file.read_text(encoding="utf-8").splitlines():
+        item = line.removeprefix("- ").strip().strip("'\"")
+        key = item.split("=", 1)[0].lstrip("+~")
+        if item and key not in ("seed", "resume") and not key.startswith(("hydra", "data.root")):
+            keep.append(item)
+    return " ".join(keep) or "defaults"
+
+
+def read_run(path: Path) -> Run:
+    """Parse ``<path>/train.log``."""
+    run = Run(path, overrides_label(path))
+    start: datetime | None = None
+    for line in (path / "train.log").read_text(encoding="utf-8", errors="replace").splitlines():
+        stamp = STAMP.match(line)
+        when = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S") if stamp else None
+        if when is not None and start is None and STEP.search(line):
+            start = when
+        if (m := VALID.search(line)) and when is not None:
+            minutes = (when - (start or when)).total_seconds() / 60.0
+            run.valid.append((int(m.group(1)), minutes, float(m.group(2)), float(m.group(3))))
+        elif m := TEST.search(line):
+            name = {"BLEU": "bleu", "chrF2": "chrf"}.get(m.group(2), m.group(2).lower())
+            run.test[name] = float(m.group(4))
+            run.beam = int(m.group(1))
+            if name == "bleu":
+                run.signature = m.group(3)
+    return run
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def table(runs: list[Run]) -> str:
+    """Markdown: one row per group of seeds (mean ± std over its runs)."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.label, []).append(run)
+    rows = [
+        "| runs | seeds | best valid BLEU | test BLEU | test chrF | minutes | beam |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, members in groups.items():
+        tests = [r for r in members if "bleu" in r.test]
+        rows.append(
+            f"| {label} | {len(members)} | {_spread([r.best_valid_bleu for r in members])} "
+            f"| {_spread([r.test['bleu'] for r in tests])} "
+            f"| {_spread([r.test['chrf'] for r in tests if 'chrf' in r.test])} "
+            f"| {_spread([r.minutes for r in members if r.valid])} "
+            f"| {', '.join(sorted({str(r.beam) for r in tests})) or '–'} |"
+        )
+    signatures = sorted({r.signature for r in runs if r.signature})
+    if signatures:
+        rows += ["", "BLEU signature: " + "; ".join(f"`{s}`" for s in signatures)]
+    return "\n".join(rows) + "\n"
+
+
+def figure(runs: list[Run]) -> Figure:
+    """Validation BLEU against step and against wall-clock minutes, one line per run."""
+    fig = Figure(figsize=(11, 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    for col, (x, xlabel) in enumerate(((0, "update (step)"), (1, "wall-clock minutes"))):
+        ax = fig.add_subplot(1, 2, 1 + col)
+        for run in runs:
+            if run.valid:
+                name = run.label if len(run.label) <= 60 else f"…{run.label[-59:]}"
+                ax.plot([v[x] for v in run.valid], [v[2] for v in run.valid], "o-", label=name)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("validation BLEU")
+        ax.grid(alpha=0.3)
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    rows = max(len(labels), 1)
+    fig.set_size_inches(11, 4.5 + 0.2 * rows)
+    fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=1, frameon=False)
+    fig.tight_layout(rect=(0, 0.2 * rows / (4.5 + 0.2 * rows) + 0.02, 1, 1))
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run directories or folders of runs")
+    parser.add_argument("--out", type=Path, default=Path("compare"), help="writes OUT.md, OUT.png")
+    args = parser.parse_args(argv)
+    runs = [read_run(p) for p in run_dirs(args.runs)]
+    text = table(runs)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    md, png = args.out.with_suffix(".md"), args.out.with_suffix(".png")
+    md.write_text(text, encoding="utf-8")
+    figure(runs).savefig(png, format="png")
+    print(text, end="")
+    print(f"wrote {md} and {png}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""scripts/compare_runs.py on toy run directories: seeds grouped, mean ± std, a PNG."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.toy_train import toy_train_config
+
+from attnmt.train.loop import train
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_runs.py"
+FILE_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # hydra/job_logging
+
+
+def _script():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["compare_runs"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(root: Path, name: str, seed: int, lr: str) -> dict:
+    """A toy run with a train.log and .hydra/overrides.yaml as train.py writes them."""
+    run = root / name
+    (run / ".hydra").mkdir(parents=True)
+    overrides = [f"seed={seed}", f"trainer.lr={lr}", f"hydra.run.dir={run}"]
+    (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    handler = logging.FileHandler(run / "train.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter(FILE_FORMAT))
+    root_logger = logging.getLogger()
+    root_logger.addHandler(handler)
+    old_level = root_logger.level
+    root_logger.setLevel(logging.INFO)
+    try:
+        cfg = toy_train_config(
+            root / "data",
+            f"seed={seed}",
+            f"trainer.lr={lr}",
+            "trainer.max_steps=20",
+            "trainer.val_every_steps=10",
+            "trainer.log_every_steps=5",
+            "trainer.test=true",
+            "decode.beam=2",
+        )
+        return train(cfg, run)
+    finally:
+        root_logger.removeHandler(handler)
+        root_logger.setLevel(old_level)
+        handler.close()
+
+
+def test_seeds_are_grouped_with_mean_and_std(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "multirun"
+    a = [_run(runs, f"{i}_seed={s}", s, "0.003") for i, s in enumerate((1, 2))]
+    b = _run(runs, "2_other", 3, "0.001")
+    compare = _script()
+    capsys.readouterr()  # the runs' own output
+    assert compare.main([str(runs), "--out", str(tmp_path / "out" / "cmp")]) == 0
+    md = (tmp_path / "out" / "cmp.md").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "cmp.png").read_bytes()[:4] == b"\x89PNG"
+    assert md == capsys.readouterr().out
+    table = [line for line in md.splitlines()[2:] if line.startswith("| ")]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table}
+    assert set(rows) == {"trainer.lr=0.003", "trainer.lr=0.001"}  # seed and paths left out
+    bleus = [round(r["test_bleu"], 2) for r in a]  # as the log line prints them
+    mean_std = f"{statistics.mean(bleus):.2f} ± {statistics.stdev(bleus):.2f}"
+    assert "| 2 | " in rows["trainer.lr=0.003"] and mean_std in rows["trainer.lr=0.003"]
+    assert f"| {b['test_bleu']:.2f} |" in rows["trainer.lr=0.001"]
+    assert "BLEU signature: `nrefs:1|case:mixed|eff:no|tok:13a" in md
+    # the curves: one validation point per 10 steps, minutes from the first update
+    run = compare.read_run(runs / "0_seed=1")
+    assert [v[0] for v in run.valid] == [10, 20] and run.valid[0][1] >= 0.0
+    assert run.beam == 2 and run.test["bleu"] == pytest.approx(a[0]["test_bleu"], abs=0.01)
+    assert run.test["chrf"] == pytest.approx(a[0]["test_chrf"], abs=0.01)
+
+
+def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="no run directory"):
+        _script().main([str(tmp_path)])
