@@ -68,8 +68,8 @@ def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tupl
             raise unknown_key(str(key), decode_keys | own_keys, "")
     if "ckpt" in own_keys and values.get("ckpt") in (None, "???"):
         raise ConfigError(
-            "ckpt: no checkpoint given; pass e.g. ckpt=outputs/<date>/<time> (a run "
-            "directory) or ckpt=path/to/checkpoint.pt"
+            "ckpt: no checkpoint given; pass e.g. ckpt=outputs/<date>/<time>_<model>_<corpus> "
+            "(a run directory) or ckpt=path/to/checkpoint.pt"
         )
     own = {k: v for k, v in values.items() if k in own_keys}
     decode = {k: v for k, v in values.items() if k in decode_keys}
