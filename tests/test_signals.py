@@ -12,24 +12,13 @@ import time
 from pathlib import Path
 
 import torch
+from helpers.toy_train import TOY_OVERRIDES
 
 from attnmt.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = [
-    "data=toy_reverse",
-    "model=transformer_tiny",
-    "model.d_model=32",
-    "model.d_ff=64",
-    "model.n_heads=2",
-    "model.enc_layers=1",
-    "model.dec_layers=1",
-    "device=cpu",
-    "trainer.precision=fp32",
-    "trainer.time_budget_min=0",
-    "trainer.num_heatmaps=0",
-    "trainer.test=false",
-    "trainer.progress_bar=false",
+    *TOY_OVERRIDES,
     "trainer.log_every_steps=1",
     "trainer.val_every_steps=1000",
     "trainer.max_tokens=256",

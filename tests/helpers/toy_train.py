@@ -10,25 +10,28 @@ from omegaconf import DictConfig
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
+TOY_OVERRIDES = [
+    "data=toy_reverse",
+    "model=transformer_tiny",
+    "model.d_model=32",
+    "model.d_ff=64",
+    "model.n_heads=2",
+    "model.enc_layers=1",
+    "model.dec_layers=1",
+    "device=cpu",
+    "trainer.time_budget_min=0",
+    "trainer.num_heatmaps=0",
+    "trainer.test=false",
+    "trainer.progress_bar=false",
+    "trainer.precision=fp32",
+]
+"""A 1+1-layer d_model 32 Transformer on a small toy_reverse, on CPU in fp32, no time
+budget, no heatmaps, samples, test decoding or progress bar (also for train.py's command line)."""
+
+
 def toy_train_config(data_root: Path, *overrides: str) -> DictConfig:
-    """configs/train.yaml with a 1+1-layer d_model 32 Transformer on a small toy_reverse,
-    on CPU in fp32, no time budget, no heatmaps, samples, test decoding or progress bar;
-    ``overrides`` come last and win."""
-    base = [
-        "data=toy_reverse",
-        "model=transformer_tiny",
-        f"data.root={data_root}",
-        "model.d_model=32",
-        "model.d_ff=64",
-        "model.n_heads=2",
-        "model.enc_layers=1",
-        "model.dec_layers=1",
-        "device=cpu",
-        "trainer.time_budget_min=0",
-        "trainer.num_heatmaps=0",
-        "trainer.test=false",
-        "trainer.progress_bar=false",
-        "trainer.precision=fp32",
-    ]
+    """configs/train.yaml with :data:`TOY_OVERRIDES` and ``data.root``; ``overrides`` come
+    last and win."""
+    base = [*TOY_OVERRIDES, f"data.root={data_root}"]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose(config_name="train", overrides=base + list(overrides))

@@ -80,10 +80,9 @@ import torch
 
 from attnmt import BOS_ID, PAD_ID
 from attnmt.data.batching import make_batch
-from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
-from attnmt.decode.translator import load_translator
+from attnmt.decode.translator import encode_sources, load_translator
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.transformer import Transformer
@@ -472,26 +471,12 @@ class CT2Translator:
     def encode(self, sentences: Sequence[str], first_line: int = 1) -> list[list[int]]:
         """Source piece ids as :meth:`Translator.encode` makes them: whitespace normalised,
         cut to ``decode.max_src_len`` pieces (and to the position table) with one warning."""
-        ids = self.tokenizer.encode_src([normalize_space(s) for s in sentences])
         limit = min(self.decode.max_src_len, self.max_positions - 1)  # + EOS
-        long = [i for i, x in enumerate(ids) if len(x) > limit]
-        if long:
-            shown = ", ".join(f"{first_line + i} ({len(ids[i])} pieces)" for i in long[:5])
-            more = f" and {len(long) - 5} more" if len(long) > 5 else ""
-            log.warning(
-                "%d source line(s) longer than %d pieces (decode.max_src_len=%d, positions of "
-                "the export: %d) are translated from their first %d pieces: line %s%s",
-                len(long),
-                limit,
-                self.decode.max_src_len,
-                self.max_positions,
-                limit,
-                shown,
-                more,
-            )
-            for i in long:
-                ids[i] = ids[i][:limit]
-        return ids
+        reason = (
+            f"{limit} (decode.max_src_len={self.decode.max_src_len}, positions of the "
+            f"export: {self.max_positions})"
+        )
+        return encode_sources(self.tokenizer, sentences, limit, first_line, reason)
 
     def max_length(self, n_pieces: int, decode: DecodeConfig) -> int:
         """attnmt's limit floor(a·|x| + b) (|x| = pieces + EOS), at least 1, within the

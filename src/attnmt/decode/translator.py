@@ -38,6 +38,34 @@ from attnmt.models.registry import build_model
 log = logging.getLogger(__name__)
 
 
+def encode_sources(
+    tokenizer: Tokenizer,
+    sentences: Sequence[str],
+    limit: int,
+    first_line: int = 1,
+    reason: str = "the limit",
+) -> list[list[int]]:
+    """Whitespace-normalised source piece ids, each cut to ``limit`` pieces; one warning
+    names the lines cut (numbered from ``first_line``) and ``reason`` (what sets the limit)."""
+    ids = tokenizer.encode_src([normalize_space(s) for s in sentences])
+    long = [i for i, x in enumerate(ids) if len(x) > limit]
+    if long:
+        shown = ", ".join(f"{first_line + i} ({len(ids[i])} pieces)" for i in long[:5])
+        more = f" and {len(long) - 5} more" if len(long) > 5 else ""
+        log.warning(
+            "%d source line(s) longer than %s pieces are translated from their first %d "
+            "pieces: line %s%s",
+            len(long),
+            reason,
+            limit,
+            shown,
+            more,
+        )
+        for i in long:
+            ids[i] = ids[i][:limit]
+    return ids
+
+
 @dataclass
 class Translator:
     """A model on ``device`` with the tokenizer it was trained with and decoding settings.
@@ -57,24 +85,10 @@ class Translator:
         """Source piece ids (no specials) after the training whitespace normalisation,
         cut to ``decode.max_src_len`` pieces; one warning names the lines that were cut
         (numbered from ``first_line``)."""
-        ids = self.tokenizer.encode_src([normalize_space(s) for s in sentences])
         limit = self.decode.max_src_len
-        long = [i for i, x in enumerate(ids) if len(x) > limit]
-        if long:
-            shown = ", ".join(f"{first_line + i} ({len(ids[i])} pieces)" for i in long[:5])
-            more = f" and {len(long) - 5} more" if len(long) > 5 else ""
-            log.warning(
-                "%d source line(s) longer than decode.max_src_len=%d pieces are translated "
-                "from their first %d pieces: line %s%s",
-                len(long),
-                limit,
-                limit,
-                shown,
-                more,
-            )
-            for i in long:
-                ids[i] = ids[i][:limit]
-        return ids
+        return encode_sources(
+            self.tokenizer, sentences, limit, first_line, f"decode.max_src_len={limit}"
+        )
 
     def hypotheses(
         self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
