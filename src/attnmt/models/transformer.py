@@ -39,9 +39,9 @@ class Config:
     name: str = "transformer"
     d_model: int = 256
     n_heads: int = 4
-    enc_layers: int = 3
-    dec_layers: int = 3
-    d_ff: int = 1024
+    enc_layers: int = 2
+    dec_layers: int = 2
+    d_ff: int = 512
     dropout: float = 0.1
     attention_dropout: float = 0.0  # >0 forces the unfused SDPA kernel on CPU
     activation: str = "relu"  # relu | gelu

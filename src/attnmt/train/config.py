@@ -20,12 +20,12 @@ class TrainerConfig:
 
     # optimisation
     optimizer: str = "adam"  # adam | adamw  (attnmt.train.optim.OPTIMIZERS)
-    lr: float = 2e-3  # peak learning rate (after warmup)
+    lr: float = 3e-3  # peak learning rate (after warmup)
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
     eps: float = 1e-9
     weight_decay: float = 0.0
     schedule: str = "noam"  # noam | plateau | constant  (attnmt.train.optim.SCHEDULES)
-    warmup_steps: int = 100
+    warmup_steps: int = 200
     plateau_factor: float = 0.5  # lr *= factor after `plateau_patience` validations w/o gain
     plateau_patience: int = 2
     min_lr: float = 1e-5
