@@ -35,7 +35,7 @@ from attnmt.data.config import DataConfig
 from attnmt.decode.config import DecodeConfig
 from attnmt.errors import ConfigError
 from attnmt.models.registry import MODELS, build_model, model_class
-from attnmt.schema import check_choice, parse, plain, suggest, unknown_key
+from attnmt.schema import check_choice, no_value, parse, plain, suggest, unknown_key
 from attnmt.train.config import TrainerConfig
 from attnmt.train.optim import OPTIMIZERS, SCHEDULES
 from attnmt.train.precision import RESOLVERS
@@ -129,10 +129,7 @@ def _resolved(cfg: DictConfig, key: str) -> Any:
             return OmegaConf.to_container(value, resolve=True, throw_on_missing=True)
         return value
     except MissingMandatoryValue as err:
-        full = _full_key(key, err)
-        raise ConfigError(
-            f"{full}: no value given; set it on the command line ({full}=...)"
-        ) from None
+        raise no_value(_full_key(key, err)) from None
     except OmegaConfBaseException as err:
         raise ConfigError(f"{_full_key(key, err)}: {str(err).splitlines()[0]}") from None
 

@@ -47,6 +47,11 @@ def unknown_key(key: str, valid: Iterable[str], prefix: str) -> ConfigError:
     return ConfigError(f"{prefix}{key}: unknown key{hint}")
 
 
+def no_value(key: str) -> ConfigError:
+    """The error for a mandatory ``key`` (``???``) left without a value."""
+    return ConfigError(f"{key}: no value given; set it on the command line ({key}=...)")
+
+
 def check_choice(key: str, value: Any, choices: Iterable[str]) -> None:
     """ConfigError naming ``key`` unless ``value`` is one of ``choices`` (a registry's names)."""
     valid = list(choices)
@@ -138,14 +143,10 @@ def parse(values: Mapping[str, Any] | Any, schema: type[T], prefix: str = "") ->
             merged = OmegaConf.merge(OmegaConf.structured(schema), values)
             missing = sorted(OmegaConf.missing_keys(merged))
             if missing:
-                key = f"{prefix}{missing[0]}"
-                raise ConfigError(f"{key}: no value given; set it on the command line ({key}=...)")
+                raise no_value(f"{prefix}{missing[0]}")
             obj = OmegaConf.to_object(merged)
         except MissingMandatoryValue as err:
-            key = _join(prefix, err)
-            raise ConfigError(
-                f"{key}: no value given; set it on the command line ({key}=...)"
-            ) from None
+            raise no_value(_join(prefix, err)) from None
         except OmegaConfBaseException as err:
             raise ConfigError(f"{_join(prefix, err)}: {_type_message(err, schema)}") from None
     check = getattr(obj, "check", None)

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from omegaconf import DictConfig
 
 from attnmt.cli.common import parse_settings
+from attnmt.data.textio import utf8_lines
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.translator import Translator, load_translator
-from attnmt.errors import ConfigError, DataError
+from attnmt.errors import ConfigError
 from attnmt.schema import check_choice
 
 if TYPE_CHECKING:
@@ -68,19 +69,7 @@ def load_backend(s: TranslateSettings, decode: DecodeConfig) -> Translator | CT2
 
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
     """UTF-8 lines without their line ending; DataError naming the line if invalid."""
-    for lineno, raw in enumerate(raw_lines, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise DataError(
-                f"stdin line {lineno}: invalid UTF-8 (byte 0x{raw[err.start]:02x} at column "
-                f"{err.start + 1}); convert the input to UTF-8, e.g. iconv -f latin1 -t utf-8"
-            ) from None
-        if lineno == 1:
-            text = text.removeprefix("\ufeff")
-            if not text:  # stdin holds only a BOM: no line
-                return
-        yield text.rstrip("\r\n")
+    return utf8_lines(raw_lines, "stdin line ", "convert the input to UTF-8")
 
 
 def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:

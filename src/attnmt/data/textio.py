@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from attnmt.errors import DataError
 
 Pair = tuple[str, str]
+
+
+def utf8_lines(raw_lines: Iterable[bytes], where: str, advice: str) -> Iterator[str]:
+    """Lines without their line endings from raw byte lines; a leading BOM is dropped (a
+    BOM alone is no line). Invalid UTF-8 raises DataError naming ``where``, the line and
+    the column, and ``advice``."""
+    for lineno, raw in enumerate(raw_lines, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(
+                f"{where}{lineno}: invalid UTF-8 (byte 0x{raw[err.start]:02x} at column "
+                f"{err.start + 1}); {advice}, e.g. iconv -f latin1 -t utf-8"
+            ) from None
+        if lineno == 1:
+            text = text.removeprefix("\ufeff")
+            if not text:  # only a BOM (an empty "UTF-8 with BOM" file)
+                return
+        yield text.rstrip("\r\n")
 
 
 def read_lines(path: str | Path) -> list[str]:
@@ -20,23 +39,8 @@ def read_lines(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found; check the path (data.path / data.root)")
-    lines: list[str] = []
     with path.open("rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise DataError(
-                    f"{path}:{lineno}: invalid UTF-8 (byte 0x{raw[err.start]:02x} at column "
-                    f"{err.start + 1}); convert the file to UTF-8, "
-                    f"e.g. iconv -f latin1 -t utf-8"
-                ) from None
-            if lineno == 1:
-                text = text.removeprefix("\ufeff")
-                if not text:  # the file holds only a BOM (an empty "UTF-8 with BOM" file)
-                    break
-            lines.append(text.rstrip("\r\n"))
-    return lines
+        return list(utf8_lines(f, f"{path}:", "convert the file to UTF-8"))
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
