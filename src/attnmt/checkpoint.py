@@ -334,6 +334,16 @@ class CheckpointManager:
             (self.directory / entry["file"]).unlink(missing_ok=True)
         return True
 
+    def add_best(self, payload: dict[str, Any], name: str, step: int, bleu: float) -> Path:
+        """Write ``name`` and list it in best.json by ``bleu`` beside the k best (none of
+        them is dropped: e.g. the average of the k best, which are kept)."""
+        path = save_checkpoint(payload, self.directory / name)
+        entries = [e for e in self.best if e["file"] != name]
+        entries.append({"file": name, "step": int(step), "val_bleu": float(bleu)})
+        self.best = sorted(entries, key=lambda e: (-e["val_bleu"], e["step"]))
+        self._write_best_json()
+        return path
+
     def _write_best_json(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".best.json.", dir=self.directory)

@@ -30,6 +30,8 @@ class TrainerConfig:
     plateau_patience: int = 2
     min_lr: float = 1e-5
     label_smoothing: float = 0.1
+    src_word_dropout: float = 0.0  # source pieces replaced by <unk> with this probability
+    tgt_word_dropout: float = 0.0  # decoder-input pieces replaced by <unk> (labels intact)
     clip_grad_norm: float = 1.0  # 0 disables clipping (the norm is still logged)
     accum_steps: int = 1  # batches per optimizer update
     max_tokens: int = 2048  # padded tokens per training batch (token buckets)
@@ -48,9 +50,11 @@ class TrainerConfig:
     val_max_tokens: int = 8192  # padded source+target tokens per batch of the validation loss
     val_beam_size: int = 1  # validation decoding: decode.* with this beam (1 = greedy, fast)
     num_heatmaps: int = 2  # fixed validation sentences drawn as attention heatmaps
+    heatmaps_every: int = 5  # draw them at the 1st, (1+n)th, ... validation; 0 = never
     num_samples: int = 3  # source / reference / hypothesis text samples
     # checkpoints and logging
     keep_best: int = 3  # k best checkpoints by validation BLEU
+    average_best: bool = True  # at the end: average the k best, keep it if it validates better
     log_every_steps: int = 50
     progress_bar: bool = True  # shown only on a TTY and on rank 0
     # final test decoding with the best checkpoint, as the decode group says
@@ -85,6 +89,7 @@ class TrainerConfig:
             "val_every_steps",
             "val_subset",
             "num_heatmaps",
+            "heatmaps_every",
             "num_samples",
             "keep_best",
         )
@@ -95,6 +100,9 @@ class TrainerConfig:
             raise ConfigError(
                 f"{prefix}.label_smoothing must be in [0, 1), got {self.label_smoothing}"
             )
+        for name in ("src_word_dropout", "tgt_word_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"{prefix}.{name} must be in [0, 1), got {getattr(self, name)}")
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"{prefix}.betas must be two numbers in [0, 1), got {self.betas}")
         if not 0.0 < self.plateau_factor < 1.0:

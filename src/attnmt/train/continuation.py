@@ -35,6 +35,8 @@ MAY_CHANGE: frozenset[str] = frozenset(
         "trainer.val_every_epoch",
         "trainer.val_max_tokens",
         "trainer.num_heatmaps",
+        "trainer.heatmaps_every",
+        "trainer.average_best",
         "trainer.num_samples",
         "trainer.log_every_steps",
         "trainer.progress_bar",

@@ -38,17 +38,19 @@ from attnmt.errors import AttnmtError, ConfigError
 from attnmt.models.registry import build_model
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
+from attnmt.train.averaging import average_payloads
 from attnmt.train.continuation import finetune_config, resumed_config
 from attnmt.train.data import build_data
 from attnmt.train.interrupt import StopFlag, exit_code
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.optim import build_optimizer, build_schedule
-from attnmt.train.precision import resolve_precision
+from attnmt.train.precision_probe import choose_precision, probe_batch
 from attnmt.train.report import TrainMeter, report_validation, test_checkpoint
 from attnmt.train.state import TrainingParts, make_payload, restore, rng_state, seed_everything
 from attnmt.train.summary import History, end_block, hparams, results_figure, save_figure
 from attnmt.train.tensorboard import TBLogger
 from attnmt.train.validate import validate
+from attnmt.train.word_dropout import word_dropout
 
 log = logging.getLogger(__name__)
 StepHook = Callable[[int, dict[str, float]], None]
@@ -85,7 +87,6 @@ class Trainer:
             cfg = finetune_config(cfg, start["config"], explicit, str(source))
             log.info("finetune: a new run from the weights and tokenizer of %s", source)
         self.cfg, self.tcfg = cfg, cfg.trainer
-        self.precision = resolve_precision(self.tcfg.precision, self.device)
         self.run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or Path(run_dir)
         if self.dist.is_main:
             check_writable(self.run_dir)
@@ -102,6 +103,16 @@ class Trainer:
         if start is not None:
             model.load_state_dict(start["model"])
         self.model = model.to(self.device)
+        self.precision = choose_precision(
+            self.tcfg.precision,
+            self.device,
+            self.model,
+            lambda: probe_batch(self.data.train, self.tcfg.max_tokens),
+            Path(cfg.data.root),
+            self.dist,
+            self.model_cfg,
+            tok.tgt_vocab_size,
+        )
         self.translator = Translator(self.model, tok, self.device, cfg.decode)
         self.optimizer = build_optimizer(self.model.parameters(), self.tcfg)
         self.schedule = build_schedule(self.optimizer, self.tcfg)
@@ -177,6 +188,7 @@ class Trainer:
         self.mid_update = True
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
+            batch = word_dropout(batch, self.tcfg.src_word_dropout, self.tcfg.tgt_word_dropout)
             with ddp.no_sync(self.net, sync=i == len(batches) - 1):
                 with self.precision.autocast():
                     logits = self.net(batch)
@@ -261,7 +273,11 @@ class Trainer:
         if improved:
             self.state.update(best_step=step, best_chrf=res.chrf)
         self.history.add_valid(step, self.minutes(), res.loss, res.bleu, res.chrf)
-        report_validation(self.tb, self.run_dir, self.translator, data.valid, res, step, t)
+        n_val = self.state["n_vals"] = self.state.get("n_vals", 0) + 1
+        heatmaps = t.heatmaps_every > 0 and (n_val - 1) % t.heatmaps_every == 0
+        report_validation(
+            self.tb, self.run_dir, self.translator, data.valid, res, step, t, heatmaps
+        )
         self.tb.scalar("val/best_bleu", self.state["best_bleu"], step)
         self._draw_results(step)
         payload = self.payload({"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss})
@@ -271,6 +287,36 @@ class Trainer:
                 "new best: valid BLEU %.2f at step %d -> %s", res.bleu, step, self.ckpts.best_path()
             )
         return res.scalars()
+
+    def _average_best(self) -> None:
+        """Average the k best checkpoints' weights into ``averaged.pt``, listed first in
+        best.json (so it is the one tested and the one ``evaluate.py ckpt=RUN`` picks) only
+        if it validates better than the best of them; the k best stay."""
+        t, ckpt_dir = self.tcfg, self.ckpts.directory
+        files = [ckpt_dir / e["file"] for e in self.ckpts.best if e["file"].startswith("best-")]
+        if len(files) < 2:
+            return
+        payload = average_payloads(files)
+        self.model.load_state_dict(payload["model"])  # the test reloads its checkpoint
+        res = validate(
+            self.translator, self.data.valid, self.precision, t.val_max_tokens, t.val_beam_size
+        )
+        best = self.state["best_bleu"]
+        better = res.bleu > best
+        log.info(
+            "average of the %d best (%s): valid BLEU %.2f, chrF %.2f against %.2f: %s",
+            len(files),
+            ", ".join(f.name for f in files),
+            res.bleu,
+            res.chrf,
+            best,
+            "kept as averaged.pt" if better else "not kept",
+        )
+        self.tb.scalar("val/averaged_bleu", res.bleu, self.step)
+        if better:
+            payload["metrics"] = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
+            self.ckpts.add_best(payload, "averaged.pt", self.step, res.bleu)
+            self.state.update(best_bleu=res.bleu, best_chrf=res.chrf, best_step=self.step)
 
     def minutes(self) -> float:
         """Wall-clock minutes of this run so far (a resumed run goes on counting)."""
@@ -370,6 +416,8 @@ class Trainer:
                 raise self._diverged()
             if self.state["val_step"] != self.step and self.step > 0:
                 self.validate()  # also rewrites last.pt at the final step
+            if self.dist.is_main and self.tcfg.average_best:
+                self._average_best()
         except KeyboardInterrupt:
             raise self._interrupted() from None
         result: dict[str, Any] = {

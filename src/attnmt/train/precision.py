@@ -2,15 +2,10 @@
 
 * ``bf16``: ``torch.autocast`` with bfloat16 (CPU or CUDA); no loss scaling needed.
 * ``fp16``: CUDA only; autocast with float16 plus a ``GradScaler`` (dynamic loss scaling).
-* ``auto``: on CUDA bf16 when supported, else fp16; on a CPU bf16 when oneDNN has native
-  bf16 kernels (AVX512-BF16 / AMX), else fp32. Chosen by measurement on this project's CPU
-  (AMD EPYC with avx512_bf16, 2 cores, torch 2.13): one training step (forward, backward,
-  Adam) of the default Transformer (d_model 256, 3+3 layers, 8k vocabulary, a 160x26
-  batch) took a median 1.15 s under bf16 autocast against 2.93 s in fp32 (4 interleaved
-  repetitions on an otherwise idle machine; 18.2 s vs 20.9 s when heavily shared).
-  Without native bf16 kernels bf16 is emulated and much slower, hence fp32 there: on a
-  2-core AMD EPYC with AVX2 only, scripts/benchmark.py measured a bf16 step of the same
-  model at 36.6 s against 1.65 s in fp32 (0.05x; 2100-token batches).
+* ``auto``: on CUDA bf16 when supported, else fp16; on a CPU the trainer decides by timing
+  (:mod:`attnmt.train.precision_probe`): fp32 without native bf16 kernels, else whichever
+  of fp32 and bf16 trains the run's own model faster. This module alone (no model to time)
+  resolves a CPU's ``auto`` to bf16 where oneDNN has native bf16 kernels, else fp32.
 """
 
 from __future__ import annotations

@@ -89,12 +89,14 @@ def report_validation(
     res: ValResult,
     step: int,
     tcfg: TrainerConfig,
+    heatmaps: bool = True,
 ) -> None:
-    """Scalars, heatmaps of the first ``num_heatmaps`` pairs, samples, hypotheses file."""
+    """Scalars, samples, hypotheses file, and (if ``heatmaps``) heatmaps of the first
+    ``num_heatmaps`` pairs: drawing them costs several times the validation itself."""
     tb.scalars(res.scalars(), step)
     (run_dir / "hyps").mkdir(parents=True, exist_ok=True)
     write_lines(run_dir / "hyps" / f"valid-{step}.txt", res.hyps)
-    for i in range(min(tcfg.num_heatmaps, len(valid))):
+    for i in range(min(tcfg.num_heatmaps, len(valid)) if heatmaps else 0):
         for name, image in attention_images(translator, valid, i, step):
             tb.image(f"valid_attention/{i}/{name}", image, step)
     for i in range(min(tcfg.num_samples, len(valid))):
