@@ -7,9 +7,26 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
+# make results: seeds and per-run budgets (minutes) of the README's tables; RESULTS_QUICK=1
+# is a smoke run (5 updates a run, seeds 1,2, into outputs/results-quick, README untouched)
+ifeq ($(RESULTS_QUICK),1)
+RESULTS_DIR ?= outputs/results-quick
+RESULTS_SEEDS ?= 1,2
+RESULTS_TOY := trainer.max_steps=5 trainer.val_every_steps=5 trainer.val_subset=20 \
+  trainer.num_heatmaps=0 decode.max_len_a=0.5 decode.max_len_b=5
+endif
+RESULTS_DIR ?= outputs/results
+RESULTS_SEEDS ?= 1,2,3
+RESULTS_BUDGET ?= 12
+RESULTS_ATTN_BUDGET ?= 3
+RESULTS_MAIN = experiment=results_main hydra.sweep.dir=$(RESULTS_DIR)/main seed=$(RESULTS_SEEDS) \
+  trainer.time_budget_min=$(RESULTS_BUDGET) $(RESULTS_TOY) $(ARGS)
+RESULTS_ATTN = experiment=results_attention hydra.sweep.dir=$(RESULTS_DIR)/attention \
+  trainer.time_budget_min=$(RESULTS_ATTN_BUDGET) $(RESULTS_TOY) $(ARGS)
+RESULTS_README = $(if $(filter 1,$(RESULTS_QUICK)),,--readme README.md)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup data train test test-fast lint format tensorboard benchmark clean
+.PHONY: help setup data train test test-fast lint format tensorboard benchmark results clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -49,6 +66,14 @@ tensorboard: setup ## serve the dashboards of every run under outputs/ on 127.0.
 
 benchmark: setup ## speed and memory benchmarks (scripts/benchmark.py)
 	$(PY) scripts/benchmark.py $(ARGS)
+
+results: setup ## train and write README's results tables (~6 h; RESULTS_QUICK=1: smoke run)
+	@if [ "$(RESULTS_QUICK)" = 1 ] && [ "$(RESULTS_DIR)" = outputs/results-quick ]; then rm -rf $(RESULTS_DIR); fi
+	$(PY) scripts/results_table.py plan $(RESULTS_README) --sweep "$(RESULTS_MAIN)" --sweep "$(RESULTS_ATTN)"
+	-$(PY) train.py -m $(RESULTS_MAIN)
+	-$(PY) train.py -m $(RESULTS_ATTN)
+	$(PY) scripts/results_table.py table --main $(RESULTS_DIR)/main --attention $(RESULTS_DIR)/attention \
+	  --out $(RESULTS_DIR)/results $(RESULTS_README)
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis
