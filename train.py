@@ -1,23 +1,40 @@
 """Train a model: ``python train.py [group=choice ...] [key=value ...]`` (configs/train.yaml)."""
 
+import logging
+import math
 import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from attnmt.cli.common import check_output_dirs, run_cli
+from attnmt.errors import AttnmtError
 from attnmt.train.continuation import explicit_keys
 from attnmt.train.loop import TrainingInterrupted, train
 
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float:
-    """Run one training job in Hydra's run directory; returns the best validation BLEU."""
+    """Run one training job in Hydra's run directory; returns the best validation BLEU.
+
+    In a sweep (``-m``) a job that fails with an attnmt error (a bad setting, a diverged
+    run) is reported, in the terminal and its train.log, and the sweep goes on (NaN).
+    """
     try:
         hydra_cfg = HydraConfig.get()
         given = explicit_keys(hydra_cfg.overrides.task)
-        result = run_cli(lambda: train(cfg, hydra_cfg.runtime.output_dir, explicit=given))
+        job = lambda: train(cfg, hydra_cfg.runtime.output_dir, explicit=given)  # noqa: E731
+        if hydra_cfg.mode == RunMode.MULTIRUN:
+            try:
+                result = job()
+            except AttnmtError as err:
+                where = f"job {hydra_cfg.job.num} ({hydra_cfg.runtime.output_dir})"
+                logging.getLogger("attnmt").error("error: %s [%s; the sweep goes on]", err, where)
+                return math.nan
+        else:
+            result = run_cli(job)
     except TrainingInterrupted as err:
         print(err.message(), file=sys.stderr)
         sys.exit(err.exit_code)

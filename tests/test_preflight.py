@@ -88,3 +88,27 @@ def test_unwritable_run_directory_is_named(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: hydra.run.dir=/proc/x/${now:%H}: cannot create")
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_failing_job_of_a_sweep_is_reported_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    # both jobs fail in config validation (no data work): the second still runs
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "-m",
+            "trainer.max_tokens=-1,-2",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for n, value in ((0, -1), (1, -2)):
+        line = f"trainer.max_tokens must be > 0, got {value} [job {n} ("
+        assert line in proc.stderr
+        log = next((tmp_path / "sweep").glob(f"{n}_*/train.log")).read_text()
+        assert "the sweep goes on" in log
+    assert "Traceback" not in proc.stderr
