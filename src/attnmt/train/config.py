@@ -44,9 +44,9 @@ class TrainerConfig:
     time_budget_min: float = 12.0  # wall-clock training budget; 0 = no limit
     early_stopping_patience: int = 5  # validations without a BLEU gain; 0 disables
     # validation
-    val_every_steps: int = 100  # 0 = only at the end of each epoch
+    val_every_steps: int = 200  # 0 = only at the end of each epoch
     val_every_epoch: bool = False  # also validate at the end of each epoch
-    val_subset: int = 200  # first N valid pairs; 0 = the whole split
+    val_subset: int = 0  # first N valid pairs; 0 = the whole split
     val_max_tokens: int = 8192  # padded source+target tokens per batch of the validation loss
     val_beam_size: int = 1  # validation decoding: decode.* with this beam (1 = greedy, fast)
     num_heatmaps: int = 2  # fixed validation sentences drawn as attention heatmaps
