@@ -68,6 +68,21 @@ def test_an_average_that_validates_better_joins_the_best_and_is_the_mean(
             torch.testing.assert_close(value, mean.to(value.dtype))
 
 
+def test_the_model_keeps_its_trained_weights_after_averaging(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _final_bleu(monkeypatch, 99.0)
+    trainer = loop.Trainer(_cfg(data_root, "trainer.keep_best=3"), tmp_path)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    assert len(seen) == 4
+    last = load_checkpoint(tmp_path / "checkpoints" / "last.pt")["model"]
+    for key, value in trainer.model.state_dict().items():
+        assert torch.equal(value, last[key]), key
+
+
 def test_an_average_that_validates_worse_is_not_kept(
     data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

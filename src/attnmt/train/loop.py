@@ -297,10 +297,14 @@ class Trainer:
         if len(files) < 2:
             return
         payload = average_payloads(files)
-        self.model.load_state_dict(payload["model"])  # the test reloads its checkpoint
-        res = validate(
-            self.translator, self.data.valid, self.precision, t.val_max_tokens, t.val_beam_size
-        )
+        trained = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model.load_state_dict(payload["model"])
+        try:
+            res = validate(
+                self.translator, self.data.valid, self.precision, t.val_max_tokens, t.val_beam_size
+            )
+        finally:
+            self.model.load_state_dict(trained)  # the run's own weights stay in the model
         best = self.state["best_bleu"]
         better = res.bleu > best
         log.info(
