@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnmt.data.dataset import ParallelDataset, make_loader
-from attnmt.data.sampler import TokenBatchSampler, pack_sorted
+from attnmt.data.sampler import TokenBatchSampler, pack_sorted, pack_sorted_array
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
 
@@ -48,6 +48,30 @@ def test_every_index_once_and_budget_kept(
     for b in batches:
         assert cost(src, tgt, b) <= max_tokens or len(b) == 1
     assert len(batches) == len(sampler.batches(0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    costs=st.lists(st.integers(1, 60), max_size=300),
+    max_tokens=st.integers(1, 400),
+    sort=st.booleans(),
+)
+def test_array_packing_equals_the_pair_loop(costs: list[int], max_tokens: int, sort: bool) -> None:
+    """pack_sorted_array: pack_sorted's batches (per-batch numpy work on sorted costs; other
+    orders go through the loop)."""
+    cost = np.array(costs, dtype=np.int64)
+    order = np.argsort(cost, kind="stable") if sort else np.arange(len(cost))[::-1]
+    fast = pack_sorted_array(order, cost, max_tokens)
+    assert [b.tolist() for b in fast] == pack_sorted(order.tolist(), cost, max_tokens)
+    assert all(b.dtype == np.int64 for b in fast)
+
+
+def test_numpy_lengths_give_the_batches_of_lists() -> None:
+    src, tgt = random_lengths(500, seed=3)
+    lists = TokenBatchSampler(src, tgt, max_tokens=120, seed=1, bucket_size=64)
+    arrays = TokenBatchSampler(np.array(src), np.array(tgt), max_tokens=120, seed=1, bucket_size=64)
+    assert list(lists) == list(arrays) == lists.batches(0)
+    assert all(type(i) is int for b in arrays.batches(0) for i in b)
 
 
 def test_bucketing_keeps_padding_low() -> None:

@@ -109,6 +109,32 @@ def test_training_is_deterministic(corpus, tmp_path: Path) -> None:
     assert a.to_files_dict() == b.to_files_dict()
 
 
+def test_sentence_sampling_leaves_small_corpora_alone(
+    corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """input_sentence_size caps what big corpora feed SentencePiece's training; below the
+    cap the model is the one trained on every sentence: the same pieces, scores and ids
+    (the serialized bytes differ only in the settings they record)."""
+    src, tgt, de, en = corpus
+    settings = tok_mod._settings(cfg(joint=True))
+    capped = tok_mod.train_model([src, tgt], settings, print)
+    real = tok_mod.spm.SentencePieceTrainer.train
+    seen: dict[str, object] = {}
+
+    def uncapped(**kwargs: object) -> None:
+        seen.update(kwargs)
+        kwargs.pop("input_sentence_size"), kwargs.pop("shuffle_input_sentence")
+        real(**kwargs)
+
+    monkeypatch.setattr(tok_mod.spm.SentencePieceTrainer, "train", uncapped)
+    a, b = Tokenizer(capped), Tokenizer(tok_mod.train_model([src, tgt], settings, print))
+    n = a.src_vocab_size
+    assert a.src_pieces(range(n)) == b.src_pieces(range(n))
+    assert [a._src.get_score(i) for i in range(n)] == [b._src.get_score(i) for i in range(n)]
+    assert a.encode_src(de + en) == b.encode_src(de + en)
+    assert seen["input_sentence_size"] == 2_000_000 and seen["shuffle_input_sentence"] is True
+
+
 def test_too_large_vocab_shrinks_and_logs(corpus, tmp_path: Path) -> None:
     src, tgt, _, _ = corpus
     messages: list[str] = []

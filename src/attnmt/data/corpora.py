@@ -6,7 +6,9 @@ cached under ``<data.root>/<name>-<hash>/`` where the hash covers every setting 
 changes the output, so a second call with the same settings reads the cache instantly.
 
 Cache layout: ``<split>.<lang>`` files for both languages (UTF-8, one sentence per line,
-aligned), ``counts.json`` (pairs per split) and ``meta.json`` (settings, removals).
+aligned), ``counts.json`` (pairs per split) and ``meta.json`` (settings, removals). Later
+steps keep their products beside them: ``spm-<key>/`` (attnmt.data.tokenizer) and
+``ids-<file>-<key>/``, the train split's ids (attnmt.data.idcache).
 The directory is built under a temporary name and renamed when complete, so an
 interrupted prepare never leaves a half cache. Both translation directions share one
 cache: :meth:`PreparedCorpus.files` picks the files in ``src_lang, tgt_lang`` order.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
@@ -66,29 +67,57 @@ def filter_pairs(
       ``too_long``  either side has more than ``max_len`` pieces (``None`` = no limit)
       ``ratio``     ``max(|x|, |y|) / min(|x|, |y|) > max_len_ratio`` (``None`` = no limit)
     With ``tgt=None`` only the source is checked. Raises DataError naming ``name`` and the
-    counts when a non-empty input loses every pair.
+    counts when a non-empty input loses every pair. :func:`filter_lengths` does the work.
     """
+    _check_limits(max_len, max_len_ratio, name)
+    if tgt is not None and len(tgt) != len(src):
+        raise DataError(f"{name}: {len(src)} sources but {len(tgt)} targets")
+    src_len = np.fromiter(map(len, src), dtype=np.int64, count=len(src))
+    tgt_len = None if tgt is None else np.fromiter(map(len, tgt), dtype=np.int64, count=len(tgt))
+    kept, removed = filter_lengths(src_len, tgt_len, max_len, max_len_ratio, name)
+    return kept.tolist(), removed
+
+
+def _check_limits(max_len: int | None, max_len_ratio: float | None, name: str) -> None:
     if max_len is not None and (isinstance(max_len, bool) or int(max_len) < 1):
         raise ConfigError(f"{name}: max_len={max_len!r} must be a positive integer or null")
     if max_len_ratio is not None and float(max_len_ratio) < 1.0:
         raise ConfigError(f"{name}: max_len_ratio={max_len_ratio!r} must be >= 1 or null")
-    if tgt is not None and len(tgt) != len(src):
-        raise DataError(f"{name}: {len(src)} sources but {len(tgt)} targets")
-    removed = {"empty": 0, "too_long": 0, "ratio": 0}
-    kept: list[int] = []
-    for i in range(len(src)):
-        lengths = (len(src[i]),) if tgt is None else (len(src[i]), len(tgt[i]))
-        if min(lengths) == 0:
-            removed["empty"] += 1
-        elif max_len is not None and max(lengths) > max_len:
-            removed["too_long"] += 1
-        elif max_len_ratio is not None and max(lengths) / min(lengths) > max_len_ratio:
-            removed["ratio"] += 1
-        else:
-            kept.append(i)
-    if len(src) and not kept:
+
+
+def filter_lengths(
+    src_len: np.ndarray,
+    tgt_len: np.ndarray | None,
+    max_len: int | None,
+    max_len_ratio: float | None,
+    name: str = "data",
+) -> tuple[np.ndarray, dict[str, int]]:
+    """:func:`filter_pairs` on piece counts: ``src_len``, ``tgt_len`` [n] ints ->
+    (kept indices [k] int64, removed per filter), without a Python loop over pairs."""
+    _check_limits(max_len, max_len_ratio, name)
+    src_len = np.asarray(src_len).reshape(-1)
+    lo = hi = src_len
+    if tgt_len is not None:
+        tgt_len = np.asarray(tgt_len).reshape(-1)
+        if len(tgt_len) != len(src_len):
+            raise DataError(f"{name}: {len(src_len)} sources but {len(tgt_len)} targets")
+        lo, hi = np.minimum(src_len, tgt_len), np.maximum(src_len, tgt_len)
+    empty = lo == 0
+    too_long = ~empty & (hi > max_len) if max_len is not None else np.zeros_like(empty)
+    ratio = np.zeros_like(empty)
+    if max_len_ratio is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):  # empty pairs: masked below
+            ratio = np.true_divide(hi, lo) > max_len_ratio  # float64, as Python's int / int
+        ratio &= ~(empty | too_long)
+    kept = np.flatnonzero(~(empty | too_long | ratio))
+    removed = {
+        "empty": int(empty.sum()),
+        "too_long": int(too_long.sum()),
+        "ratio": int(ratio.sum()),
+    }
+    if len(src_len) and not len(kept):
         raise DataError(
-            f"{name}: no pair is left after filtering {len(src)} pairs "
+            f"{name}: no pair is left after filtering {len(src_len)} pairs "
             f"(empty: {removed['empty']}, longer than max_len={max_len}: {removed['too_long']}, "
             f"length ratio above max_len_ratio={max_len_ratio}: {removed['ratio']}); "
             "raise max_len / max_len_ratio"
@@ -109,7 +138,7 @@ def collate(items: Sequence[Item]) -> Batch:
 
 
 def make_loader(
-    dataset: ParallelDataset, sampler: Sampler[list[int]], num_workers: int = 0
+    dataset: Dataset[Item], sampler: Sampler[list[int]], num_workers: int = 0
 ) -> DataLoader:
     """A DataLoader yielding :class:`Batch` objects, one per list the ``sampler`` yields.
 

@@ -25,6 +25,7 @@ The count equals the consumed batches only with ``DataLoader(num_workers=0)``.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -51,6 +52,34 @@ def pack_sorted(order: Sequence[int], cost: np.ndarray, max_tokens: int) -> list
     return batches
 
 
+def pack_sorted_array(order: np.ndarray, cost: np.ndarray, max_tokens: int) -> list[np.ndarray]:
+    """:func:`pack_sorted`'s batches as slices of ``order`` [n] (int64), found by a binary
+    search per batch instead of a Python step per pair.
+
+    With costs that never decrease along ``order``, a batch of ``j`` pairs costs its last
+    pair's cost times ``j``, which never decreases with ``j``; the greedy batch is the
+    longest prefix within ``max_tokens`` (at least one pair). Other orders go through
+    :func:`pack_sorted`.
+    """
+    order = np.asarray(order, dtype=np.int64)
+    c = np.asarray(cost)[order]
+    if len(c) > 1 and bool(np.any(c[1:] < c[:-1])):
+        return [np.asarray(b, dtype=np.int64) for b in pack_sorted(order, cost, max_tokens)]
+    costs: list[int] = c.tolist()
+    batches: list[np.ndarray] = []
+    start, n = 0, len(costs)
+    while start < n:
+        first = costs[start]
+        stop = min(n, start + max_tokens // first) if first > 0 else n  # no more fit
+        size = bisect.bisect_right(
+            range(1, stop - start + 1), max_tokens, key=lambda j: costs[start + j - 1] * j
+        )
+        size = max(size, 1)  # a pair above max_tokens gets a batch of its own
+        batches.append(order[start : start + size])
+        start += size
+    return batches
+
+
 class TokenBatchSampler(Sampler[list[int]]):
     """Yields lists of dataset indices whose padded size stays within ``max_tokens``."""
 
@@ -71,12 +100,13 @@ class TokenBatchSampler(Sampler[list[int]]):
             raise ConfigError(f"rank={rank} must be in [0, num_replicas={num_replicas})")
         if bucket_size is not None and bucket_size < 1:
             raise ConfigError(f"bucket_size={bucket_size!r} must be a positive integer or null")
-        cost = np.asarray(src_lengths, dtype=np.int64).reshape(-1) + 1
-        if tgt_lengths is not None:
-            tgt = np.asarray(tgt_lengths, dtype=np.int64).reshape(-1) + 1
+        cost = np.array(src_lengths, dtype=np.int32).reshape(-1)  # [n], built in place:
+        if tgt_lengths is not None:  # millions of pairs make every temporary count
+            tgt = np.asarray(tgt_lengths, dtype=np.int32).reshape(-1)
             if tgt.shape != cost.shape:
                 raise DataError(f"{len(cost)} source lengths but {len(tgt)} target lengths")
-            cost = np.maximum(cost, tgt)
+            np.maximum(cost, tgt, out=cost)
+        cost += 1
         self.cost = cost
         self.max_tokens = max_tokens
         self.shuffle = shuffle
@@ -86,21 +116,22 @@ class TokenBatchSampler(Sampler[list[int]]):
         self.bucket_size = bucket_size
         self.epoch = 0
         self.position = 0
-        self._cache: tuple[int, list[list[int]]] | None = None
+        self._cache: tuple[int, list[np.ndarray]] | None = None
 
-    def all_batches(self, epoch: int) -> list[list[int]]:
-        """Every replica's batches of ``epoch`` in order (after truncation), before sharding."""
+    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        """Every replica's batches of ``epoch`` in order (after truncation), before sharding,
+        as int64 index arrays (a few arrays per batch, not a Python int per pair)."""
         if self._cache is not None and self._cache[0] == epoch:
             return self._cache[1]
         n = len(self.cost)
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(n) if self.shuffle else np.arange(n)
         size = self.bucket_size or max(n, 1)
-        batches: list[list[int]] = []
+        batches: list[np.ndarray] = []
         for start in range(0, n, size):
             bucket = order[start : start + size]
             bucket = bucket[np.argsort(self.cost[bucket], kind="stable")]
-            batches.extend(pack_sorted(bucket.tolist(), self.cost, self.max_tokens))
+            batches.extend(pack_sorted_array(bucket, self.cost, self.max_tokens))
         if self.shuffle:
             batches = [batches[k] for k in rng.permutation(len(batches))]
         usable = len(batches) - len(batches) % self.num_replicas
@@ -112,10 +143,17 @@ class TokenBatchSampler(Sampler[list[int]]):
         self._cache = (epoch, batches[:usable])
         return self._cache[1]
 
+    def all_batches(self, epoch: int) -> list[list[int]]:
+        """:meth:`epoch_batches` as lists of ints."""
+        return [b.tolist() for b in self.epoch_batches(epoch)]
+
+    def _mine(self, epoch: int | None = None) -> list[np.ndarray]:
+        epoch = self.epoch if epoch is None else epoch
+        return self.epoch_batches(epoch)[self.rank :: self.num_replicas]
+
     def batches(self, epoch: int | None = None) -> list[list[int]]:
         """This replica's batches of ``epoch`` (default: the current one)."""
-        epoch = self.epoch if epoch is None else epoch
-        return self.all_batches(epoch)[self.rank :: self.num_replicas]
+        return [b.tolist() for b in self._mine(epoch)]
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch (its shuffle); a new epoch starts at position 0."""
@@ -123,15 +161,15 @@ class TokenBatchSampler(Sampler[list[int]]):
             self.epoch, self.position = int(epoch), 0
 
     def __iter__(self) -> Iterator[list[int]]:
-        mine = self.batches()
+        mine = self._mine()
         for k in range(self.position, len(mine)):
             self.position = k + 1
-            yield mine[k]
+            yield mine[k].tolist()
         self.epoch, self.position = self.epoch + 1, 0
 
     def __len__(self) -> int:
         """Batches per replica in the current epoch (the whole epoch, not what is left)."""
-        return len(self.batches())
+        return len(self._mine())
 
     def state_dict(self) -> dict[str, int]:
         return {"epoch": int(self.epoch), "position": int(self.position)}

@@ -100,13 +100,27 @@ class Tokenizer:
 
     # ---- encoding / decoding -------------------------------------------------------------
 
-    def encode_src(self, texts: Sequence[str]) -> list[list[int]]:
-        """Piece ids of each source sentence, without BOS/EOS."""
-        return self._src.encode(list(texts), out_type=int) if len(texts) else []
+    def encode_src(self, texts: Sequence[str], num_threads: int = -1) -> list[list[int]]:
+        """Piece ids of each source sentence, without BOS/EOS (``num_threads=-1``:
+        SentencePiece's default, every core it sees)."""
+        return self._encode(self._src, texts, num_threads)
 
-    def encode_tgt(self, texts: Sequence[str]) -> list[list[int]]:
+    def encode_tgt(self, texts: Sequence[str], num_threads: int = -1) -> list[list[int]]:
         """Piece ids of each target sentence, without BOS/EOS."""
-        return self._tgt.encode(list(texts), out_type=int) if len(texts) else []
+        return self._encode(self._tgt, texts, num_threads)
+
+    @staticmethod
+    def _encode(
+        sp: spm.SentencePieceProcessor, texts: Sequence[str], num_threads: int
+    ) -> list[list[int]]:
+        return sp.encode(list(texts), out_type=int, num_threads=num_threads) if len(texts) else []
+
+    def model_digest(self, side: str) -> str:
+        """sha256 (hex) of the ``"src"`` or ``"tgt"`` side's serialized model: the identity
+        that caches of encoded ids are keyed by (a joint model gives both sides one)."""
+        if side not in ("src", "tgt"):
+            raise ValueError(f"side={side!r}: 'src' or 'tgt'")
+        return hashlib.sha256(self._src_blob if side == "src" else self._tgt_blob).hexdigest()
 
     @staticmethod
     def _decode(sp: spm.SentencePieceProcessor, ids: Any) -> list[str]:

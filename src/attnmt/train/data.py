@@ -2,8 +2,11 @@
 
 Data flow (one direction): ``prepare_corpus(cfg.data)`` → SentencePiece trained on the
 train split (cached beside the corpus) or taken from the checkpoint being resumed →
-ids → ``filter_pairs`` (max_len, max_len_ratio) → :class:`TokenBatchSampler` (sharded
-over DDP ranks) → ``DataLoader(num_workers=0)`` so the sampler's position is exact.
+train ids encoded once per tokenizer into .npy arrays (:mod:`attnmt.data.idcache`) →
+``filter_lengths`` (max_len, max_len_ratio) → :class:`TokenBatchSampler` (sharded over
+DDP ranks) → ``DataLoader(num_workers=0)`` so the sampler's position is exact. A warm
+start neither parses nor encodes the train text (the ids' cache key is the model's hash
+and the files' size and mtime; the tokenizer's key still hashes the files' bytes).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from torch.utils.data import DataLoader
 
 from attnmt.data.config import DataConfig
 from attnmt.data.corpora import prepare_corpus, require_splits
-from attnmt.data.dataset import ParallelDataset, filter_pairs, make_loader
+from attnmt.data.dataset import filter_lengths, make_loader
+from attnmt.data.idcache import cached_token_array
+from attnmt.data.indexed import IndexedDataset
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.train.config import TrainerConfig
@@ -33,7 +38,7 @@ class TrainingData:
 
     corpus: Any  # attnmt.data.corpora.PreparedCorpus
     tokenizer: Tokenizer
-    train: ParallelDataset
+    train: IndexedDataset
     sampler: TokenBatchSampler
     loader: DataLoader
     valid: EvalSet
@@ -52,28 +57,31 @@ def build_data(
 ) -> TrainingData:
     """Prepare the corpus and loaders; ``tokenizer_files`` (from a checkpoint) skip training."""
     if dist.enabled and not dist.is_main:
-        barrier()  # rank 0 fetches, prepares and trains the tokenizer; the others read its caches
+        barrier()  # rank 0 prepares, trains the tokenizer, encodes; the others read the caches
     corpus = prepare_corpus(dcfg)
     require_splits(corpus, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
+    train_src, train_tgt = corpus.files("train")
     if tokenizer_files is not None:
         tokenizer = Tokenizer.from_files_dict(tokenizer_files)
         log.info("tokenizer: taken from the checkpoint")
     else:
-        train_src, train_tgt = corpus.files("train")
         tokenizer = load_or_train_tokenizer(
             train_src, train_tgt, dcfg.tokenizer, corpus.directory, log=log
         )
+    full = IndexedDataset(
+        cached_token_array(train_src, tokenizer, "src", corpus.directory, log),
+        cached_token_array(train_tgt, tokenizer, "tgt", corpus.directory, log),
+    )
     if dist.enabled and dist.is_main:
         barrier()
-    src_lines, tgt_lines = corpus.read("train")
-    src_ids = tokenizer.encode_src(src_lines)
-    tgt_ids = tokenizer.encode_tgt(tgt_lines)
-    kept, removed = filter_pairs(src_ids, tgt_ids, dcfg.max_len, dcfg.max_len_ratio, "train")
-    train = ParallelDataset(src_ids, tgt_ids).subset(kept)
+    kept, removed = filter_lengths(
+        full.src_lengths, full.tgt_lengths, dcfg.max_len, dcfg.max_len_ratio, "train"
+    )
+    train = full.subset(kept)
     log.info(
         "train: %d pairs kept of %d (removed: %s); vocab src=%d tgt=%d (%s)",
         len(train),
-        len(src_ids),
+        len(full),
         ", ".join(f"{k} {v}" for k, v in removed.items()),
         tokenizer.src_vocab_size,
         tokenizer.tgt_vocab_size,
