@@ -1,0 +1,15 @@
+"""The pieces of scripts/benchmark.py, one concept per module.
+
+measure    timing (interleaved variants, medians) and peak memory
+machine    the CPU (model name, flags) and its torch.mm peak GFLOP/s per precision
+workload   the composed config, real token-bucketed batches and test sentences
+context    what every bench gets: options, device, the workload, the matmul peaks
+training   training steps of every preset, and the torch.nn.Transformer reference
+reference  the reference model: the PyTorch translation tutorial's Seq2SeqTransformer
+sdpa       fused scaled-dot-product attention vs the explicit softmax path
+decoding   greedy and beam search through the Translator; cached vs recomputed prefix
+datapath   corpus read, cleaning, encoding and batching, in pairs/s
+kernels    attnmt's dropout and smoothed cross-entropy vs torch's
+ct2        attnmt vs its CTranslate2 export
+report     ratios, the markdown table and the JSON file
+"""

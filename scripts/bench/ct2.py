@@ -1,0 +1,127 @@
+"""Greedy decoding of the same sentences by attnmt and by its CTranslate2 export (fp32,
+and int8 on CPU), sentences/s and the share of identical outputs; ``speedup`` =
+t_attnmt / t_ct2. A random model of the configured preset and random sentences by default,
+``--ct2-ckpt RUN`` for a trained model's test sentences (text to text). Needs
+``pip install 'attnmt[ct2]'``; left out of the default benches without it."""
+
+from __future__ import annotations
+
+import functools
+import math
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from attnmt.data.batching import make_batch
+from attnmt.models.registry import build_model
+from attnmt.schema import plain
+
+from .measure import Row, compare, skipped
+from .workload import is_transformer, run_config
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+def _variants(device: torch.device) -> list[tuple[str, str]]:
+    """(variant name, CTranslate2 compute_type): float32 always, int8 on CPU as well."""
+    return [("ct2_fp32", "float32")] + ([("ct2_int8", "int8")] if device.type == "cpu" else [])
+
+
+def bench_ct2(ctx: Context) -> list[Row]:
+    """attnmt's ``greedy_search`` (or the whole Translator with ``--ct2-ckpt``) vs the
+    CTranslate2 translator of the same model, as many threads each."""
+    from attnmt.decode import ct2
+    from attnmt.errors import ConfigError
+
+    try:
+        ctranslate2 = ct2.require_ctranslate2()
+    except ConfigError as err:
+        raise ImportError(str(err)) from None
+    if ctx.device.type == "cuda" and ctranslate2.get_cuda_device_count() == 0:
+        raise ImportError("this CTranslate2 build has no CUDA support")
+    with tempfile.TemporaryDirectory(prefix="bench-ct2-") as tmp:
+        if ctx.args.ct2_ckpt:
+            return _bench_checkpoint(ctx, Path(tmp))
+        cfg, preset = run_config(ctx.args.overrides)
+        if not is_transformer(cfg.model):
+            base = {"bench": "ct2", "model": preset}
+            return [skipped(base, ctx.device, "-", "skipped: not a Transformer preset")]
+        return _bench_preset(ctx, plain(cfg.model), preset, Path(tmp) / preset)
+
+
+def _bench_preset(ctx: Context, mcfg: dict[str, Any], preset: str, out: Path) -> list[Row]:
+    """A randomly initialised preset and random sentences, piece ids in and out."""
+    from attnmt.decode import ct2
+    from attnmt.decode.search import greedy_search
+
+    args, device = ctx.args, ctx.device
+    torch.manual_seed(0)
+    model = build_model(mcfg, args.vocab, args.vocab, True).to(device).eval()
+    vocab = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, args.vocab)]
+    index = {p: i for i, p in enumerate(vocab)}
+    ct2.save_spec(ct2.build_spec(model, vocab, vocab), out)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, args.vocab, (args.ct2_sentences, args.length), generator=g)
+    batch = make_batch(src.tolist()).to(device)
+    pieces = [[vocab[i] for i in s] for s in src.tolist()]
+    limit = math.floor(1.5 * (args.length + 1) + 10)  # attnmt's default a·|x| + b
+
+    def attnmt_fn() -> list[list[int]]:
+        return [h.tokens for h in greedy_search(model, batch, 1.5, 10)]
+
+    def ct2_fn(translator: Any) -> list[list[int]]:
+        found = translator.translate_batch(
+            pieces,
+            beam_size=1,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+            max_input_length=0,
+        )
+        return [[index[p] for p in r.hypotheses[0]] for r in found]
+
+    threads = torch.get_num_threads()
+    variants: dict[str, Callable[[], list[list[int]]]] = {"attnmt": attnmt_fn}
+    for name, compute_type in _variants(device):
+        translator = ct2.open_ct2(out, threads, device=device.type, compute_type=compute_type)
+        variants[name] = functools.partial(ct2_fn, translator)
+    base = {"bench": "ct2", "model": f"{preset} {len(pieces)}x{args.length}"}
+    return _rows(compare(base, variants, device, args), variants, len(pieces))
+
+
+def _bench_checkpoint(ctx: Context, tmp: Path) -> list[Row]:
+    """A trained checkpoint's test sentences, text to text."""
+    from attnmt.data.corpora import prepare_corpus
+    from attnmt.decode import ct2
+    from attnmt.decode.config import DecodeConfig
+    from attnmt.decode.translator import load_translator
+
+    args, device = ctx.args, ctx.device
+    decode = DecodeConfig(beam=1)
+    attnmt_tr = load_translator(args.ct2_ckpt, str(device), decode)
+    lines = prepare_corpus(attnmt_tr.config["data"]).read("test")[0][: args.ct2_sentences]
+    ct2.export(args.ct2_ckpt, tmp / "model")
+    variants: dict[str, Callable[[], list[str]]] = {"attnmt": lambda: attnmt_tr.translate(lines)}
+    threads = torch.get_num_threads()
+    for name, compute_type in _variants(device):
+        tr = ct2.load_ct2_translator(tmp / "model", str(device), decode, compute_type, threads)
+        variants[name] = functools.partial(tr.translate, lines)
+    base = {"bench": "ct2", "model": f"{Path(args.ct2_ckpt).name} test[:{len(lines)}]"}
+    return _rows(compare(base, variants, device, args), variants, len(lines))
+
+
+def _rows(rows: list[Row], variants: dict[str, Callable[[], list]], n: int) -> list[Row]:
+    """Add sentences/s and the share of outputs equal to attnmt's to each row."""
+    outputs = {name: fn() for name, fn in variants.items()}
+    for row in rows:
+        if "sec_per_step" in row:
+            row["sentences"] = n
+            row["sentences_per_sec"] = n / row["sec_per_step"]
+            row["rate"], row["unit"] = row["sentences_per_sec"], "sent/s"
+        same = sum(a == b for a, b in zip(outputs["attnmt"], outputs[row["variant"]]))
+        row["same_output"] = same / max(n, 1)
+        row["note"] = f"{same}/{n} outputs same as attnmt"
+    return rows
