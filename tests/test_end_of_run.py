@@ -20,7 +20,8 @@ from attnmt.train.loop import train
 def _cfg(data_root: Path, *overrides: str):
     small = ("data.toy.train=120", "data.toy.valid=4", "data.toy.test=4")
     rest = ("trainer.max_tokens=256", "trainer.num_samples=0", "trainer.val_every_steps=2")
-    return toy_train_config(data_root, *small, *rest, "trainer.max_steps=6", *overrides)
+    steps = ("trainer.max_steps=6", "trainer.average_best=true")
+    return toy_train_config(data_root, *small, *rest, *steps, *overrides)
 
 
 @pytest.fixture(scope="module")

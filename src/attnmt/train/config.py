@@ -54,7 +54,7 @@ class TrainerConfig:
     num_samples: int = 3  # source / reference / hypothesis text samples
     # checkpoints and logging
     keep_best: int = 3  # k best checkpoints by validation BLEU
-    average_best: bool = True  # at the end: average the k best, keep it if it validates better
+    average_best: bool = False  # at the end: average the k best, keep it if it validates better
     log_every_steps: int = 50
     progress_bar: bool = True  # shown only on a TTY and on rank 0
     # final test decoding with the best checkpoint, as the decode group says
