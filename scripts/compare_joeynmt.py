@@ -563,7 +563,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     """Run the command; SIGINT ``budget`` minutes after the start marker shows in the log."""
     log, budget = Path(args.log), 60.0 * args.budget_min
     console = open(args.console, "ab") if args.console else None  # noqa: SIM115
-    proc = subprocess.Popen(args.cmd, stdout=console or None, stderr=subprocess.STDOUT)
+    # a background job (``cmd &``, nohup) inherits SIGINT ignored: give the child the default
+    # back, or JoeyNMT never sees the budget's SIGINT
+    proc = subprocess.Popen(
+        args.cmd,
+        stdout=console or None,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     t0, started, stop_sent, pos, buf = time.monotonic(), None, None, 0, ""
     verdict = {"budget_s": budget, "train_s": None, "stopped_by": None}
     show = re.compile(r"Step:|Evaluation result|Hooray|Interrupt at|Training ended|Total params")
@@ -628,6 +635,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
         verdict["train_s"] = None if started is None else time.monotonic() - started
     verdict["returncode"] = rc
     Path(args.out).write_text(json.dumps(verdict, indent=1) + "\n", encoding="utf-8")
+    if rc != 0 and verdict["stopped_by"] == "budget":
+        # JoeyNMT 2.3.0 may sit in a validation past SIGINT; SIGTERM after the grace period
+        # ends it, and the checkpoints it saved before are the ones decoded
+        print(f"joeynmt: stopped at the budget (status {rc}); its saved checkpoints are used")
+        return 0
     if rc != 0:
         print(f"joeynmt exited with status {rc}; see {log}", file=sys.stderr)
         return 1

@@ -324,6 +324,28 @@ def test_watch_interrupts_after_the_budget(tmp_path: Path) -> None:
     assert "Interrupt at epoch 1, step 3." in log.read_text()
 
 
+DEAF_JOEY = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as JoeyNMT 2.3.0 inside a long validation
+log = open(sys.argv[1], "a")
+log.write("2026-01-01 00:00:00,000 - INFO - joeynmt.training - EPOCH 1\\n"); log.flush()
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_watch_terminates_a_run_deaf_to_sigint_and_counts_it_as_stopped(tmp_path: Path) -> None:
+    fake, log, out = tmp_path / "deaf.py", tmp_path / "train.log", tmp_path / "watch.json"
+    fake.write_text(DEAF_JOEY)
+    rc = cj.main(
+        ["watch", "--budget-min", "0.01", "--grace", "0.5", "--log", str(log), "--out", str(out),
+         "--", sys.executable, str(fake), str(log)]
+    )  # fmt: skip
+    assert rc == 0
+    verdict = json.loads(out.read_text())
+    assert verdict["stopped_by"] == "budget" and verdict["returncode"] == -15
+
+
 def test_watch_gives_up_when_training_never_starts(tmp_path: Path) -> None:
     log, out = tmp_path / "train.log", tmp_path / "watch.json"
     rc = cj.main(
