@@ -430,15 +430,8 @@ def main_table(jobs: list[Job], info: dict[str, Any]) -> tuple[str, list[dict[st
         f"{', '.join(beams) or '?'}): mean ± sample standard deviation over the seeds that "
         f"finished (asked: {', '.join(seeds)}); {_budget(jobs)}. *train min*: first update to "
         "last validation; *updates*: optimizer steps.",
-        "",
-        signatures(jobs),
-        "",
-        ran_on(info, jobs),
     ]
-    bad = problems(jobs)
-    if bad:
-        notes += ["", "Runs without a result:", "", *bad]
-    return "\n".join(rows + notes) + "\n", data
+    return "\n".join(rows + _notes(notes, jobs, info)) + "\n", data
 
 
 def attention_table(jobs: list[Job], info: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -481,15 +474,15 @@ def attention_table(jobs: list[Job], info: dict[str, Any]) -> tuple[str, list[di
         f"(`model.attention.mode`); seed {', '.join(seeds)} (mean ± std over seeds when more "
         f"than one); {_budget(ran)}, {span(minutes, ' min', 1)} from first update to last "
         "validation.",
-        "",
-        signatures(jobs),
-        "",
-        ran_on(info, jobs),
     ]
+    return "\n".join(rows + _notes(notes, jobs, info)) + "\n", data
+
+
+def _notes(described: list[str], jobs: list[Job], info: dict[str, Any]) -> list[str]:
+    """The lines under a table: its description, the signatures, the machine, failures."""
+    notes = [*described, "", signatures(jobs), "", ran_on(info, jobs)]
     bad = problems(jobs)
-    if bad:
-        notes += ["", "Runs without a result:", "", *bad]
-    return "\n".join(rows + notes) + "\n", data
+    return notes + (["", "Runs without a result:", "", *bad] if bad else [])
 
 
 def _row_json(key: dict[str, str], s: dict[str, Any], members: list[Job]) -> dict[str, Any]:
