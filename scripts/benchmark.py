@@ -7,7 +7,8 @@ composed as train.py composes it, so the benches use the real defaults). Parts
 (``--benches``, modules under scripts/bench/):
 
 * ``matmul``:    torch.mm GFLOP/s in fp32 and bf16 at the training thread count, best of
-  ``--mm-repeat`` (2048³; emulated bf16 at 512³) — the peak the training steps are put
+  ``--mm-repeat`` at each of ``--mm-sizes`` (512³, 1024³, 2048³; emulated bf16 at 512³
+  at most), the best of them — the peak the training steps are put
   against; the CPU's model name and SIMD flags head the report;
 * ``train``:     a real training step (the trainer's: noam lr, autocast, label-smoothed
   loss, backward, clipping, Adam) of every preset of ``--models`` on the first
@@ -104,8 +105,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batches", type=int, default=8, help="distinct training batches timed")
     p.add_argument("--passes", type=int, default=1, help="timed passes over the batches")
     p.add_argument("--force-bf16", action="store_true", help="train bf16 even when emulated")
-    p.add_argument("--mm-size", type=int, default=2048, help="matmul: n of the n×n×n product")
-    p.add_argument("--mm-repeat", type=int, default=3, help="matmul: best of this many")
+    p.add_argument(
+        "--mm-sizes",
+        type=int,
+        nargs="+",
+        default=[512, 1024, 2048],
+        help="matmul: n of the n×n×n products; the peak is the best of them",
+    )
+    p.add_argument("--mm-repeat", type=int, default=5, help="matmul: best of this many")
     p.add_argument(
         "--decode-sentences", type=int, default=100, help="translate: test sentences (0: all)"
     )
@@ -125,7 +132,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.models = ["transformer_tiny", "rnn_luong"] if args.quick else PRESETS
     if args.quick:
         args.overrides = [*QUICK_OVERRIDES, *args.overrides]
-        args.batches, args.passes, args.mm_size, args.mm_repeat = 2, 1, 256, 1
+        args.batches, args.passes, args.mm_sizes, args.mm_repeat = 2, 1, [256], 1
         args.decode_sentences, args.cache_sentences, args.ct2_sentences = 4, 4, 4
         args.batch_tokens, args.length, args.vocab = 200, 8, 64
         args.warmup, args.repeat = 0, 1

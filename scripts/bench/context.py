@@ -37,7 +37,7 @@ class Context:
         key = (str(self.device), precision)
         if key not in self.peaks:
             args = self.args
-            self.peaks[key] = matmul_peak(args.mm_size, precision, self.device, args.mm_repeat)
+            self.peaks[key] = matmul_peak(args.mm_sizes, precision, self.device, args.mm_repeat)
         return self.peaks[key]
 
     def precisions(self) -> dict[str, str]:
