@@ -16,7 +16,8 @@ from helpers.tiny_checkpoint import private_run, run_entry_point
 
 from attnmt.checkpoint import load_checkpoint, save_checkpoint
 from attnmt.cli import translate
-from attnmt.cli.evaluate import run
+from attnmt.cli.evaluate import decoding_speed, run
+from attnmt.decode.search import Hypothesis
 from attnmt.decode.translator import load_translator
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
@@ -52,6 +53,11 @@ def test_evaluate_split_writes_hyps_scores_and_plots(
     assert entry["metrics"]["bleu"]["score"] == pytest.approx(scores["bleu"].score)
     assert entry["hyp_file"] == str(hyp) and entry["sentences"] == 12
     assert entry["settings"]["beam"] == 2
+    speed = entry["speed"]
+    assert speed["decode_seconds"] > 0 and speed["pieces"] >= 1
+    assert speed["sentences_per_sec"] == pytest.approx(12 / speed["decode_seconds"])
+    assert speed["pieces_per_sec"] == pytest.approx(speed["pieces"] / speed["decode_seconds"])
+    assert "decoded 12 sentences in" in caplog.text
     pngs = sorted(ckpt_dir.glob("attention-*.png"))
     assert [p.name for p in pngs] == ["attention-0000.png", "attention-0001.png"]
     assert pngs[0].read_bytes()[:4] == b"\x89PNG"
@@ -277,3 +283,18 @@ def test_a_checkpoint_that_would_run_code_is_refused_without_unsafe_advice(
     translator = load_translator(run_dir, "cpu")
     assert translator.checkpoint_path == run_dir / "checkpoints" / "best-61.pt"
     assert not marker.exists()
+
+
+def test_decoding_speed_counts_output_pieces_without_eos() -> None:
+    hyps = [
+        Hypothesis([5, 6, 7], -1.0, torch.zeros(4, 2), finished=True),
+        None,  # a blank source line: a sentence with no pieces
+        Hypothesis([8], -2.0, torch.zeros(1, 2), finished=False),
+    ]
+    speed = decoding_speed(hyps, 2.0)
+    assert speed == {
+        "decode_seconds": 2.0,
+        "sentences_per_sec": 1.5,
+        "pieces": 4.0,
+        "pieces_per_sec": 2.0,
+    }

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -128,6 +129,19 @@ def plot_hypotheses(
     return paths
 
 
+def decoding_speed(hyps: list[Hypothesis | None], seconds: float) -> dict[str, float]:
+    """Wall-clock decoding figures: seconds, sentences/s and output pieces/s (EOS not
+    counted; blank lines count as sentences with no pieces)."""
+    pieces = sum(len(h.tokens) for h in hyps if h is not None)
+    per_sec = 1.0 / max(seconds, 1e-9)
+    return {
+        "decode_seconds": seconds,
+        "sentences_per_sec": len(hyps) * per_sec,
+        "pieces": float(pieces),
+        "pieces_per_sec": pieces * per_sec,
+    }
+
+
 def run(
     cfg: DictConfig | Mapping[str, Any], stdout: TextIO | None = None
 ) -> dict[str, MetricResult]:
@@ -139,7 +153,16 @@ def run(
     tag = f"{ckpt.stem}-{label}-beam{decode.beam}"
     out_dir = Path(s.out_dir) if s.out_dir else (run_dir_of(ckpt) or ckpt.parent) / "eval" / tag
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
+    start = time.perf_counter()
     hyps = translator.hypotheses(sources)
+    speed = decoding_speed(hyps, time.perf_counter() - start)
+    log.info(
+        "decoded %d sentences in %.1f s: %.1f sentences/s, %.0f output pieces/s",
+        len(sources),
+        speed["decode_seconds"],
+        speed["sentences_per_sec"],
+        speed["pieces_per_sec"],
+    )
     texts = translator.detokenize(hyps)
     scores = corpus_scores(texts, refs, s.metrics)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -158,6 +181,7 @@ def run(
         "hyp_file": str(hyp_path),
         "ref_file": str(ref_path),
         "sentences": len(sources),
+        "speed": speed,
         "settings": {
             **{k: v for k, v in asdict(s).items() if k not in ("ckpt", "out_dir")},
             **asdict(decode),
