@@ -12,7 +12,8 @@ from omegaconf import DictConfig
 from attnmt.cli.common import check_output_dirs, run_cli
 from attnmt.errors import AttnmtError
 from attnmt.train.continuation import explicit_keys
-from attnmt.train.loop import TrainingInterrupted, train
+from attnmt.train.interrupt import TrainingInterrupted
+from attnmt.train.loop import train
 
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")

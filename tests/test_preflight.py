@@ -13,7 +13,8 @@ import torch
 from helpers.toy_train import toy_train_config
 
 from attnmt.errors import ConfigError, DataError
-from attnmt.train.loop import Trainer, check_writable, train
+from attnmt.train.loop import Trainer, train
+from attnmt.train.session import check_writable
 
 ROOT = Path(__file__).resolve().parents[1]
 

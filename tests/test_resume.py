@@ -13,7 +13,8 @@ from omegaconf import DictConfig
 
 from attnmt.checkpoint import load_checkpoint
 from attnmt.train import loop as training
-from attnmt.train.loop import TrainingInterrupted, train
+from attnmt.train.interrupt import TrainingInterrupted
+from attnmt.train.loop import train
 
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:

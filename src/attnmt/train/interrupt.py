@@ -6,7 +6,8 @@ step counter, sampler position and RNG snapshot move on) would save weights and 
 that disagree, and a resumed run would repeat an update. :class:`StopFlag` turns the first
 signal into a request that the loop reads between updates; a second one raises
 KeyboardInterrupt at once (the last checkpoint written stays as it was). The process then
-exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as shells expect.
+exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as shells expect;
+:class:`TrainingInterrupted` carries that status and the checkpoint to resume from.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -67,3 +69,25 @@ class StopFlag:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous.clear()
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended training; ``checkpoint`` is what ``resume=`` continues from
+    (or None); ``exit_code`` is 128 + the signal's number."""
+
+    def __init__(
+        self, step: int, checkpoint: Path | None, saved: bool, signum: int = signal.SIGINT
+    ) -> None:
+        super().__init__(step, checkpoint)
+        self.step, self.checkpoint, self.saved = step, checkpoint, saved
+        self.exit_code = exit_code(signum)
+
+    def message(self) -> str:
+        """One line for the user: the step, the checkpoint and how to continue."""
+        if self.checkpoint is None:
+            return f"interrupted at step {self.step} before any checkpoint was written"
+        what = "saved" if self.saved else "kept (the interrupted update is lost)"
+        return (
+            f"interrupted at step {self.step}: {self.checkpoint} {what}; "
+            f"continue with resume={self.checkpoint.parent.parent}"
+        )
