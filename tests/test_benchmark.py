@@ -86,6 +86,9 @@ def test_quick_benchmark_reports_every_bench(tmp_path: Path) -> None:
         assert 0 <= row["padding"] < 1 and row["peak_mem_mb"] >= 0
     _positive(train["transformer_tiny", "fp32"], "vs_reference")  # attnmt ÷ nn.Transformer
     assert ("rnn_luong", "ref_fp32") not in train  # the reference is a Transformer
+    _positive(train["rnn_luong", "nofeed_fp32"], "speedup")  # ÷ the preset's input feeding
+    assert train["rnn_luong", "nofeed_fp32"]["params"] < train["rnn_luong", "fp32"]["params"]
+    assert ("transformer_tiny", "nofeed_fp32") not in train
     for row in _rows(report, "sdpa_train").values():
         _positive(row, "tokens_per_sec", "gflops")
 

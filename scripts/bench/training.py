@@ -29,7 +29,7 @@ from attnmt.train.word_dropout import word_dropout
 
 from .measure import PRECISIONS, Row, autocast, compare, skipped
 from .reference import Seq2SeqTransformer, reference_step
-from .workload import is_transformer, padding
+from .workload import is_transformer, padding, plain
 
 if TYPE_CHECKING:
     from .context import Context
@@ -145,6 +145,7 @@ def bench_train(ctx: Context) -> list[Row]:
         found: list[Row] = []
         for precision, why in ctx.precisions().items():
             names = [precision] + ([f"ref_{precision}"] if is_transformer(mcfg) else [])
+            names += [f"nofeed_{precision}"] if plain(mcfg).get("input_feeding") else []
             if why:
                 found += [skipped(base, device, name, why) for name in names]
                 continue
@@ -158,13 +159,21 @@ def bench_train(ctx: Context) -> list[Row]:
                 params[f"ref_{precision}"] = _params(ref)
                 step = reference_step(ref.to(device), dtype, device)
                 cycles[f"ref_{precision}"] = TrainCycle(step, batches)
+            if plain(mcfg).get("input_feeding"):  # Luong: the time-parallel decoder beside it
+                model = work.model(preset, device, input_feeding=False)
+                params[f"nofeed_{precision}"] = _params(model)
+                step = attnmt_step(model, tcfg, dtype, device)
+                cycles[f"nofeed_{precision}"] = TrainCycle(step, batches)
         n, rounds = len(batches), len(batches) * args.passes
         found = compare(base, dict(cycles), device, args, warmup=n, rounds=rounds) + found
-        add_step_figures(ctx, found, cycles, {v: v.removeprefix("ref_") for v in cycles})
+        add_step_figures(ctx, found, cycles, {v: v[-4:] for v in cycles})
         for row in found:
             variant = row["variant"]
             row["params"] = params.get(variant)
-            if not variant.startswith("ref_"):
+            if variant.startswith("nofeed_"):  # over input feeding, same precision
+                row["baselines"] = {"speedup": variant.removeprefix("nofeed_")}
+                row["note"] = "input_feeding=false: one RNN + attention call over all positions"
+            elif not variant.startswith("ref_"):
                 row["baselines"] = {"speedup": "fp32", "vs_reference": f"ref_{variant}"}
         rows += sorted(found, key=lambda r: list(PRECISIONS).index(r["variant"][-4:]))
     return rows

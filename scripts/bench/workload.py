@@ -111,11 +111,12 @@ class Workload:
         kept = [o for o in self.overrides if not o.lstrip("+~").startswith("model=")]
         return run_config([*kept, f"model={preset}"])[0].model
 
-    def model(self, preset: str, device: torch.device, seed: int = 0) -> Seq2Seq:
-        """A freshly initialised ``preset`` for this tokenizer, on ``device``."""
+    def model(self, preset: str, device: torch.device, seed: int = 0, **changes: Any) -> Seq2Seq:
+        """A freshly initialised ``preset`` for this tokenizer, on ``device``; ``changes``
+        replace keys of the preset (e.g. ``input_feeding=False``)."""
         tok = self.data.tokenizer
         torch.manual_seed(seed)
-        cfg = plain(self.model_config(preset))
+        cfg = {**plain(self.model_config(preset)), **changes}
         return build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
 
     def summary(self) -> dict[str, Any]:

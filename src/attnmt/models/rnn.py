@@ -255,3 +255,24 @@ class LuongSeq2Seq(RNNSeq2Seq):
 
     def _output(self, features: Tensor) -> Tensor:
         return self.generator(self.dropout(features))
+
+    def _teacher_force(self, batch: Any) -> tuple[Tensor, Tensor]:
+        """-> (logits [B,T,V], cross-attention [B,T,S]).
+
+        Without input feeding h_t does not depend on h̃_{t-1}, so all T positions go through
+        one RNN call over [B,T,E] and one attention call with T queries [B,T,H] (query t at
+        position t) instead of T steps: the same equations as ``_core``, batched over time.
+        """
+        if self.cfg.input_feeding:
+            return super()._teacher_force(batch)
+        state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
+        embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
+        h0 = state["hidden"].transpose(0, 1).contiguous()  # [L,B,H]
+        if "cell" in state:
+            c0 = state["cell"].transpose(0, 1).contiguous()
+            h, _ = self.decoder(embedded, (h0, c0))  # [B,T,H]
+        else:
+            h, _ = self.decoder(embedded, h0)
+        ctx, weights = self.attn(h, state["memory"], state["src_mask"], cache=state["keys"])
+        h_tilde = torch.tanh(self.combine(torch.cat([ctx, h], dim=-1)))  # [B,T,H]
+        return self._output(h_tilde), weights
