@@ -111,6 +111,28 @@ def test_every_trainer_config_validates_and_constructs(trainer: str, tmp_path: P
             assert getattr(tc, key) == value, f"trainer={trainer}: trainer.{key}"
 
 
+def test_every_recipe_belongs_to_a_model_preset() -> None:
+    orphans = set(names("recipe")) - set(names("model"))
+    assert not orphans, f"configs/recipe/ files without a configs/model/ preset: {orphans}"
+
+
+@pytest.mark.parametrize("model", names("model"))
+def test_the_model_presets_recipe_is_applied_and_the_command_line_wins(
+    model: str, tmp_path: Path
+) -> None:
+    from attnmt.train.config import TrainerConfig
+
+    default = OmegaConf.load(CONFIGS / "trainer" / "default.yaml")
+    path = CONFIGS / "recipe" / f"{model}.yaml"
+    recipe = OmegaConf.load(path) if path.is_file() else OmegaConf.create({})
+    tc = validated([f"model={model}"], tmp_path).trainer
+    assert isinstance(tc, TrainerConfig)
+    for key, value in default.items():  # the recipe's value, else the trainer default
+        assert getattr(tc, key) == recipe.get(key, value), f"model={model}: trainer.{key}"
+    tc = validated([f"model={model}", "trainer.lr=0.0123"], tmp_path).trainer
+    assert tc.lr == 0.0123
+
+
 def experiment_override(name: str) -> str:
     defaults = OmegaConf.load(CONFIGS / "train.yaml").get("defaults", [])
     listed = any(isinstance(d, DictConfig) and "experiment" in str(next(iter(d))) for d in defaults)
