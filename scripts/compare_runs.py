@@ -3,6 +3,7 @@
     python scripts/compare_runs.py outputs/2026-11-23/18-00-00_transformer_ding_de_en ...
     python scripts/compare_runs.py outputs/multirun/2026-11-23/19-00-00      # every job in it
     python scripts/compare_runs.py RUNS... --out compare           # compare.md + compare.png
+    python scripts/compare_runs.py RUN --minutes 5 15 30 60        # + best valid BLEU by then
 
 Everything is read from each run's ``train.log`` (so runs of any attnmt version compare):
 the validation lines (step, BLEU, chrF, their time stamps → wall-clock minutes since the first
@@ -135,7 +136,34 @@ def table(runs: list[Run]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def figure(runs: list[Run]) -> Figure:
+def best_by(run: Run, minutes: float) -> float | None:
+    """The best validation BLEU ``run`` had reached ``minutes`` into training, or None if
+    it ran shorter (its last validation before 95% of ``minutes``: validations are spaced)."""
+    if not run.valid or run.valid[-1][1] < 0.95 * minutes:
+        return None
+    return max(v[2] for v in run.valid if v[1] <= minutes)
+
+
+def minutes_table(runs: list[Run], marks: list[float]) -> str:
+    """Markdown: per group of seeds, the best validation BLEU reached by each mark."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.label, []).append(run)
+    rows = [
+        "| runs | " + " | ".join(f"by {m:g} min" for m in marks) + " |",
+        "|---|" + "---|" * len(marks),
+    ]
+    for label, members in groups.items():
+        cells = []
+        for mark in marks:
+            reached = [b for b in (best_by(r, mark) for r in members) if b is not None]
+            cells.append(_spread(reached))
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    note = "best validation BLEU so far at each wall-clock mark (– : the run was shorter)"
+    return "\n".join([note, "", *rows]) + "\n"
+
+
+def figure(runs: list[Run], marks: list[float] = ()) -> Figure:
     """Validation BLEU against step and against wall-clock minutes, one line per run."""
     fig = Figure(figsize=(11, 4.5), dpi=100)
     FigureCanvasAgg(fig)
@@ -145,6 +173,9 @@ def figure(runs: list[Run]) -> Figure:
             if run.valid:
                 name = run.label if len(run.label) <= 60 else f"…{run.label[-59:]}"
                 ax.plot([v[x] for v in run.valid], [v[2] for v in run.valid], "o-", label=name)
+        if x == 1:
+            for mark in marks:
+                ax.axvline(mark, color="grey", linestyle=":", linewidth=1)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("validation BLEU")
         ax.grid(alpha=0.3)
@@ -160,13 +191,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories or folders of runs")
     parser.add_argument("--out", type=Path, default=Path("compare"), help="writes OUT.md, OUT.png")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        nargs="+",
+        default=[],
+        help="also tabulate the best validation BLEU reached by these wall-clock minutes",
+    )
     args = parser.parse_args(argv)
+    if any(m <= 0 for m in args.minutes):
+        parser.error("--minutes: every mark must be a positive number of minutes")
     runs = [read_run(p) for p in run_dirs(args.runs)]
     text = table(runs)
+    if args.minutes:
+        text += "\n" + minutes_table(runs, args.minutes)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     md, png = args.out.with_suffix(".md"), args.out.with_suffix(".png")
     md.write_text(text, encoding="utf-8")
-    figure(runs).savefig(png, format="png")
+    figure(runs, args.minutes).savefig(png, format="png")
     print(text, end="")
     print(f"wrote {md} and {png}", file=sys.stderr)
     return 0

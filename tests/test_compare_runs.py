@@ -86,3 +86,39 @@ def test_seeds_are_grouped_with_mean_and_std(
 def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="no run directory"):
         _script().main([str(tmp_path)])
+
+
+def _logged_run(root: Path, name: str, seed: int, valid: list[tuple[str, float]]) -> Path:
+    """A run directory whose train.log holds a first update at 10:00:00 and validations
+    (``HH:MM:SS``, BLEU) in the trainer's format."""
+    run = root / name
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text(f"- seed={seed}\n- model=transformer\n")
+    lines = ["[2026-11-24 10:00:00,000][attnmt.train.loop][INFO] - step 1 | epoch 0 | nll 9.1"]
+    for i, (clock, bleu) in enumerate(valid, start=1):
+        lines.append(
+            f"[2026-11-24 {clock},000][attnmt.train.loop][INFO] - valid step {200 * i} | "
+            f"nll 3.5 | ppl 33.1 | acc 0.38 | BLEU {bleu:.2f} | chrF 20.00"
+        )
+    (run / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return run
+
+
+def test_best_validation_bleu_by_wall_clock_marks(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    _logged_run(
+        runs, "a", 1, [("10:05:00", 1.0), ("10:10:00", 3.0), ("10:20:00", 2.5), ("10:29:30", 2.8)]
+    )
+    _logged_run(runs, "b", 2, [("10:04:00", 2.0), ("10:14:00", 4.0), ("10:31:00", 5.0)])
+    compare = _script()
+    out = tmp_path / "cmp"
+    assert compare.main([str(runs), "--out", str(out), "--minutes", "5", "15", "30", "60"]) == 0
+    md = out.with_suffix(".md").read_text(encoding="utf-8")
+    row = next(line for line in md.splitlines() if line.startswith("| model=transformer | 1.50"))
+    # by 5 min: 1.0 and 2.0; by 15: 3.0 and 4.0; by 30: 3.0 (a's last validation at 29.5 min
+    # counts, 29.5 >= 0.95 * 30) and 4.0 (b's 5.0 came at 31 min); by 60: both ran shorter
+    assert row == "| model=transformer | 1.50 ± 0.71 | 3.50 ± 0.71 | 3.50 ± 0.71 | – |"
+    assert "| runs | by 5 min | by 15 min | by 30 min | by 60 min |" in md
+    assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit):
+        compare.main([str(runs), "--out", str(out), "--minutes", "0"])
