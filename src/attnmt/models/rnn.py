@@ -6,7 +6,8 @@ and in ``_output(features) -> logits``. ``decode_step`` runs core + output for o
 step; ``forward`` (teacher forcing) embeds the whole target once, runs the same core in
 a loop over t and applies the same output layers to all steps at once (one big matmul
 instead of T small ones), so teacher-forced logits equal step-by-step decoding by
-construction.
+construction. Luong without input feeding has no dependence on h̃_{t-1}, so it teacher-forces
+all positions in one RNN and one attention call (tested equal to step-by-step decoding).
 
 Decoder state (a dict; every leaf has batch dim 0, see base.select_state):
     hidden [B,L,H]    decoder RNN state, layer-second; cell [B,L,H] for LSTM
@@ -37,7 +38,7 @@ from attnmt.models.rnn_config import (
     LuongConfig,
     RNNConfig,
 )
-from attnmt.models.rnn_encoder import CELLS, Bridge, RNNEncoder, rnn_step
+from attnmt.models.rnn_encoder import CELLS, Bridge, RNNEncoder, rnn_run, rnn_step
 from attnmt.schema import parse
 
 __all__ = ["AttentionConfig", "BahdanauSeq2Seq", "LuongSeq2Seq", "RNNSeq2Seq"]
@@ -267,12 +268,7 @@ class LuongSeq2Seq(RNNSeq2Seq):
             return super()._teacher_force(batch)
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
         embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
-        h0 = state["hidden"].transpose(0, 1).contiguous()  # [L,B,H]
-        if "cell" in state:
-            c0 = state["cell"].transpose(0, 1).contiguous()
-            h, _ = self.decoder(embedded, (h0, c0))  # [B,T,H]
-        else:
-            h, _ = self.decoder(embedded, h0)
+        h, _ = rnn_run(self.decoder, embedded, state)  # [B,T,H]
         ctx, weights = self.attn(h, state["memory"], state["src_mask"], cache=state["keys"])
         h_tilde = torch.tanh(self.combine(torch.cat([ctx, h], dim=-1)))  # [B,T,H]
         return self._output(h_tilde), weights

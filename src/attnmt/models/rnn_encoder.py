@@ -1,8 +1,8 @@
-"""RNN encoder over packed sequences, the encoder→decoder bridge, and one decoder RNN step.
+"""RNN encoder over packed sequences, the encoder→decoder bridge, and the decoder RNN call.
 
 Hidden states are stored layer-second, [B, L, H], so that dim 0 is the batch in every
 decoder-state leaf (beam search reorders states with ``index_select(0, …)``); PyTorch's
-RNNs want [L, B, H], so :func:`rnn_step` transposes on the way in and out.
+RNNs want [L, B, H], so :func:`rnn_run` transposes on the way in and out.
 """
 
 from __future__ import annotations
@@ -76,13 +76,19 @@ class Bridge(nn.Module):
         return torch.stack([layer(final).tanh() for layer in self.layers], dim=1)
 
 
-def rnn_step(rnn: nn.RNNBase, x: Tensor, state: dict[str, Tensor]) -> tuple[Tensor, dict]:
-    """One decoder step: x [B,I] with state {"hidden": [B,L,H], "cell"?: [B,L,H]} ->
-    (top-layer output [B,H], {"hidden": [B,L,H], "cell"?: [B,L,H]})."""
+def rnn_run(rnn: nn.RNNBase, x: Tensor, state: dict[str, Tensor]) -> tuple[Tensor, dict]:
+    """The decoder RNN over T steps: x [B,T,I] with state {"hidden": [B,L,H], "cell"?:
+    [B,L,H]} -> (top-layer outputs [B,T,H], {"hidden": [B,L,H], "cell"?: [B,L,H]})."""
     h = state["hidden"].transpose(0, 1).contiguous()  # [L,B,H]
     if "cell" in state:
         c = state["cell"].transpose(0, 1).contiguous()
-        out, (h, c) = rnn(x.unsqueeze(1), (h, c))
-        return out[:, 0], {"hidden": h.transpose(0, 1), "cell": c.transpose(0, 1)}
-    out, h = rnn(x.unsqueeze(1), h)
-    return out[:, 0], {"hidden": h.transpose(0, 1)}
+        out, (h, c) = rnn(x, (h, c))
+        return out, {"hidden": h.transpose(0, 1), "cell": c.transpose(0, 1)}
+    out, h = rnn(x, h)
+    return out, {"hidden": h.transpose(0, 1)}
+
+
+def rnn_step(rnn: nn.RNNBase, x: Tensor, state: dict[str, Tensor]) -> tuple[Tensor, dict]:
+    """One decoder step: x [B,I] -> (top-layer output [B,H], new state); see :func:`rnn_run`."""
+    out, new_state = rnn_run(rnn, x.unsqueeze(1), state)
+    return out[:, 0], new_state
