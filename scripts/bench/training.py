@@ -22,6 +22,7 @@ from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
 from attnmt.data.batching import Batch
+from attnmt.schema import plain
 from attnmt.train.config import TrainerConfig
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.optim import build_optimizer, build_schedule
@@ -29,7 +30,7 @@ from attnmt.train.word_dropout import word_dropout
 
 from .measure import PRECISIONS, Row, autocast, compare, skipped
 from .reference import Seq2SeqTransformer, reference_step
-from .workload import is_transformer, padding, plain
+from .workload import is_transformer, padding
 
 if TYPE_CHECKING:
     from .context import Context
@@ -130,8 +131,10 @@ def add_step_figures(
 
 def bench_train(ctx: Context) -> list[Row]:
     """(b) every preset of ``--models`` in each precision, with the reference beside each
-    Transformer preset; ``speedup`` = bf16 over fp32, ``vs_reference`` = attnmt over
-    ``torch.nn.Transformer`` in the same precision (tokens/s ratios, per-round medians)."""
+    Transformer preset and the same preset without input feeding (``nofeed_<precision>``)
+    beside a Luong preset; ``speedup`` = bf16 over fp32 (nofeed: over the preset, same
+    precision), ``vs_reference`` = attnmt over ``torch.nn.Transformer`` in the same precision
+    (tokens/s ratios, per-round medians)."""
     _register_cpu_attention_flops()
     args, device, work = ctx.args, ctx.device, ctx.work
     tcfg, tok = work.run.trainer, work.data.tokenizer
