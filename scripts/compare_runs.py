@@ -112,16 +112,21 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
-def table(runs: list[Run]) -> str:
-    """Markdown: one row per group of seeds (mean ± std over its runs)."""
+def _groups(runs: list[Run]) -> dict[str, list[Run]]:
+    """Runs that differ only in their seed, by label, in first-seen order."""
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.label, []).append(run)
+    return groups
+
+
+def table(runs: list[Run]) -> str:
+    """Markdown: one row per group of seeds (mean ± std over its runs)."""
     rows = [
         "| runs | seeds | best valid BLEU | test BLEU | test chrF | minutes | beam |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label, members in groups.items():
+    for label, members in _groups(runs).items():
         tests = [r for r in members if "bleu" in r.test]
         rows.append(
             f"| {label} | {len(members)} | {_spread([r.best_valid_bleu for r in members])} "
@@ -146,14 +151,11 @@ def best_by(run: Run, minutes: float) -> float | None:
 
 def minutes_table(runs: list[Run], marks: list[float]) -> str:
     """Markdown: per group of seeds, the best validation BLEU reached by each mark."""
-    groups: dict[str, list[Run]] = {}
-    for run in runs:
-        groups.setdefault(run.label, []).append(run)
     rows = [
         "| runs | " + " | ".join(f"by {m:g} min" for m in marks) + " |",
         "|---|" + "---|" * len(marks),
     ]
-    for label, members in groups.items():
+    for label, members in _groups(runs).items():
         cells = []
         for mark in marks:
             reached = [b for b in (best_by(r, mark) for r in members) if b is not None]

@@ -146,9 +146,10 @@ def bench_train(ctx: Context) -> list[Row]:
         cycles: dict[str, TrainCycle] = {}
         params: dict[str, int] = {}
         found: list[Row] = []
+        feeds = bool(plain(mcfg).get("input_feeding"))  # Luong: time-parallel variant beside
         for precision, why in ctx.precisions().items():
             names = [precision] + ([f"ref_{precision}"] if is_transformer(mcfg) else [])
-            names += [f"nofeed_{precision}"] if plain(mcfg).get("input_feeding") else []
+            names += [f"nofeed_{precision}"] if feeds else []
             if why:
                 found += [skipped(base, device, name, why) for name in names]
                 continue
@@ -162,7 +163,7 @@ def bench_train(ctx: Context) -> list[Row]:
                 params[f"ref_{precision}"] = _params(ref)
                 step = reference_step(ref.to(device), dtype, device)
                 cycles[f"ref_{precision}"] = TrainCycle(step, batches)
-            if plain(mcfg).get("input_feeding"):  # Luong: the time-parallel decoder beside it
+            if feeds:
                 model = work.model(preset, device, input_feeding=False)
                 params[f"nofeed_{precision}"] = _params(model)
                 step = attnmt_step(model, tcfg, dtype, device)

@@ -248,11 +248,15 @@ class LuongSeq2Seq(RNNSeq2Seq):
         x = torch.cat([y_prev, state["feed"]], dim=-1) if self.cfg.input_feeding else y_prev
         h_t, rnn_state = rnn_step(self.decoder, x, state)
         ctx, weights = self._attend(h_t, state)
-        h_tilde = torch.tanh(self.combine(torch.cat([ctx, h_t], dim=-1)))  # [B,H]
+        h_tilde = self._attentional(ctx, h_t)  # [B,H]
         new_state = {**state, **rnn_state, "step": state["step"] + 1}
         if self.cfg.input_feeding:
             new_state["feed"] = h_tilde
         return h_tilde, new_state, weights
+
+    def _attentional(self, ctx: Tensor, h: Tensor) -> Tensor:
+        """h̃ = tanh(W_c [c; h]): ctx [...,Denc], h [...,H] -> [...,H] (one step or all T)."""
+        return torch.tanh(self.combine(torch.cat([ctx, h], dim=-1)))
 
     def _output(self, features: Tensor) -> Tensor:
         return self.generator(self.dropout(features))
@@ -270,5 +274,4 @@ class LuongSeq2Seq(RNNSeq2Seq):
         embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
         h, _ = rnn_run(self.decoder, embedded, state)  # [B,T,H]
         ctx, weights = self.attn(h, state["memory"], state["src_mask"], cache=state["keys"])
-        h_tilde = torch.tanh(self.combine(torch.cat([ctx, h], dim=-1)))  # [B,T,H]
-        return self._output(h_tilde), weights
+        return self._output(self._attentional(ctx, h)), weights
