@@ -19,6 +19,8 @@ RESULTS_DIR ?= outputs/results
 RESULTS_SEEDS ?= 1,2,3
 RESULTS_BUDGET ?= 12
 RESULTS_ATTN_BUDGET ?= 3
+# RESULTS_PARTS=main: the presets' table only; with RESULTS_SEEDS=1 that is 6 runs (~80 min)
+RESULTS_PARTS ?= main attention
 RESULTS_MAIN = experiment=results_main hydra.sweep.dir=$(RESULTS_DIR)/main seed=$(RESULTS_SEEDS) \
   trainer.time_budget_min=$(RESULTS_BUDGET) $(RESULTS_TOY) $(ARGS)
 RESULTS_ATTN = experiment=results_attention hydra.sweep.dir=$(RESULTS_DIR)/attention \
@@ -69,11 +71,12 @@ benchmark: setup ## speed and memory benchmarks (scripts/benchmark.py)
 
 results: setup ## train and write README's results tables (~6 h; RESULTS_QUICK=1: smoke run)
 	@if [ "$(RESULTS_QUICK)" = 1 ] && [ "$(RESULTS_DIR)" = outputs/results-quick ]; then rm -rf $(RESULTS_DIR); fi
-	$(PY) scripts/results_table.py plan $(RESULTS_README) --sweep "$(RESULTS_MAIN)" --sweep "$(RESULTS_ATTN)"
-	-$(PY) train.py -m $(RESULTS_MAIN)
-	-$(PY) train.py -m $(RESULTS_ATTN)
-	$(PY) scripts/results_table.py table --main $(RESULTS_DIR)/main --attention $(RESULTS_DIR)/attention \
-	  --out $(RESULTS_DIR)/results $(RESULTS_README)
+	$(PY) scripts/results_table.py plan $(RESULTS_README) $(if $(filter main,$(RESULTS_PARTS)),--sweep "$(RESULTS_MAIN)") \
+	  $(if $(filter attention,$(RESULTS_PARTS)),--sweep "$(RESULTS_ATTN)")
+	$(if $(filter main,$(RESULTS_PARTS)),-$(PY) train.py -m $(RESULTS_MAIN))
+	$(if $(filter attention,$(RESULTS_PARTS)),-$(PY) train.py -m $(RESULTS_ATTN))
+	$(PY) scripts/results_table.py table $(if $(filter main,$(RESULTS_PARTS)),--main $(RESULTS_DIR)/main) \
+	  $(if $(filter attention,$(RESULTS_PARTS)),--attention $(RESULTS_DIR)/attention) --out $(RESULTS_DIR)/results $(RESULTS_README)
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis
