@@ -370,6 +370,10 @@ def test_make_results_expands_to_the_multiruns_and_the_table() -> None:
     quick = dry("RESULTS_QUICK=1")
     assert "hydra.sweep.dir=outputs/results-quick/main seed=1,2 " in quick
     assert "trainer.max_steps=5" in quick and "--readme" not in quick
+    main_only = dry("RESULTS_SEEDS=1", "RESULTS_PARTS=main")
+    assert "experiment=results_main hydra.sweep.dir=outputs/results/main seed=1 " in main_only
+    assert "results_attention" not in main_only and "--attention" not in main_only
+    assert "table --main outputs/results/main" in main_only
 
 
 def test_a_real_train_log_is_read(tmp_path: Path) -> None:
