@@ -21,6 +21,8 @@ RESULTS_BUDGET ?= 12
 RESULTS_ATTN_BUDGET ?= 3
 # RESULTS_PARTS=main: the presets' table only; with RESULTS_SEEDS=1 that is 6 runs (~80 min)
 RESULTS_PARTS ?= main attention
+DO_MAIN = $(filter main,$(RESULTS_PARTS))
+DO_ATTN = $(filter attention,$(RESULTS_PARTS))
 RESULTS_MAIN = experiment=results_main hydra.sweep.dir=$(RESULTS_DIR)/main seed=$(RESULTS_SEEDS) \
   trainer.time_budget_min=$(RESULTS_BUDGET) $(RESULTS_TOY) $(ARGS)
 RESULTS_ATTN = experiment=results_attention hydra.sweep.dir=$(RESULTS_DIR)/attention \
@@ -71,12 +73,12 @@ benchmark: setup ## speed and memory benchmarks (scripts/benchmark.py)
 
 results: setup ## train and write README's results tables (~6 h; RESULTS_QUICK=1: smoke run)
 	@if [ "$(RESULTS_QUICK)" = 1 ] && [ "$(RESULTS_DIR)" = outputs/results-quick ]; then rm -rf $(RESULTS_DIR); fi
-	$(PY) scripts/results_table.py plan $(RESULTS_README) $(if $(filter main,$(RESULTS_PARTS)),--sweep "$(RESULTS_MAIN)") \
-	  $(if $(filter attention,$(RESULTS_PARTS)),--sweep "$(RESULTS_ATTN)")
-	$(if $(filter main,$(RESULTS_PARTS)),-$(PY) train.py -m $(RESULTS_MAIN))
-	$(if $(filter attention,$(RESULTS_PARTS)),-$(PY) train.py -m $(RESULTS_ATTN))
-	$(PY) scripts/results_table.py table $(if $(filter main,$(RESULTS_PARTS)),--main $(RESULTS_DIR)/main) \
-	  $(if $(filter attention,$(RESULTS_PARTS)),--attention $(RESULTS_DIR)/attention) --out $(RESULTS_DIR)/results $(RESULTS_README)
+	$(PY) scripts/results_table.py plan $(RESULTS_README) $(if $(DO_MAIN),--sweep "$(RESULTS_MAIN)") \
+	  $(if $(DO_ATTN),--sweep "$(RESULTS_ATTN)")
+	$(if $(DO_MAIN),-$(PY) train.py -m $(RESULTS_MAIN))
+	$(if $(DO_ATTN),-$(PY) train.py -m $(RESULTS_ATTN))
+	$(PY) scripts/results_table.py table $(if $(DO_MAIN),--main $(RESULTS_DIR)/main) \
+	  $(if $(DO_ATTN),--attention $(RESULTS_DIR)/attention) --out $(RESULTS_DIR)/results $(RESULTS_README)
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis

