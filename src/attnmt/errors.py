@@ -21,3 +21,7 @@ class ConfigError(AttnmtError):
 
 class CheckpointError(AttnmtError):
     """A checkpoint is missing, corrupt or incomplete."""
+
+
+class WriteError(AttnmtError):
+    """A file cannot be written (disk full, read-only filesystem, no permission)."""

@@ -1,0 +1,138 @@
+"""Atomic writes: the one place a file is replaced (temporary file, fsync, rename).
+
+    with atomic_path(target) as tmp:      # any writer that wants a path (savefig, spm, ...)
+        write_something(tmp)
+    write_text(path, text) / write_bytes(path, data) / write_json(path, obj)
+
+A crash at any point leaves either the old file or the new one, never half of one; the
+temporary file is ``.<name>.<random>.tmp`` beside the target (same filesystem, so the
+rename is atomic) and is removed when the write fails. :func:`remove_stale_tmp` clears the
+ones a killed process left behind. A full disk or a read-only filesystem ends in a
+:class:`~attnmt.errors.WriteError` naming the path and what to do; the old file stays.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from attnmt.errors import WriteError
+
+log = logging.getLogger(__name__)
+
+STALE_TMP_AGE_S = 10.0
+"""A younger temporary file may still be being written by a live process."""
+
+_ADVICE = {
+    errno.ENOSPC: "no space left on device; free some space or write elsewhere",
+    errno.EDQUOT: "disk quota exceeded; free some space or write elsewhere",
+    errno.EROFS: "read-only filesystem; choose a writable location",
+    errno.EACCES: "permission denied; choose a writable location",
+    errno.EPERM: "permission denied; choose a writable location",
+}
+
+
+def write_error(path: str | Path, err: OSError) -> WriteError:
+    """One line naming ``path``, the cause and what to do (the old file, if any, is kept)."""
+    advice = _ADVICE.get(err.errno or 0, err.strerror or str(err))
+    return WriteError(f"cannot write {path}: {advice} (nothing there was changed)")
+
+
+def is_tmp_name(name: str) -> bool:
+    """Whether ``name`` is one of :func:`atomic_path`'s temporary names."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename durable (best effort: some filesystems refuse directory fsync)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on a clean exit it replaces ``path``.
+
+    The caller writes the temporary file (by any means); on an exception it is removed and
+    ``path`` is left as it was. ``OSError`` from the filesystem becomes :class:`WriteError`.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as err:
+        raise write_error(path, err) from None
+    tmp = Path(name)
+    try:
+        yield tmp
+        if fsync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise write_error(path, err) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if fsync:
+        _fsync_dir(path.parent)
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Replace ``path`` with ``data`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Replace ``path`` with ``text`` (UTF-8, ``\\n`` line ends) atomically."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    return Path(path)
+
+
+def write_json(path: str | Path, obj: Any, indent: int | None = 2) -> Path:
+    """Replace ``path`` with ``obj`` as JSON (UTF-8, trailing newline) atomically."""
+    return write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) -> list[Path]:
+    """Delete the temporary files (``.<name>.<random>.tmp``) that killed writes left in
+    ``directory`` once they are ``min_age_s`` old; logs and returns them."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    removed: list[Path] = []
+    now = time.time()
+    for path in sorted(directory.iterdir()):
+        if not is_tmp_name(path.name):
+            continue
+        try:
+            if not path.is_file() or now - path.stat().st_mtime < min_age_s:
+                continue
+            path.unlink()
+        except OSError as err:
+            log.warning("cannot remove stale temporary file %s: %s", path, err)
+            continue
+        log.info("removed %s, a temporary file left by an interrupted write", path)
+        removed.append(path)
+    return removed

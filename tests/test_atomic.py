@@ -1,0 +1,71 @@
+"""attnmt.atomic: the one atomic write; old file kept and no temporary left on failure."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from attnmt import atomic
+from attnmt.errors import WriteError
+
+
+def test_write_text_bytes_json_replace(tmp_path: Path) -> None:
+    p = tmp_path / "sub" / "f.txt"
+    atomic.write_text(p, "a\nb\n")
+    assert p.read_text() == "a\nb\n"
+    atomic.write_bytes(p, b"xyz")
+    assert p.read_bytes() == b"xyz"
+    atomic.write_json(p, {"k": [1, 2]})
+    assert json.loads(p.read_text()) == {"k": [1, 2]}
+    assert [q.name for q in p.parent.iterdir()] == ["f.txt"]
+
+
+def test_failure_keeps_old_file_and_removes_tmp(tmp_path: Path) -> None:
+    p = tmp_path / "f.txt"
+    p.write_text("old")
+    with pytest.raises(RuntimeError), atomic.atomic_path(p) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("writer died")
+    assert p.read_text() == "old"
+    assert [q.name for q in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_enospc_is_one_line_naming_the_path(tmp_path: Path, monkeypatch) -> None:
+    p = tmp_path / "f.txt"
+    p.write_text("old")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(WriteError, match=r"cannot write .*f\.txt: no space left on device"):
+        atomic.write_text(p, "new")
+    assert p.read_text() == "old"
+    assert [q.name for q in tmp_path.iterdir()] == ["f.txt"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_directory(tmp_path: Path) -> None:
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o500)
+    try:
+        with pytest.raises(WriteError, match="permission denied"):
+            atomic.write_text(d / "f.txt", "x")
+    finally:
+        d.chmod(0o700)
+
+
+def test_remove_stale_tmp_only_old_temporaries(tmp_path: Path) -> None:
+    old = tmp_path / ".f.txt.abc.tmp"
+    young = tmp_path / ".g.txt.def.tmp"
+    keep = tmp_path / "f.txt"
+    for q in (old, young, keep):
+        q.write_text("x")
+    os.utime(old, (0, 0))
+    assert atomic.remove_stale_tmp(tmp_path) == [old]
+    assert sorted(q.name for q in tmp_path.iterdir()) == [".g.txt.def.tmp", "f.txt"]
