@@ -120,18 +120,16 @@ def test_no_upward_imports(unit: str, banned: tuple[str, ...], why: str) -> None
 
 def test_only_the_trainer_loop_reads_the_run_config() -> None:
     """The run config is validated once (attnmt.config) and its typed parts are passed down:
-    inside train/ only the loop (whose ``train`` takes it), the session (which validates it
-    and builds the run's objects), continuation (which merges a checkpoint's config with the
-    command line's when resuming or fine-tuning) and summary (which reports the whole run)
-    import attnmt.config."""
+    inside train/ only the loop (whose ``train`` takes it), setup (which validates it once
+    and builds the run's parts) and reporting (which reports the whole run) import
+    attnmt.config."""
     readers = sorted(
         m
         for m, edges in IMPORTS.items()
         if _in(m, "attnmt.train") and any(t == "attnmt.config" for _, t in edges)
     )
     assert readers == [
-        "attnmt.train.continuation",
         "attnmt.train.loop",
-        "attnmt.train.session",
-        "attnmt.train.summary",
+        "attnmt.train.reporting",
+        "attnmt.train.setup",
     ]

@@ -69,3 +69,17 @@ def test_remove_stale_tmp_only_old_temporaries(tmp_path: Path) -> None:
     os.utime(old, (0, 0))
     assert atomic.remove_stale_tmp(tmp_path) == [old]
     assert sorted(q.name for q in tmp_path.iterdir()) == [".g.txt.def.tmp", "f.txt"]
+
+
+def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        new = atomic.write_text(tmp_path / "new.txt", "x")
+        assert new.stat().st_mode & 0o777 == 0o644
+        old = tmp_path / "old.txt"
+        old.write_text("x")
+        old.chmod(0o600)
+        atomic.write_text(old, "y")
+        assert old.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)

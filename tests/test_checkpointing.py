@@ -32,7 +32,7 @@ from attnmt.checkpoint import (
     save_checkpoint,
 )
 from attnmt.errors import CheckpointError
-from attnmt.train.state import rng_state, set_rng_state
+from attnmt.train.rng import rng_state, set_rng_state
 
 
 def _payload(step: int) -> dict:

@@ -248,7 +248,7 @@ def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: 
         (["data.tokenizer.character_coverage=1.5"], ["character_coverage=1.5", "(0, 1]"]),
         (["trainer.log_every_steps=0"], ["trainer.log_every_steps must be > 0"]),
         (["decode.beam=0"], ["decode.beam must be >= 1"]),
-        (["+trainer.test_beam_size=2"], ["trainer.test_beam_size: moved to decode.beam"]),
+        (["+trainer.test_beam_size=2"], ["trainer.test_beam_size: unknown key"]),
         (["trainer.val_every_steps=-5"], ["trainer.val_every_steps must be >= 0"]),
         (["trainer.early_stopping_patience=-1"], ["trainer.early_stopping_patience"]),
         (["decode.max_len_a=-1"], ["decode.max_len_a must be >= 0"]),

@@ -11,10 +11,8 @@ import pytest
 import torch
 from helpers.toy_train import toy_train_config
 
-import attnmt.train.finish as finish
 import attnmt.train.loop as loop
-import attnmt.train.report as report
-import attnmt.train.validation as validation
+import attnmt.train.reporting as reporting
 from attnmt.checkpoint import load_checkpoint
 from attnmt.train.loop import train
 
@@ -34,8 +32,7 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _final_bleu(monkeypatch: pytest.MonkeyPatch, final: float) -> list[float]:
     """Validations score as they do, but the 4th (the average's) scores ``final``."""
     seen: list[float] = []
-    real = validation.validate
-    assert finish.validate is real
+    real = loop.validate
 
     def fake(*args: Any, **kwargs: Any):
         res = real(*args, **kwargs)
@@ -44,8 +41,7 @@ def _final_bleu(monkeypatch: pytest.MonkeyPatch, final: float) -> list[float]:
         seen.append(res.bleu)
         return res
 
-    monkeypatch.setattr(validation, "validate", fake)  # the rounds
-    monkeypatch.setattr(finish, "validate", fake)  # the average's
+    monkeypatch.setattr(loop, "validate", fake)  # the rounds and the average's
     return seen
 
 
@@ -118,7 +114,7 @@ def test_heatmaps_are_drawn_every_nth_validation(
         drawn.append(step)
         return []
 
-    monkeypatch.setattr(report, "attention_images", fake_images)
+    monkeypatch.setattr(reporting, "attention_images", fake_images)
     cfg = _cfg(data_root, "trainer.num_heatmaps=1", "trainer.heatmaps_every=2")
     train(
         cfg,

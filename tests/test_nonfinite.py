@@ -14,8 +14,7 @@ from helpers.toy_train import toy_train_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnmt.checkpoint import load_checkpoint
-from attnmt.train.finish import TrainingDiverged
-from attnmt.train.loop import Trainer
+from attnmt.train.loop import Trainer, TrainingDiverged
 
 
 def _poison(trainer: Trainer, bad_steps: set[int]) -> None:

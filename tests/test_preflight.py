@@ -14,7 +14,7 @@ from helpers.toy_train import toy_train_config
 
 from attnmt.errors import ConfigError, DataError
 from attnmt.train.loop import Trainer, train
-from attnmt.train.session import check_writable
+from attnmt.train.setup import check_writable
 
 ROOT = Path(__file__).resolve().parents[1]
 

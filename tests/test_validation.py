@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnmt.data.batching import length_batches
-from attnmt.train.report import TrainMeter
+from attnmt.train.meter import TrainMeter
 
 
 def test_length_batches_cover_every_index_once_within_budget() -> None:

@@ -51,6 +51,17 @@ def is_tmp_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def _default_mode(path: Path) -> int:
+    """The mode the target would get from a plain ``open``: the old file's, or 0o666 less
+    the umask (mkstemp's own 0o600 would hide results from the user's group)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def _fsync_dir(directory: Path) -> None:
     """Make the rename durable (best effort: some filesystems refuse directory fsync)."""
     try:
@@ -76,6 +87,7 @@ def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, _default_mode(path))
         os.close(fd)
     except OSError as err:
         raise write_error(path, err) from None

@@ -71,13 +71,6 @@ CHOICES: dict[str, Iterable[str]] = {
 }
 """String keys whose value must be one of a registry's names: checked here, once."""
 
-MOVED: dict[str, str] = {
-    "trainer.max_len_a": "decode.max_len_a",
-    "trainer.max_len_b": "decode.max_len_b",
-    "trainer.test_beam_size": "decode.beam",
-}
-"""Keys that moved to another section, with where they live now."""
-
 PASS_THROUGH = frozenset({"hydra"})
 """Top-level keys left as they are (present only with ``return_hydra_config``)."""
 
@@ -142,13 +135,6 @@ def _full_key(top: str, err: OmegaConfBaseException) -> str:
     return f"{top}.{sub}"
 
 
-def _check_moved(name: str, container: Mapping[str, Any]) -> None:
-    for key in container:
-        new = MOVED.get(f"{name}.{key}")
-        if new is not None:
-            raise ConfigError(f"{name}.{key}: moved to {new}; set {new}=... instead")
-
-
 def validate_config(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> RunConfig:
     """The typed run config of a composed Hydra config (a RunConfig is returned as is).
 
@@ -166,11 +152,7 @@ def validate_config(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> RunConfi
     scalars = parse({k: _resolved(cfg, k) for k in SCALARS if k in cfg}, _Scalars)
     if not isinstance(scalars.device, str) or not _device_ok(scalars.device):
         raise ConfigError(f"device: {scalars.device!r} is not one of: {DEVICES}")
-    if scalars.resume not in (None, "") and scalars.finetune not in (None, ""):
-        raise ConfigError(
-            f"finetune={scalars.finetune} and resume={scalars.resume} exclude each other: "
-            "resume continues a run, finetune starts a new one from a checkpoint's weights"
-        )
+    check_exclusive(scalars.resume, scalars.finetune)
     if "model" not in cfg:
         raise ConfigError("model: no model given; choose one with model=<name>")
     sections: dict[str, Any] = {}
@@ -180,13 +162,45 @@ def validate_config(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> RunConfi
         container = _resolved(cfg, name)
         if not isinstance(container, Mapping):
             raise ConfigError(f"{name}: expected a config group (mapping), got {container!r}")
-        _check_moved(name, container)
         sections[name] = parse(container, schema_of(container), f"{name}.")
     trainer = sections.get("trainer", TrainerConfig())
     for dotted, names in CHOICES.items():
         check_choice(dotted, getattr(trainer, dotted.partition(".")[2]), names)
     _build_model_on_meta(sections["model"])
     return RunConfig(**sections, **dataclasses.asdict(scalars))
+
+
+def check_exclusive(resume: Any, finetune: Any) -> None:
+    """``resume`` and ``finetune`` cannot both be set."""
+    if resume not in (None, "") and finetune not in (None, ""):
+        raise ConfigError(
+            f"finetune={finetune} and resume={resume} exclude each other: "
+            "resume continues a run, finetune starts a new one from a checkpoint's weights"
+        )
+
+
+def settings_of(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> dict[str, Any]:
+    """The composed (not yet validated) settings as plain data, interpolations resolved;
+    an unresolvable value fails naming its key."""
+    if isinstance(cfg, RunConfig):
+        return cfg.to_dict()
+    if not isinstance(cfg, DictConfig):
+        cfg = OmegaConf.create(dict(cfg))
+    return {str(k): _resolved(cfg, str(k)) for k in cfg if k not in PASS_THROUGH}
+
+
+def setting_keys(model_name: str) -> set[str]:
+    """Every dotted key today's schema knows, for a run of model ``model_name``."""
+    model = model_class(model_name).Config() if model_name in MODELS else None
+    keys: set[str] = set()
+    todo: list[tuple[str, Any]] = [("", plain(RunConfig(model=model)))]
+    while todo:
+        prefix, node = todo.pop()
+        for key, value in node.items():
+            keys.add(prefix + key)
+            if isinstance(value, Mapping):
+                todo.append((f"{prefix}{key}.", value))
+    return keys
 
 
 def _device_ok(name: str) -> bool:

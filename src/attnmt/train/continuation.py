@@ -17,10 +17,9 @@ step, optimiser state and sampler start afresh.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from attnmt.config import RunConfig, validate_config
 from attnmt.errors import ConfigError
 
 MAY_CHANGE: frozenset[str] = frozenset(
@@ -102,54 +101,80 @@ def _may_change(key: str) -> bool:
     return key in MAY_CHANGE or f"{key.split('.', 1)[0]}.*" in MAY_CHANGE
 
 
+def _known(key: str, known: Collection[str]) -> bool:
+    """``key`` or one of its parents is a setting of today's schema (a checkpoint may hold
+    keys that have been removed since: those are left out)."""
+    parts = key.split(".")
+    return any(".".join(parts[:n]) in known for n in range(len(parts), 0, -1))
+
+
 def _merge(
-    cfg: RunConfig,
+    raw: Mapping[str, Any],
     saved: Mapping[str, Any],
     explicit: Collection[str] | None,
     inherited: str,
-    allowed: Any,
+    allowed: Callable[[str], bool],
+    known: Callable[[str], Collection[str]],
 ) -> tuple[dict[str, Any], list[str]]:
-    """(merged flat config, differing keys that are not allowed): keys under ``inherited``
-    prefixes come from ``saved`` unless given explicitly, and then must be ``allowed``."""
-    now, then = flatten(cfg.to_dict()), flatten(saved)
-    merged, refused = dict(now), []
-    for key, value in now.items():
-        if key in NOT_COMPARED or key not in then or not key.startswith(inherited):
-            continue  # keys new since the checkpoint keep their current value
-        if value == then[key] or not _given(key, explicit):
-            merged[key] = then[key]
-        elif not allowed(key):
-            refused.append(f"{key} (checkpoint: {then[key]!r}, now: {value!r})")
-    return merged, refused
+    """(merged settings, differing keys that are not allowed): keys under the ``inherited``
+    prefix come from ``saved`` unless given explicitly, and then must be ``allowed``.
 
-
-def resumed_config(
-    cfg: RunConfig, saved: Mapping[str, Any], explicit: Collection[str] | None, source: str
-) -> RunConfig:
-    """The config to continue the checkpointed run ``saved`` with (see the module docstring).
-
-    ``explicit``: the keys given on the command line (None: compare every key, for
-    programmatic calls). ``source`` names the checkpoint in the error message.
+    A model section not given on the command line is the checkpoint's whole (another
+    preset's keys are not mixed in); ``known(model_name)`` lists today's setting keys, and
+    a checkpoint's keys that have been removed since are left out.
     """
-    merged, refused = _merge(cfg, saved, explicit, "", _may_change)
+    now, then = flatten(raw), flatten(saved)
+    if not any(_given(k, explicit) for k in now if k.startswith("model.")):
+        now = {k: v for k, v in now.items() if not k.startswith("model.")}
+    merged, refused = dict(now), []
+    for key, value in then.items():
+        if key in NOT_COMPARED or not key.startswith(inherited):
+            continue
+        if key not in now or now[key] == value or not _given(key, explicit):
+            merged[key] = value
+        elif not allowed(key):
+            refused.append(f"{key} (checkpoint: {value!r}, now: {now[key]!r})")
+    keys = known(str(merged.get("model.name")))
+    merged = {k: v for k, v in merged.items() if k in now or _known(k, keys)}
+    return unflatten(merged), refused
+
+
+def resumed_settings(
+    raw: Mapping[str, Any],
+    saved: Mapping[str, Any],
+    explicit: Collection[str] | None,
+    source: str,
+    known: Callable[[str], Collection[str]],
+) -> dict[str, Any]:
+    """The settings that continue the checkpointed run ``saved`` (see the module docstring):
+    ``raw`` (the composed, unvalidated config) with every key it does not set explicitly
+    taken from ``saved``. ``explicit``: the keys given on the command line (None: every key
+    counts as given). ``known(model_name)``: today's setting keys. ``source`` names the
+    checkpoint."""
+    merged, refused = _merge(raw, saved, explicit, "", _may_change, known)
     if refused:
         raise ConfigError(
-            f"resume={cfg.resume} continues the run in {source} with its own settings, but "
-            f"these differ from it: {'; '.join(refused)}. Drop those overrides to continue "
-            f"the run as it was, or start a new run from its weights with finetune={source}"
+            f"resume={raw.get('resume')} continues the run in {source} with its own "
+            f"settings, but these differ from it: {'; '.join(refused)}. Drop those overrides to "
+            "continue the run as it was, or start a new run from its weights with "
+            f"finetune={source}"
         )
-    return validate_config(unflatten(merged))
+    return merged
 
 
-def finetune_config(
-    cfg: RunConfig, saved: Mapping[str, Any], explicit: Collection[str] | None, source: str
-) -> RunConfig:
-    """The config of a new run that starts from the weights of ``saved``'s run: its model
+def finetuned_settings(
+    raw: Mapping[str, Any],
+    saved: Mapping[str, Any],
+    explicit: Collection[str] | None,
+    source: str,
+    known: Callable[[str], Collection[str]],
+) -> dict[str, Any]:
+    """The settings of a new run that starts from the weights of ``saved``'s run: its model
     (and, by the caller, its tokenizer); an explicit model key that differs fails."""
-    merged, refused = _merge(cfg, saved, explicit, "model.", lambda key: False)
+    merged, refused = _merge(raw, saved, explicit, "model.", lambda key: False, known)
     if refused:
         raise ConfigError(
             f"finetune={source} keeps the checkpoint's model, but these model settings "
             f"differ from it: {'; '.join(refused)}; drop those overrides"
         )
-    return validate_config(unflatten(merged))
+    return merged

@@ -27,7 +27,7 @@ from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.train.config import TrainerConfig
 from attnmt.train.distributed import DistInfo, barrier
-from attnmt.train.validate import EvalSet, make_eval_set
+from attnmt.train.evaluation import EvalSet, make_eval_set
 
 log = logging.getLogger(__name__)
 

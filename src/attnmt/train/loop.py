@@ -9,9 +9,9 @@ accumulates ``trainer.accum_steps`` batches and minimises the token-normalised l
 Resume restores model, optimizer, schedule, scaler, sampler position and every RNG, so a
 resumed CPU run repeats the uninterrupted run's losses step for step.
 
-:class:`Trainer` adds the updates, the stopping rules and the fit loop to the run's objects
-(attnmt.train.session); a validation round is attnmt.train.validation, the end of a run
-(averaging, test, summary, divergence and interruption) attnmt.train.finish.
+:class:`Trainer` holds the run's parts (built by attnmt.train.setup) and its typed
+:class:`~attnmt.train.state.TrainState`; it updates, validates, checkpoints, averages the
+best checkpoints, tests, and ends the run whichever way it ends.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +30,136 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from attnmt.checkpoint import CheckpointManager
 from attnmt.config import RunConfig
+from attnmt.decode.plots import figure_to_array
+from attnmt.errors import AttnmtError
+from attnmt.schema import plain
 from attnmt.train import distributed as ddp
-from attnmt.train.finish import average_best, conclude, diverged, interrupted
+from attnmt.train.averaging import average_payloads
+from attnmt.train.evaluation import score_checkpoint, validate
+from attnmt.train.interrupt import StopFlag, TrainingInterrupted
 from attnmt.train.loss import label_smoothed_nll
-from attnmt.train.report import TrainMeter
-from attnmt.train.session import StepHook, TrainingSession
-from attnmt.train.state import rng_state
-from attnmt.train.validation import validation_round
+from attnmt.train.meter import TrainMeter
+from attnmt.train.reporting import (
+    end_block,
+    hparams,
+    report_validation,
+    results_figure,
+    save_figure,
+)
+from attnmt.train.rng import rng_state, seed_everything
+from attnmt.train.setup import RunParts, start_run
+from attnmt.train.state import TrainingParts, TrainState, make_payload, restore
+from attnmt.train.tensorboard import TBLogger
 from attnmt.train.word_dropout import word_dropout
 
 log = logging.getLogger(__name__)
+StepHook = Callable[[int, dict[str, float]], None]
+"""Called after every update with (step, {"loss", "nll", "lr", "grad_norm", "tokens"})."""
 
 
-class Trainer(TrainingSession):
-    """The run's objects (:class:`TrainingSession`) and what trains them; :meth:`run`
-    trains, validates, tests and returns metrics."""
+class TrainingDiverged(AttnmtError):
+    """Too many non-finite updates in a row (see ``trainer.max_bad_updates``)."""
+
+
+class Trainer:
+    """One training run: :meth:`run` trains, validates, tests and returns its figures."""
+
+    def __init__(
+        self,
+        cfg: RunConfig | DictConfig,
+        run_dir: str | Path,
+        on_step: StepHook | None = None,
+        explicit: Collection[str] | None = None,
+    ) -> None:
+        """``explicit``: the keys given on the command line (train.py passes Hydra's
+        overrides); a resumed run takes every other setting from its checkpoint. None
+        (programmatic use) treats every key as given."""
+        parts: RunParts = start_run(cfg, Path(run_dir), explicit)
+        settings = parts.settings
+        self.cfg, self.tcfg, self.run_dir = settings.cfg, settings.cfg.trainer, settings.run_dir
+        self.on_step = on_step
+        self.dist, self.device, self.data = parts.dist, parts.device, parts.data
+        self.model, self.precision, self.translator = parts.model, parts.precision, parts.translator
+        self.optimizer, self.schedule = parts.optimizer, parts.schedule
+        self.log_handler = parts.log_handler
+        self.state = TrainState()
+        self.parts = TrainingParts(
+            self.model,
+            self.optimizer,
+            self.schedule,
+            self.precision.scaler,
+            self.data.sampler,
+            self.data.tokenizer,
+            plain(self.cfg.model),
+            self.cfg.to_dict(),
+        )
+        if settings.resumed is not None:
+            restore(self.parts, settings.resumed, self.state, self.dist.rank)
+            log.info(
+                "resumed from %s at step %d (run dir %s)",
+                settings.resume_from,
+                self.step,
+                self.run_dir,
+            )
+        elif self.dist.rank > 0:  # the model is built alike everywhere; dropout differs per rank
+            seed_everything(ddp.rank_seed(self.cfg.seed, self.dist.rank))
+        self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
+        purge = self.step + 1 if settings.resumed is not None else None
+        # events in the run directory itself: TensorBoard names the run after it
+        self.tb = TBLogger(self.run_dir, enabled=self.dist.is_main, purge_step=purge)
+        self.clock0 = time.monotonic() - self.state.wall_s
+        self.ckpts = CheckpointManager(self.run_dir / "checkpoints", self.tcfg.keep_best)
+        self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
+        self.stop_flag = StopFlag()
+        self.mid_update = False  # True from the first backward until the step is recorded
+        log.info(
+            "model %s: %.2fM parameters on %s, precision %s, %d rank(s)",
+            self.model.name,
+            self.n_params / 1e6,
+            self.device,
+            self.precision.name,
+            self.dist.world_size,
+        )
+
+    @property
+    def step(self) -> int:
+        """The number of updates done so far (a resumed run goes on counting)."""
+        return self.state.step
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def payload(self, metrics: dict[str, float]) -> dict[str, Any]:
+        """Everything needed to evaluate or resume (see attnmt.checkpoint's format)."""
+        return make_payload(self.parts, self.state, self.resume_point, metrics, self.rng_ranks)
+
+    def gather_rngs(self) -> None:
+        """Collect every rank's RNG snapshot for the next checkpoint (all ranks call it)."""
+        self.rng_ranks = ddp.gather_object(self.resume_point[1], self.dist)
+
+    def save_last(self, metrics: dict[str, float] | None = None) -> None:
+        """Write checkpoints/last.pt on rank 0 (every rank calls it)."""
+        self.gather_rngs()
+        if self.dist.is_main:
+            self.ckpts.save_last(self.payload(metrics or {}))
+
+    def minutes(self) -> float:
+        """Wall-clock minutes of this run so far (a resumed run goes on counting)."""
+        self.state.wall_s = time.monotonic() - self.clock0
+        return self.state.wall_s / 60.0
+
+    def close(self) -> None:
+        """Close the TensorBoard writer and detach the resumed run's own log file."""
+        self.tb.close()
+        if self.log_handler is not None:
+            logging.getLogger().removeHandler(self.log_handler)
+            self.log_handler.close()
+
+    # ------------------------------------------------------------------ updates
 
     def update(self, batches: list[Any]) -> dict[str, float]:
         """Forward/backward over ``batches`` (accumulated), clip, step; the step's figures."""
@@ -81,7 +195,7 @@ class Trainer(TrainingSession):
         self.precision.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         self._count_bad_update(step, finite)
-        self.state["step"] = step
+        self.state.step = step
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
         self.mid_update = False
         tokens = max(float(sums[2]), 1.0)
@@ -97,17 +211,17 @@ class Trainer(TrainingSession):
     def _count_bad_update(self, step: int, finite: bool) -> None:
         """Skipped updates: a total (logged, TensorBoard train/skipped_updates) and a run."""
         if finite:
-            self.state["bad_updates"] = 0
+            self.state.bad_updates = 0
             return
-        self.state["bad_updates"] = self.state.get("bad_updates", 0) + 1
-        self.state["skipped_updates"] = self.state.get("skipped_updates", 0) + 1
-        self.tb.scalar("train/skipped_updates", self.state["skipped_updates"], step)
+        self.state.bad_updates += 1
+        self.state.skipped_updates += 1
+        self.tb.scalar("train/skipped_updates", self.state.skipped_updates, step)
         log.warning(
             "step %d: non-finite loss or gradient (NaN/inf); update skipped (%d in a row, "
             "%d in all; training stops at trainer.max_bad_updates=%d in a row)",
             step,
-            self.state["bad_updates"],
-            self.state["skipped_updates"],
+            self.state.bad_updates,
+            self.state.skipped_updates,
             self.tcfg.max_bad_updates,
         )
 
@@ -118,13 +232,13 @@ class Trainer(TrainingSession):
         reason = None
         if self.stop_flag.requested:
             reason = "interrupted"
-        elif self.state.get("bad_updates", 0) >= t.max_bad_updates:
+        elif self.state.bad_updates >= t.max_bad_updates:
             reason = "non_finite"
         elif t.max_steps and self.step >= t.max_steps:
             reason = "max_steps"
         elif t.max_epochs and self.data.sampler.epoch >= t.max_epochs:
             reason = "max_epochs"
-        elif t.early_stopping_patience and self.state["bad_vals"] >= t.early_stopping_patience:
+        elif t.early_stopping_patience and self.state.bad_vals >= t.early_stopping_patience:
             reason = "early_stopping"
         elif (
             started is not None
@@ -156,12 +270,12 @@ class Trainer(TrainingSession):
                 if self.on_step is not None:
                     self.on_step(self.step, fig)
                 if t.val_every_steps and self.step % t.val_every_steps == 0:
-                    validation_round(self)
+                    self.validation_round()
             if epoch_ended:
                 log.debug("epoch %d done at step %d", self.data.sampler.epoch, self.step)
                 at_epochs = t.val_every_epoch or not t.val_every_steps
-                if at_epochs and self.state["val_step"] != self.step:
-                    validation_round(self)
+                if at_epochs and self.state.val_step != self.step:
+                    self.validation_round()
             reason = self._stop_reason(started)
         bar.close()
         return reason
@@ -174,7 +288,7 @@ class Trainer(TrainingSession):
         if self.step % self.tcfg.log_every_steps == 0 or self.step == 1:
             scalars = meter.scalars()
             self.tb.scalars(scalars, self.step)
-            self.history.add_train(self.step, self.minutes(), scalars["train/nll"])
+            self.state.history.add_train(self.step, self.minutes(), scalars["train/nll"])
             log.info(meter.line(self.step, self.data.sampler.epoch))
             meter.reset()
 
@@ -192,17 +306,166 @@ class Trainer(TrainingSession):
             if reason == "interrupted":
                 raise KeyboardInterrupt
             if reason == "non_finite":
-                raise diverged(self)
-            if self.state["val_step"] != self.step and self.step > 0:
-                validation_round(self)  # also rewrites last.pt at the final step
+                raise self.diverged()
+            if self.state.val_step != self.step and self.step > 0:
+                self.validation_round()  # also rewrites last.pt at the final step
             if self.dist.is_main and self.tcfg.average_best:
-                average_best(self)
+                self.average_best()
         except KeyboardInterrupt:
-            raise interrupted(self) from None
-        result = conclude(self, reason)
+            raise self.interrupted() from None
+        result = self.conclude(reason)
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
         ddp.barrier()
         return result
+
+    # ------------------------------------------------------------------ validation
+
+    def validation_round(self) -> dict[str, float]:
+        """Rank 0 validates, reports and checkpoints; every rank gets the figures and feeds
+        the BLEU to the schedule."""
+        figures: dict[str, float] = {}
+        self.gather_rngs()
+        if self.dist.is_main:
+            figures = self._validate_main()
+        figures = ddp.broadcast_object(figures)
+        if not self.dist.is_main:
+            self.schedule.on_validation(figures["val/bleu"])
+            self.state.val_step = self.step
+        return figures
+
+    def _validate(self) -> Any:
+        """The validation figures of the model as it is (attnmt.train.evaluation)."""
+        t = self.tcfg
+        return validate(
+            self.translator, self.data.valid, self.precision, t.val_max_tokens, t.val_beam_size
+        )
+
+    def _validate_main(self) -> dict[str, float]:
+        """Rank 0's part of :meth:`validation_round`: score, keep the best, report, draw
+        ``results.png``, write ``last.pt`` and, among the k best, a best checkpoint."""
+        t, step, state = self.tcfg, self.step, self.state
+        res = self._validate()
+        if not state.signature:
+            state.signature = " / ".join(res.signatures.values())
+            log.info("sacrebleu signatures: %s", state.signature)
+        self.schedule.on_validation(res.bleu)  # before saving: the payload holds its state
+        improved = res.bleu > state.best_bleu
+        state.val_step = step
+        state.bad_vals = 0 if improved else state.bad_vals + 1
+        if improved:
+            state.best_bleu, state.best_chrf, state.best_step = res.bleu, res.chrf, step
+        log.info("valid step %d | %s", step, res.line())
+        state.history.add_valid(step, self.minutes(), res.loss, res.bleu, res.chrf)
+        state.n_vals += 1
+        heatmaps = t.heatmaps_every > 0 and (state.n_vals - 1) % t.heatmaps_every == 0
+        valid = self.data.valid
+        report_validation(self.tb, self.run_dir, self.translator, valid, res, step, t, heatmaps)
+        self.tb.scalar("val/best_bleu", state.best_bleu, step)
+        self._draw_results(step)
+        payload = self.payload({"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss})
+        self.ckpts.save_last(payload)
+        if self.ckpts.save_if_best(payload, step, res.bleu) and improved:
+            log.info(
+                "new best: valid BLEU %.2f at step %d -> %s", res.bleu, step, self.ckpts.best_path()
+            )
+        return res.scalars()
+
+    def _draw_results(self, step: int) -> None:
+        """results.png in the run directory, and the same picture in TensorBoard."""
+        cfg = self.cfg
+        title = f"{self.run_dir.name}: {cfg.model.name} on {cfg.data.name}, step {step}"
+        fig = results_figure(self.state.history, title)
+        save_figure(fig, self.run_dir / "results.png")
+        self.tb.image("valid_summary/results", figure_to_array(fig), step)
+
+    # ------------------------------------------------------------------ the end of a run
+
+    def average_best(self) -> None:
+        """Average the k best checkpoints' weights into ``averaged.pt``, listed first in
+        best.json (so it is the one tested and the one ``evaluate.py ckpt=RUN`` picks) only
+        if it validates better than the best of them; the k best stay."""
+        ckpt_dir = self.ckpts.directory
+        files = [ckpt_dir / e["file"] for e in self.ckpts.best if e["file"].startswith("best-")]
+        if len(files) < 2:
+            return
+        payload = average_payloads(files)
+        trained = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model.load_state_dict(payload["model"])
+        try:
+            res = self._validate()
+        finally:
+            self.model.load_state_dict(trained)  # the run's own weights stay in the model
+        better = res.bleu > self.state.best_bleu
+        log.info(
+            "average of the %d best (%s): valid BLEU %.2f, chrF %.2f against %.2f: %s",
+            len(files),
+            ", ".join(f.name for f in files),
+            res.bleu,
+            res.chrf,
+            self.state.best_bleu,
+            "kept as averaged.pt" if better else "not kept",
+        )
+        self.tb.scalar("val/averaged_bleu", res.bleu, self.step)
+        if better:
+            payload["metrics"] = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
+            self.ckpts.add_best(payload, "averaged.pt", self.step, res.bleu)
+            self.state.best_bleu, self.state.best_chrf = res.bleu, res.chrf
+            self.state.best_step = self.step
+
+    def conclude(self, reason: str) -> dict[str, Any]:
+        """The run's figures; rank 0 also decodes the test split (``trainer.test``) and
+        reports the final metrics to TensorBoard's HParams and the user."""
+        result: dict[str, Any] = {
+            "step": self.step,
+            "epoch": self.data.sampler.epoch,
+            "stop_reason": reason,
+            "best_val_bleu": self.state.best_bleu,
+            "run_dir": str(self.run_dir),
+        }
+        if not self.dist.is_main:
+            return result
+        if self.tcfg.test and self.step > 0:
+            best = self.ckpts.best_path() or self.ckpts.last_path
+            src, ref = self.data.test_split()
+            result.update(score_checkpoint(self.translator, best, src, ref, self.run_dir))
+            print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
+        metrics = {"val/best_bleu": result["best_val_bleu"]}
+        if "test_bleu" in result:
+            metrics.update({"val/test_bleu": result["test_bleu"]})
+            metrics.update({"val/test_chrf": result["test_chrf"]})
+        metrics = {k: float(v) for k, v in metrics.items() if math.isfinite(v)}
+        vocab = self.data.tokenizer.tgt_vocab_size
+        settings = hparams(self.cfg, self.n_params, vocab, self.precision.name)
+        self.tb.hparams(settings, metrics, self.step)
+        print(end_block(result, self.state, self.ckpts.best_path()), flush=True)
+        return result
+
+    def diverged(self) -> TrainingDiverged:
+        """The error for ``max_bad_updates`` non-finite updates in a row; nothing is saved,
+        so the last checkpoint written stays the last good one."""
+        t, last = self.tcfg, self.ckpts.last_path
+        kept = (
+            f"the last good checkpoint is {last} (resume={self.run_dir})"
+            if last.is_file()
+            else "no checkpoint had been written yet"
+        )
+        return TrainingDiverged(
+            f"training stopped at step {self.step}: {self.state.bad_updates} updates in a "
+            f"row had a non-finite loss or gradient (trainer.max_bad_updates="
+            f"{t.max_bad_updates}). Lower trainer.lr (now {t.lr:g}) or raise "
+            f"trainer.warmup_steps (now {t.warmup_steps}), or train in full precision with "
+            f"trainer.precision=fp32 (now {self.precision.name}); {kept}"
+        )
+
+    def interrupted(self) -> TrainingInterrupted:
+        """Save last.pt unless interrupted inside an update; the exception to raise."""
+        last, signum = self.ckpts.last_path, self.stop_flag.signum
+        if self.mid_update:
+            log.warning("aborted inside update %d: last.pt is left as it was", self.step + 1)
+            return TrainingInterrupted(self.step, last if last.is_file() else None, False, signum)
+        log.warning("interrupted at step %d; saving %s", self.step, last)
+        self.save_last()
+        return TrainingInterrupted(self.step, last, True, signum)
 
 
 def _bar_safe_logging(progress_bar: bool) -> contextlib.AbstractContextManager[Any]:

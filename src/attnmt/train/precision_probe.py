@@ -41,7 +41,7 @@ from attnmt.data.batching import Batch, make_batch
 from attnmt.train import distributed as ddp
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision, cpu_has_fast_bf16, resolve_precision
-from attnmt.train.state import rng_state, set_rng_state
+from attnmt.train.rng import rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The trainer's checkpoint payload, its restoration, and every random generator's state.
+"""The trainer's run state (:class:`TrainState`) and the checkpoint payload that holds it.
 
 Everything is tensors and plain data, so ``torch.load(weights_only=True)`` reads it back.
 ``resume_point`` is the (sampler state, RNG state) captured right after the last
@@ -8,11 +8,11 @@ weights and position always agree.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
+import dataclasses
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -22,11 +22,65 @@ from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import CheckpointError
 from attnmt.train.distributed import rank_seed
 from attnmt.train.optim import Schedule
+from attnmt.train.rng import seed_everything, set_rng_state
 
 RESUME_KEYS = ("optimizer", "scheduler", "scaler", "sampler", "rng")
 """What a checkpoint must hold to be resumed (besides the model)."""
 TRAINING_STATE = (*RESUME_KEYS, "rng_ranks", "trainer_state")
 """Every key that only resuming uses (what an averaged checkpoint drops)."""
+
+
+@dataclass
+class History:
+    """Rows ``[step, minutes, nll]`` (train) and ``[step, minutes, nll, bleu, chrf]`` (valid),
+    kept in the checkpoint so a resumed run goes on drawing the same curves."""
+
+    train: list[list[float]] = field(default_factory=list)
+    valid: list[list[float]] = field(default_factory=list)
+
+    def add_train(self, step: int, minutes: float, nll: float) -> None:
+        self.train.append([step, minutes, nll])
+
+    def add_valid(self, step: int, minutes: float, nll: float, bleu: float, chrf: float) -> None:
+        self.valid.append([step, minutes, nll, bleu, chrf])
+
+
+@dataclass
+class TrainState:
+    """What the trainer counts and remembers; a checkpoint's ``trainer_state``."""
+
+    step: int = 0  # updates done (a resumed run goes on counting)
+    val_step: int = -1  # the step of the last validation
+    best_bleu: float = -math.inf  # best validation BLEU so far
+    best_chrf: float = 0.0  # its chrF
+    best_step: int | None = None  # its step (None before the first validation)
+    bad_vals: int = 0  # validations in a row without improvement (early stopping)
+    n_vals: int = 0  # validations so far (heatmaps every trainer.heatmaps_every)
+    bad_updates: int = 0  # non-finite updates in a row (trainer.max_bad_updates)
+    skipped_updates: int = 0  # non-finite updates in all
+    wall_s: float = 0.0  # wall-clock seconds of training so far
+    signature: str = ""  # sacrebleu signatures of the validation scores
+    history: History = field(default_factory=History)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data for the checkpoint."""
+        return dataclasses.asdict(self)
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        """Take the fields ``saved`` has (older checkpoints lack some: they keep their
+        defaults); unknown keys are ignored."""
+        for f in dataclasses.fields(self):
+            if f.name not in saved:
+                continue
+            value = saved[f.name]
+            if f.name == "history":
+                value = History(list(value.get("train", [])), list(value.get("valid", [])))
+            setattr(self, f.name, value)
+
+    @property
+    def minutes(self) -> float:
+        """The wall-clock minutes of the last validation (0 before any)."""
+        return self.history.valid[-1][1] if self.history.valid else 0.0
 
 
 @dataclass
@@ -45,12 +99,12 @@ class TrainingParts:
 
 def make_payload(
     parts: TrainingParts,
-    state: dict[str, Any],
+    state: TrainState,
     resume_point: tuple[dict[str, int], dict[str, Any]],
     metrics: dict[str, float],
     rng_ranks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The checkpoint dict: model + every piece of training state (``state["step"]`` …).
+    """The checkpoint dict: model + every piece of training state.
 
     ``rng`` is this (rank 0's) RNG snapshot; under DDP ``rng_ranks`` holds every rank's.
     """
@@ -63,7 +117,7 @@ def make_payload(
         "model": parts.model.state_dict(),
         "tokenizer": parts.tokenizer.to_files_dict(),
         "config": parts.config,
-        "step": int(state["step"]),
+        "step": state.step,
         "epoch": int(sampler_state["epoch"]),
         "metrics": dict(metrics),
         "optimizer": parts.optimizer.state_dict(),
@@ -71,7 +125,7 @@ def make_payload(
         "scaler": parts.scaler.state_dict(),
         "rng": rng,
         "sampler": dict(sampler_state),
-        "trainer_state": dict(state),
+        "trainer_state": state.state_dict(),
     }
     if rng_ranks is not None and len(rng_ranks) > 1:
         payload["rng_ranks"] = list(rng_ranks)
@@ -79,7 +133,7 @@ def make_payload(
 
 
 def restore(
-    parts: TrainingParts, payload: dict[str, Any], state: dict[str, Any], rank: int = 0
+    parts: TrainingParts, payload: dict[str, Any], state: TrainState, rank: int = 0
 ) -> None:
     """Load a payload into ``parts`` and ``state``; the RNGs last (after model building).
 
@@ -97,58 +151,10 @@ def restore(
     parts.schedule.load_state_dict(payload["scheduler"])
     parts.scaler.load_state_dict(payload["scaler"])
     parts.sampler.load_state_dict(payload["sampler"])
-    state.update(payload.get("trainer_state", {"step": payload["step"]}))
+    state.load_state_dict(payload.get("trainer_state", {"step": payload["step"]}))
     ranks = payload.get("rng_ranks") or [payload["rng"]]
     if rank < len(ranks):
         set_rng_state(ranks[rank])
     else:
         set_rng_state(payload["rng"])
         seed_everything(rank_seed(int(payload["step"]), rank))
-
-
-# ---------------------------------------------------------------- RNG state
-
-
-def rng_state() -> dict[str, Any]:
-    """Every random generator's state as tensors / plain data."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": {
-            "kind": str(kind),
-            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached),
-        },
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _as_tuple(value: Any) -> Any:
-    """Lists back to tuples (``random.setstate`` wants nested tuples)."""
-    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore :func:`rng_state` (CUDA states only when CUDA is present)."""
-    random.setstate(_as_tuple(state["python"]))
-    npst = state["numpy"]
-    keys = npst["keys"].numpy().astype(np.uint32)
-    np.random.set_state(
-        (npst["kind"], keys, npst["pos"], npst["has_gauss"], npst["cached_gaussian"])
-    )
-    torch.set_rng_state(state["torch"].cpu())
-    if "cuda" in state and torch.cuda.is_available():
-        cuda_states = [s.cpu() for s in state["cuda"]][: torch.cuda.device_count()]
-        torch.cuda.set_rng_state_all(cuda_states)
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (every CUDA device too)."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)

@@ -1,7 +1,7 @@
-"""What a run tells its user: the curves so far, the curated hyperparameters, the last words.
+"""What a run tells its user: validation reports, the curves, the HParams, the last words.
 
-* :class:`History`: train and validation figures against step and wall-clock minutes, kept
-  in the checkpoint's trainer state so a resumed run goes on drawing the same curves;
+* :func:`report_validation`: TensorBoard scalars, attention heatmaps and text samples, and
+  the hypotheses written to ``<run>/hyps/valid-<step>.txt``;
 * :func:`results_figure`: ``<run>/results.png`` (also in TensorBoard): train and validation
   NLL, validation BLEU and chrF, each against step and against minutes;
 * :func:`hparams`: the handful of settings that tell runs apart in TensorBoard's HParams;
@@ -11,36 +11,28 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from attnmt.atomic import atomic_path
 from attnmt.config import RunConfig
-
-
-class History:
-    """Rows ``[step, minutes, nll]`` (train) and ``[step, minutes, nll, bleu, chrf]`` (valid)."""
-
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.rows: dict[str, list[list[float]]] = state.setdefault(
-            "history", {"train": [], "valid": []}
-        )
-
-    def add_train(self, step: int, minutes: float, nll: float) -> None:
-        self.rows["train"].append([step, minutes, nll])
-
-    def add_valid(self, step: int, minutes: float, nll: float, bleu: float, chrf: float) -> None:
-        self.rows["valid"].append([step, minutes, nll, bleu, chrf])
+from attnmt.data.textio import write_lines
+from attnmt.decode.translator import Translator
+from attnmt.train.config import TrainerConfig
+from attnmt.train.evaluation import EvalSet, ValResult, attention_images
+from attnmt.train.state import History, TrainState
+from attnmt.train.tensorboard import TBLogger
 
 
 def results_figure(history: History, title: str) -> Figure:
     """2×2 panels: NLL (train, valid) and BLEU/chrF (valid) against step and minutes."""
     fig = Figure(figsize=(10, 7), dpi=100)
     FigureCanvasAgg(fig)
-    train, valid = history.rows["train"], history.rows["valid"]
+    train, valid = history.train, history.valid
     for col, (x, xlabel) in enumerate(((0, "update (step)"), (1, "wall-clock minutes"))):
         loss_ax = fig.add_subplot(2, 2, 1 + col)
         if train:
@@ -66,9 +58,8 @@ def results_figure(history: History, title: str) -> Figure:
 
 def save_figure(fig: Figure, path: Path) -> Path:
     """Write ``fig`` as PNG atomically (temporary name, then rename)."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fig.savefig(tmp, format="png")
-    os.replace(tmp, path)
+    with atomic_path(path, fsync=False) as tmp:
+        fig.savefig(tmp, format="png")
     return path
 
 
@@ -97,19 +88,19 @@ def hparams(cfg: RunConfig, n_params: int, vocab: int, precision: str) -> dict[s
     }
 
 
-def end_block(result: dict[str, Any], state: dict[str, Any], best: Path | None) -> str:
+def end_block(result: dict[str, Any], state: TrainState, best: Path | None) -> str:
     """The lines a finished run prints: where, best, test, and what to type next."""
     run = Path(result["run_dir"])
-    minutes = state.get("history", {}).get("valid", [[0, 0.0]])[-1][1]
+    minutes = state.minutes
     lines = [
         f"run finished ({result['stop_reason']}) at step {result['step']}, "
         f"epoch {result['epoch']}, {minutes:.1f} min",
         f"  run directory    {run}",
     ]
-    if best is not None and "best_step" in state:
+    if best is not None and state.best_step is not None:
         lines.append(
-            f"  best checkpoint  {best} (step {state['best_step']}: valid BLEU "
-            f"{state['best_bleu']:.2f}, chrF {state['best_chrf']:.2f})"
+            f"  best checkpoint  {best} (step {state.best_step}: valid BLEU "
+            f"{state.best_bleu:.2f}, chrF {state.best_chrf:.2f})"
         )
     if "test_bleu" in result:
         lines.append(
@@ -123,3 +114,35 @@ def end_block(result: dict[str, Any], state: dict[str, Any], best: Path | None) 
         f'  use it           echo "..." | python translate.py ckpt={run}',
     ]
     return "\n".join(lines)
+
+
+def sample_text(data: EvalSet, hyps: Sequence[str], index: int) -> str:
+    """Markdown for TensorBoard's text plugin: source / reference / hypothesis."""
+    return (
+        f"**source:** {data.src_text[index]}  \n"
+        f"**reference:** {data.ref_text[index]}  \n"
+        f"**hypothesis:** {hyps[index]}"
+    )
+
+
+def report_validation(
+    tb: TBLogger,
+    run_dir: Path,
+    translator: Translator,
+    valid: EvalSet,
+    res: ValResult,
+    step: int,
+    tcfg: TrainerConfig,
+    heatmaps: bool = True,
+) -> None:
+    """Scalars, samples, hypotheses file, and (if ``heatmaps``) heatmaps of the first
+    ``num_heatmaps`` pairs: drawing them costs several times the validation itself."""
+    tb.scalars(res.scalars(), step)
+    (run_dir / "hyps").mkdir(parents=True, exist_ok=True)
+    write_lines(run_dir / "hyps" / f"valid-{step}.txt", res.hyps)
+    for i in range(min(tcfg.num_heatmaps, len(valid)) if heatmaps else 0):
+        for name, image in attention_images(translator, valid, i, step):
+            tb.image(f"valid_attention/{i}/{name}", image, step)
+    for i in range(min(tcfg.num_samples, len(valid))):
+        tb.text(f"samples/valid{i}", sample_text(valid, res.hyps, i), step)
+    tb.flush()

@@ -1,4 +1,5 @@
-"""Validation: loss/perplexity, decoding, BLEU/chrF, attention heatmaps, samples.
+"""Scoring a model on a split: validation loss/perplexity, decoding, BLEU/chrF, attention
+heatmaps, and the final test with a checkpoint's weights.
 
 The loss is teacher-forced on pairs cut to ``data.max_len`` pieces a side; perplexity is
 ``exp(NLL / tokens)`` without label smoothing. Hypotheses come from the one decoding path,
@@ -8,21 +9,28 @@ against the raw reference lines with sacrebleu (:func:`attnmt.decode.metrics.cor
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from attnmt.checkpoint import load_checkpoint
 from attnmt.data.batching import length_batches, make_batch
+from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.metrics import corpus_scores
 from attnmt.decode.plots import attention_figure, figure_to_array
 from attnmt.decode.translator import Translator
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -193,10 +201,22 @@ def attention_images(
     return images
 
 
-def sample_text(data: EvalSet, hyps: Sequence[str], index: int) -> str:
-    """Markdown for TensorBoard's text plugin: source / reference / hypothesis."""
-    return (
-        f"**source:** {data.src_text[index]}  \n"
-        f"**reference:** {data.ref_text[index]}  \n"
-        f"**hypothesis:** {hyps[index]}"
-    )
+def score_checkpoint(
+    translator: Translator, checkpoint: Path, src: list[str], ref: list[str], run_dir: Path
+) -> dict[str, Any]:
+    """Load ``checkpoint``'s weights into the translator's model and decode the test split
+    exactly as ``evaluate.py ckpt=<checkpoint> split=test`` does with the same decode
+    settings; write ``<run>/hyps/test.txt``; BLEU/chrF and the BLEU signature."""
+    payload = load_checkpoint(checkpoint, map_location=translator.device)
+    translator.model.load_state_dict(payload["model"])
+    hyps = translator.translate(src)
+    write_lines(run_dir / "hyps" / "test.txt", hyps)
+    scores = corpus_scores(hyps, ref, metrics=("bleu", "chrf"))
+    beam = translator.decode.beam
+    log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["bleu"].text)
+    log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["chrf"].text)
+    return {
+        "test_bleu": scores["bleu"].score,
+        "test_chrf": scores["chrf"].score,
+        "test_signature": scores["bleu"].signature,
+    }

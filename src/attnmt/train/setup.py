@@ -1,0 +1,177 @@
+"""Starting a run, in one direction: settings → validated config → data → model → parts.
+
+1. :func:`compose_settings`: the composed config as plain settings; ``resume=`` merges the
+   checkpoint's settings into them (attnmt.train.continuation), ``finetune=`` its model's;
+2. :func:`attnmt.config.validate_config`, once, into a typed :class:`RunConfig`;
+3. :func:`start_run`: checks (run directory, splits), data and tokenizer, the model, its
+   precision, the translator, optimizer and schedule, each built from what it needs.
+
+The :class:`~attnmt.train.loop.Trainer` takes the :class:`RunParts` this returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from attnmt.checkpoint import load_resolved, load_resume, run_dir_of
+from attnmt.config import (
+    RunConfig,
+    check_exclusive,
+    setting_keys,
+    settings_of,
+    validate_config,
+)
+from attnmt.data.corpora import check_splits
+from attnmt.decode.translator import Translator
+from attnmt.devices import resolve_device
+from attnmt.errors import ConfigError
+from attnmt.models.registry import build_model
+from attnmt.schema import plain
+from attnmt.train import distributed as ddp
+from attnmt.train.continuation import finetuned_settings, resumed_settings
+from attnmt.train.data import TrainingData, build_data
+from attnmt.train.optim import Schedule, build_optimizer, build_schedule
+from attnmt.train.precision import Precision
+from attnmt.train.precision_probe import choose_precision, probe_batch
+from attnmt.train.rng import seed_everything
+
+log = logging.getLogger(__name__)
+OUTPUTS = Path("outputs")  # where resume=auto looks for runs
+
+
+@dataclass
+class Settings:
+    """A run's validated config and the checkpoints it continues or starts from."""
+
+    cfg: RunConfig
+    run_dir: Path  # where the run writes (a resumed run: the checkpoint's run directory)
+    resume_from: Path | None = None  # resume: the checkpoint file
+    resumed: dict[str, Any] | None = None  # resume: its payload
+    start: dict[str, Any] | None = None  # finetune: the payload whose weights start the run
+
+
+@dataclass
+class RunParts:
+    """Everything a trainer needs, built."""
+
+    settings: Settings
+    dist: ddp.DistInfo
+    device: torch.device
+    data: TrainingData
+    model: torch.nn.Module
+    precision: Precision
+    translator: Translator
+    optimizer: torch.optim.Optimizer
+    schedule: Schedule
+    log_handler: logging.Handler | None
+
+
+def compose_settings(
+    cfg: RunConfig | DictConfig | Mapping[str, Any],
+    run_dir: Path,
+    explicit: Collection[str] | None,
+) -> Settings:
+    """The run's validated config: ``cfg`` alone, or merged with the checkpoint that
+    ``resume=`` continues / ``finetune=`` starts from. ``explicit``: the keys given on the
+    command line (None: every key counts as given)."""
+    if isinstance(cfg, RunConfig) and not cfg.resume and not cfg.finetune:
+        return Settings(cfg, run_dir)
+    raw = settings_of(cfg)
+    resume, finetune = raw.get("resume"), raw.get("finetune")
+    check_exclusive(resume, finetune)
+    ckpt_path, payload = load_resume(resume, OUTPUTS, run_dir)
+    start = None
+    if payload is not None:
+        raw = resumed_settings(raw, payload["config"], explicit, str(ckpt_path), setting_keys)
+    elif resume == "auto":
+        log.info("resume=auto: no checkpoint under %s/; starting afresh", OUTPUTS)
+    if finetune:
+        source, start = load_resolved(finetune)
+        raw = finetuned_settings(raw, start["config"], explicit, str(source), setting_keys)
+        log.info("finetune: a new run from the weights and tokenizer of %s", source)
+    run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or run_dir
+    return Settings(validate_config(raw), run_dir, ckpt_path, payload, start)
+
+
+def start_run(
+    cfg: RunConfig | DictConfig | Mapping[str, Any],
+    run_dir: Path,
+    explicit: Collection[str] | None = None,
+) -> RunParts:
+    """Compose and validate the settings, check the run directory and the corpus, then
+    build data, model, precision, translator, optimizer and schedule."""
+    settings = compose_settings(cfg, run_dir, explicit)
+    cfg, tcfg = settings.cfg, settings.cfg.trainer
+    device = resolve_device(cfg.device)
+    dist = ddp.init_distributed(device)
+    device = ddp.local_device(device, dist)
+    if dist.is_main:
+        check_writable(settings.run_dir)
+    check_splits(cfg.data, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
+    log_handler = _continue_log(settings.run_dir, run_dir, dist.is_main)
+    seed_everything(cfg.seed)
+    inherited = settings.resumed or settings.start
+    data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited and inherited["tokenizer"])
+    tok = data.tokenizer
+    model_cfg = plain(cfg.model)
+    model = build_model(model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
+    if settings.start is not None:
+        model.load_state_dict(settings.start["model"])
+    model = model.to(device)
+    precision = choose_precision(
+        tcfg.precision,
+        device,
+        model,
+        lambda: probe_batch(data.train, tcfg.max_tokens),
+        Path(cfg.data.root),
+        dist,
+        model_cfg,
+        tok.tgt_vocab_size,
+    )
+    optimizer = build_optimizer(model.parameters(), tcfg)
+    return RunParts(
+        settings=settings,
+        dist=dist,
+        device=device,
+        data=data,
+        model=model,
+        precision=precision,
+        translator=Translator(model, tok, device, cfg.decode),
+        optimizer=optimizer,
+        schedule=build_schedule(optimizer, tcfg),
+        log_handler=log_handler,
+    )
+
+
+def check_writable(run_dir: Path) -> None:
+    """The run directory can be created and written to; else one line naming the setting."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError(
+            f"hydra.run.dir={run_dir}: cannot write the run directory there "
+            f"({err.strerror or err}); choose a writable directory"
+        ) from None
+
+
+def _continue_log(run_dir: Path, new_dir: Path, is_main: bool) -> logging.Handler | None:
+    """A resumed run keeps writing ``<run_dir>/train.log`` (besides the log of the fresh
+    directory Hydra opened for this process), so one file tells the whole run."""
+    if not is_main or run_dir.resolve() == new_dir.resolve():
+        return None
+    handler = logging.FileHandler(run_dir / "train.log", mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logging.getLogger().addHandler(handler)
+    log.info("this process's own directory: %s", new_dir)
+    return handler
