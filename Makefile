@@ -45,10 +45,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv: torch (CPU build here) first, then attnmt[dev]; quick when done
 
-data: setup ## fetch and prepare the default corpus (ding_de_en); print pairs per split
+data: setup ## prepare the default corpus (ding_de_en, shipped: no download); print pairs per split
 	$(PY) scripts/prepare_data.py $(ARGS)
 
-train: setup ## fetch the default corpus and train model=transformer (ARGS="key=value ...")
+train: setup ## prepare the default corpus and train model=transformer (ARGS="key=value ...")
 	$(PY) train.py model=transformer $(ARGS)
 
 test: setup ## run the test suite, slow end-to-end tests included (PYTEST_ARGS to narrow)

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import logging
-import re
-import shutil
 import sqlite3
-import subprocess
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.shipped_ding import ship_ding
 
-from attnmt.data import corpora, download
+from attnmt.data import corpora, download, pairfile
 from attnmt.data.config import SplitConfig
 from attnmt.data.corpora import RECIPES, PreparedCorpus, Recipe, prepare_corpus
 from attnmt.data.recipes import ding
@@ -40,14 +38,6 @@ DING_KEPT = [
     ("Er kommt morgen.", "He comes tomorrow."),
     ("Ich mag dich nicht.", "I do not like you."),
 ]
-
-
-def write_ding(root: Path, text: str = DING) -> Path:
-    """Put an already-unpacked trans-de-en under root/raw, as the recipe leaves it."""
-    path = root / "raw" / "trans-de-en" / ding.DICT_PATH
-    path.parent.mkdir(parents=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def no_split() -> dict:
@@ -87,8 +77,8 @@ def test_ding_clean_side_strips_annotations_and_alternatives() -> None:
     assert ding.clean_side("That is it. [coll.]") == "That is it."
 
 
-def test_ding_prepare_both_directions(tmp_path: Path) -> None:
-    write_ding(tmp_path)
+def test_ding_prepare_both_directions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ship_ding(tmp_path / "shipped.tsv.xz", DING, monkeypatch)
     cfg = {"name": "ding_de_en", "root": str(tmp_path), "split": no_split()}
     de_en = prepare_corpus(cfg)
     assert de_en.counts == {"train": 3, "valid": 0, "test": 0}
@@ -99,28 +89,34 @@ def test_ding_prepare_both_directions(tmp_path: Path) -> None:
     assert en_de.read("train")[0] == [p[1] for p in DING_KEPT]
 
 
-def test_ding_fetches_with_apt_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ding_rebuild_fetches_with_apt_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[str] = []
 
     def fake_apt(package: str, raw: Path, log: logging.Logger) -> Path:
         calls.append(package)
         raw.mkdir(parents=True, exist_ok=True)
-        deb = raw / f"{package}_1.0_all.deb"
+        deb = raw / f"{package}_1.0-2_all.deb"
         deb.write_bytes(b"deb")
         return deb
 
     def fake_extract(deb: Path, dest: Path) -> Path:
-        (dest / ding.DICT_PATH).parent.mkdir(parents=True)
-        (dest / ding.DICT_PATH).write_text(DING, encoding="utf-8")
+        if not dest.is_dir():
+            (dest / ding.DICT_PATH).parent.mkdir(parents=True)
+            (dest / ding.DICT_PATH).write_text(DING, encoding="utf-8")
         return dest
 
     monkeypatch.setattr(download, "apt_download", fake_apt)
     monkeypatch.setattr(download, "deb_extract", fake_extract)
-    cfg = {"root": str(tmp_path), "split": no_split()}
-    assert prepare_corpus(cfg).counts["train"] == 3
-    shutil.rmtree(next(tmp_path.glob("ding_de_en-*")))  # force a rebuild from raw/
-    assert prepare_corpus(cfg).counts["train"] == 3
-    assert calls == ["trans-de-en"]  # the unpacked package in raw/ was reused
+    log = logging.getLogger("test")
+    data = ding.rebuild("trans-de-en", tmp_path / "raw", log)
+    assert ding.rebuild("trans-de-en", tmp_path / "raw", log) == data  # deterministic bytes
+    assert (tmp_path / "raw" / "trans-de-en_1.0-2_all" / ding.DICT_PATH).is_file()
+    shipped = pairfile.loads(data)
+    assert shipped.pairs == DING_KEPT and shipped.removed["duplicate pairs"] == 1
+    assert "from the Debian package trans-de-en 1.0-2 (Ding test)" in shipped.comments[1]
+    assert set(calls) == {"trans-de-en"}
 
 
 def test_split_by_hash_is_deterministic_and_keyed_on_one_side() -> None:
@@ -313,25 +309,3 @@ def test_prepared_corpus_is_plain_data(tmp_path: Path) -> None:
     corpus = PreparedCorpus("x", "a", "b", tmp_path, {"train": 0})
     assert corpus.files("train") == (tmp_path / "train.a", tmp_path / "train.b")
     assert corpus.splits == ["train"]
-
-
-def _apt_works() -> bool:
-    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        return False
-    probe = subprocess.run(
-        ["apt-cache", "policy", "trans-de-en"], capture_output=True, text=True, check=False
-    )
-    # empty package lists print nothing at all (and exit 0): a real candidate must be listed
-    candidates = re.findall(r"^\s*Candidate:\s*(\S+)", probe.stdout, flags=re.MULTILINE)
-    return probe.returncode == 0 and bool(candidates) and candidates[0] != "(none)"
-
-
-@pytest.mark.slow
-@pytest.mark.network
-def test_real_ding_package(tmp_path: Path) -> None:
-    if not _apt_works():
-        pytest.skip("apt-get/dpkg-deb or the trans-de-en package is unavailable")
-    corpus = prepare_corpus({"root": str(tmp_path)})
-    total = sum(corpus.counts.values())
-    assert 15_000 < total < 19_000, corpus.counts
-    assert corpus.counts["train"] > 0.85 * total

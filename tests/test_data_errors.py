@@ -7,21 +7,15 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.shipped_ding import ship_ding
 from omegaconf import OmegaConf
 
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.corpora import RECIPES, prepare_corpus
-from attnmt.data.recipes import ding
 from attnmt.data.textio import read_lines, read_tsv
 from attnmt.errors import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def write_ding(root: Path, text: str) -> None:
-    path = root / "raw" / "trans-de-en" / ding.DICT_PATH
-    path.parent.mkdir(parents=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def custom_dir(tmp_path: Path, files: dict[str, bytes]) -> dict:
@@ -88,8 +82,11 @@ def test_empty_pairs_dropped_with_logged_count(
     }
 
 
-def test_nothing_left_says_which_filters_removed_what(tmp_path: Path) -> None:
-    write_ding(tmp_path, "Haus {n} :: house\njemand kommt heute an. :: Someone comes.\n")
+def test_nothing_left_says_which_filters_removed_what(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "Haus {n} :: house\njemand kommt heute an. :: Someone comes.\n"
+    ship_ding(tmp_path / "raw" / "shipped.tsv.xz", text, monkeypatch)
     with pytest.raises(DataError) as err:
         prepare_corpus({"root": str(tmp_path)})
     message = str(err.value)

