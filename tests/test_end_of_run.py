@@ -124,3 +124,22 @@ def test_heatmaps_are_drawn_every_nth_validation(
     drawn.clear()
     train(_cfg(data_root, "trainer.num_heatmaps=1", "trainer.heatmaps_every=0"), tmp_path / "never")
     assert drawn == []
+
+
+def test_the_end_block_shows_three_fixed_test_translations_and_quoted_commands(
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "a run"
+    result = train(_cfg(data_root, "trainer.average_best=false", "trainer.test=true"), run)
+    out = capsys.readouterr().out
+    hyps = (run / "hyps" / "test.txt").read_text(encoding="utf-8").splitlines()
+    corpus = next(p for p in data_root.rglob("test.src"))
+    src = corpus.read_text(encoding="utf-8").splitlines()
+    ref = corpus.with_suffix(".tgt").read_text(encoding="utf-8").splitlines()
+    assert "test_bleu" in result
+    for i in range(3):
+        assert f"test #{i + 1}          source     {src[i]}" in out
+        assert f"reference  {ref[i]}\n" in out
+        assert f"model      {hyps[i]}\n" in out
+    assert "test #4" not in out
+    assert f"python evaluate.py ckpt='{run}' split=test" in out

@@ -203,10 +203,10 @@ def attention_images(
 
 def score_checkpoint(
     translator: Translator, checkpoint: Path, src: list[str], ref: list[str], run_dir: Path
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[str]]:
     """Load ``checkpoint``'s weights into the translator's model and decode the test split
     exactly as ``evaluate.py ckpt=<checkpoint> split=test`` does with the same decode
-    settings; write ``<run>/hyps/test.txt``; BLEU/chrF and the BLEU signature."""
+    settings; write ``<run>/hyps/test.txt``. (BLEU/chrF and the BLEU signature, hypotheses)."""
     payload = load_checkpoint(checkpoint, map_location=translator.device)
     translator.model.load_state_dict(payload["model"])
     hyps = translator.translate(src)
@@ -215,8 +215,9 @@ def score_checkpoint(
     beam = translator.decode.beam
     log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["bleu"].text)
     log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["chrf"].text)
-    return {
+    figures = {
         "test_bleu": scores["bleu"].score,
         "test_chrf": scores["chrf"].score,
         "test_signature": scores["bleu"].signature,
     }
+    return figures, hyps

@@ -59,6 +59,10 @@ StepHook = Callable[[int, dict[str, float]], None]
 """Called after every update with (step, {"loss", "nll", "lr", "grad_norm", "tokens"})."""
 
 
+END_SAMPLES = 3
+"""Test pairs shown at the end of a run: the split's first ones, so runs compare."""
+
+
 class TrainingDiverged(AttnmtError):
     """Too many non-finite updates in a row (see ``trainer.max_bad_updates``)."""
 
@@ -424,10 +428,13 @@ class Trainer:
         }
         if not self.dist.is_main:
             return result
+        samples: list[tuple[str, str, str]] = []
         if self.tcfg.test and self.step > 0:
             best = self.ckpts.best_path() or self.ckpts.last_path
             src, ref = self.data.test_split()
-            result.update(score_checkpoint(self.translator, best, src, ref, self.run_dir))
+            figures, hyps = score_checkpoint(self.translator, best, src, ref, self.run_dir)
+            result.update(figures)
+            samples = list(zip(src, ref, hyps))[:END_SAMPLES]
             print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
         metrics = {"val/best_bleu": result["best_val_bleu"]}
         if "test_bleu" in result:
@@ -437,7 +444,7 @@ class Trainer:
         vocab = self.data.tokenizer.tgt_vocab_size
         settings = hparams(self.cfg, self.n_params, vocab, self.precision.name)
         self.tb.hparams(settings, metrics, self.step)
-        print(end_block(result, self.state, self.ckpts.best_path()), flush=True)
+        print(end_block(result, self.state, self.ckpts.best_path(), samples), flush=True)
         return result
 
     def diverged(self) -> TrainingDiverged:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,14 @@ def hparams(cfg: RunConfig, n_params: int, vocab: int, precision: str) -> dict[s
     }
 
 
-def end_block(result: dict[str, Any], state: TrainState, best: Path | None) -> str:
-    """The lines a finished run prints: where, best, test, and what to type next."""
+def end_block(
+    result: dict[str, Any],
+    state: TrainState,
+    best: Path | None,
+    samples: Sequence[tuple[str, str, str]] = (),
+) -> str:
+    """The lines a finished run prints: where, best, test, a few test translations
+    (source, reference, hypothesis), and what to type next (paths quoted for a shell)."""
     run = Path(result["run_dir"])
     minutes = state.minutes
     lines = [
@@ -107,11 +114,18 @@ def end_block(result: dict[str, Any], state: TrainState, best: Path | None) -> s
             f"  test             BLEU {result['test_bleu']:.2f}, chrF {result['test_chrf']:.2f}"
             f"  ({result['test_signature']})"
         )
+    for i, (src, ref, hyp) in enumerate(samples):
+        lines += [
+            f"  test #{i + 1}          source     {src}",
+            f"                   reference  {ref}",
+            f"                   model      {hyp}",
+        ]
+    quoted = shlex.quote(str(run))
     lines += [
         f"  curves           {run / 'results.png'}",
         "  look at it       make tensorboard",
-        f"  score it         python evaluate.py ckpt={run} split=test",
-        f'  use it           echo "..." | python translate.py ckpt={run}',
+        f"  score it         python evaluate.py ckpt={quoted} split=test",
+        f'  use it           echo "..." | python translate.py ckpt={quoted}',
     ]
     return "\n".join(lines)
 
