@@ -24,6 +24,12 @@ def test_write_text_bytes_json_replace(tmp_path: Path) -> None:
     assert [q.name for q in p.parent.iterdir()] == ["f.txt"]
 
 
+def test_a_written_file_is_as_shareable_as_one_written_in_place(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("x")
+    atomic.write_text(tmp_path / "f.txt", "x")  # not mkstemp's private 0600
+    assert (tmp_path / "f.txt").stat().st_mode == (tmp_path / "plain").stat().st_mode
+
+
 def test_failure_keeps_old_file_and_removes_tmp(tmp_path: Path) -> None:
     p = tmp_path / "f.txt"
     p.write_text("old")
@@ -77,7 +83,10 @@ def test_atomic_dir_replaces_an_old_directory(tmp_path: Path) -> None:
     (target / "old.txt").write_text("old")
     with atomic.atomic_dir(target) as staging:
         assert staging.parent == tmp_path and staging.name.endswith(".tmpdir")
-        assert staging.stat().st_mode & 0o777 == 0o755
+        plain = tmp_path / "plain"
+        plain.mkdir()  # the umask's mode, not mkdtemp's private 0700
+        assert staging.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+        plain.rmdir()
         (staging / "new.txt").write_text("new")
         assert not (target / "new.txt").exists()  # nothing visible before the exit
     assert sorted(p.name for p in target.iterdir()) == ["new.txt"]

@@ -23,8 +23,8 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -75,6 +75,27 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _fresh(path: Path, suffix: str, make: Callable[[Path], None]) -> Path:
+    """``make`` a new ``.<name>.<8 hex>{suffix}`` beside ``path`` and return it.
+
+    Not ``mkstemp``/``mkdtemp``: those make the entry private (0600/0700); ``os.open`` and
+    ``os.mkdir`` with the default mode apply the umask, so the result is as shareable as a
+    file written in place (caches under ``data/`` are shared).
+    """
+    for _ in range(100):
+        candidate = path.parent / f".{path.name}.{secrets.token_hex(4)}{suffix}"
+        try:
+            make(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
+
+
+def _new_file(path: Path) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+
+
 @contextmanager
 def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on a clean exit it replaces ``path``.
@@ -85,11 +106,9 @@ def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
+        tmp = _fresh(path, ".tmp", _new_file)
     except OSError as err:
         raise write_error(path, err) from None
-    tmp = Path(name)
     try:
         yield tmp
         if fsync:
@@ -201,9 +220,7 @@ def _remove(path: Path) -> None:
 
 
 @contextmanager
-def atomic_dir(
-    path: str | Path, complete: Callable[[Path], bool] | None = None, mode: int = 0o755
-) -> Iterator[Path]:
+def atomic_dir(path: str | Path, complete: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     """Yield an empty staging directory beside ``path``; on a clean exit it becomes ``path``.
 
     Rule, on a clean exit: if ``complete(path)`` holds (another process finished the same
@@ -212,17 +229,14 @@ def atomic_dir(
     renamed into its place. A rename that loses a race to a process that completed
     ``path`` meanwhile is fine. On an exception the staging directory is removed and
     ``path`` left as it was. Stale staging directories of ``path`` are cleared first
-    (:func:`remove_stale_staging`). The staging directory gets ``mode`` (``mkdtemp``
-    makes it private; caches are shared like ``data/``). ``OSError`` becomes
-    :class:`WriteError`.
+    (:func:`remove_stale_staging`). ``OSError`` becomes :class:`WriteError`.
     """
     path = Path(path)
     done = complete or (lambda _: False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(path)
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmpdir", dir=path.parent))
-        os.chmod(staging, mode)
+        staging = _fresh(path, ".tmpdir", os.mkdir)
     except OSError as err:
         raise write_error(path, err) from None
     try:
