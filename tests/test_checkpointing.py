@@ -382,7 +382,7 @@ def test_torch_advice_is_dropped_from_any_torch_version_s_message(
 def test_stale_temporary_files_of_killed_writes_are_removed_at_start(
     tmp_path: Path, caplog
 ) -> None:  # type: ignore[no-untyped-def]
-    caplog.set_level(logging.INFO, logger="attnmt.checkpoint")
+    caplog.set_level(logging.INFO, logger="attnmt")
     ckpt = tmp_path / "checkpoints"
     CheckpointManager(ckpt, keep_best=2).save_if_best(_payload(3), 3, 1.0)
     stale = [ckpt / ".last.pt.k2j4h1.tmp", ckpt / ".best-7.pt.x9.tmp", ckpt / ".best.json.a8b"]

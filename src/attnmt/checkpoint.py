@@ -36,16 +36,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from attnmt import atomic
+from attnmt.atomic import STALE_TMP_AGE_S, atomic_path, write_json
 from attnmt.errors import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,6 @@ FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 _BEST_FILE = re.compile(r"best-(\d+)\.pt")
-STALE_TMP_AGE_S = 10.0  # a younger temporary file may still be being written
 # torch's own advice in its load errors (e.g. "Re-running `torch.load` with `weights_only` set
 # to `False` will likely succeed"): never passed on, it points users at unsafe loading
 _TORCH_ADVICE = re.compile(
@@ -64,28 +62,13 @@ _TORCH_ADVICE = re.compile(
 
 
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
-    """Write ``payload`` to ``path`` atomically: temporary file, fsync, rename.
+    """Write ``payload`` to ``path`` atomically (:func:`attnmt.atomic.atomic_path`).
 
     A crash at any point leaves either the old file or the new one, never half of one.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return path
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+    return Path(path)
 
 
 def _mtime(path: Path) -> float:
@@ -255,28 +238,10 @@ def load_resolved(
 
 
 def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) -> list[Path]:
-    """Delete the temporary files that killed writes left in ``directory``:
-    ``.<name>.<random>.tmp`` (:func:`save_checkpoint`) and ``.best.json.<random>``, once
-    ``min_age_s`` old (a younger one may still be being written). Logs and returns them."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    removed: list[Path] = []
-    now = time.time()
-    for path in sorted(directory.iterdir()):
-        name = path.name
-        if not (name.startswith(".") and (name.endswith(".tmp") or name.startswith(".best.json."))):
-            continue
-        try:
-            if not path.is_file() or now - path.stat().st_mtime < min_age_s:
-                continue
-            path.unlink()
-        except OSError as err:
-            log.warning("cannot remove stale temporary file %s: %s", path, err)
-            continue
-        log.info("removed %s, a temporary file left by an interrupted checkpoint write", path)
-        removed.append(path)
-    return removed
+    """Delete the temporary files that killed writes left in ``directory`` once
+    ``min_age_s`` old (:func:`attnmt.atomic.remove_stale_tmp`), and the
+    ``.best.json.<random>`` that versions before :mod:`attnmt.atomic` wrote."""
+    return atomic.remove_stale_tmp(directory, min_age_s, legacy=(".best.json.",))
 
 
 class CheckpointManager:
@@ -345,17 +310,7 @@ class CheckpointManager:
         return path
 
     def _write_best_json(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".best.json.", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.best, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.best_json)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json(self.best_json, self.best, indent=1)
 
     def best_path(self) -> Path | None:
         """The best checkpoint so far (None before the first validation)."""
