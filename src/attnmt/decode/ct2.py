@@ -68,9 +68,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +76,7 @@ from typing import Any
 import torch
 
 from attnmt import BOS_ID, PAD_ID
+from attnmt.atomic import atomic_dir
 from attnmt.data.batching import make_batch
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
@@ -334,9 +332,7 @@ def export(
     assert isinstance(model, Transformer)
     src_vocab, tgt_vocab = vocabularies(tokenizer)
     spec = build_spec(model, src_vocab, tgt_vocab, max_positions)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:  # replaces an existing ``out`` (force, checked above)
         save_spec(spec, tmp, quantization)
         tokenizer.save(tmp)
         info = {
@@ -350,11 +346,6 @@ def export(
         if verify:
             info["verify_max_abs_logprob_diff"] = verify_export(model, tokenizer, tmp, quantization)
         (tmp / EXPORT_FILE).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     info["files"] = sorted(p.name for p in out.iterdir())
     return info
 

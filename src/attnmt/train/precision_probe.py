@@ -26,9 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,7 +35,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnmt.atomic import write_json
 from attnmt.data.batching import Batch, make_batch
+from attnmt.errors import WriteError
 from attnmt.train import distributed as ddp
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision, cpu_has_fast_bf16, resolve_precision
@@ -94,13 +94,9 @@ def write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
     data = read_cache(path)
     data[key] = entry
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except OSError as err:
-        log.warning("precision probe: could not write %s (%s)", path, err)
+        write_json(path, data, indent=1)
+    except WriteError as err:
+        log.warning("precision probe: %s; the verdict is not cached", err)
 
 
 def _step_fn(model: nn.Module, batch: Batch, dtype: torch.dtype | None) -> Callable[[], None]:
