@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from attnmt.atomic import write_json
-from attnmt.data.batching import Batch, make_batch
+from attnmt.data.batching import Batch, make_batch, pack_token_batches
 from attnmt.errors import WriteError
 from attnmt.train import distributed as ddp
 from attnmt.train.loss import label_smoothed_nll
@@ -163,19 +163,16 @@ def probe(
 
 
 def probe_batch(dataset: Any, max_tokens: int) -> Batch:
-    """The first training pairs of ``dataset`` (``dataset[i] -> (src, tgt, i)``) that fill
-    a batch of about ``max_tokens`` padded tokens, as the loader would build it."""
-    src: list[list[int]] = []
-    tgt: list[list[int]] = []
-    longest = 0
-    for i in range(len(dataset)):
-        s, t, _ = dataset[i]
-        longest = max(longest, len(s) + 1, len(t) + 1)
-        if src and longest * (len(src) + 1) > max_tokens:
-            break
-        src.append(list(s))
-        tgt.append(list(t))
-    return make_batch(src, tgt)
+    """The first training pairs of ``dataset`` (``dataset[i] -> (src, tgt, i)``), in corpus
+    order, that fill one batch of ``max_tokens`` by the loader's rule
+    (:func:`~attnmt.data.batching.pack_token_batches`, a pair costing
+    ``max(|src|, |tgt|) + 1``)."""
+    # every pair costs at least 1, so the first batch holds at most max_tokens of them
+    head = [dataset[i] for i in range(min(len(dataset), max_tokens))]
+    cost = [max(len(s), len(t)) + 1 for s, t, _ in head]
+    batches = pack_token_batches(range(len(head)), cost, max_tokens)
+    rows = [head[i] for i in batches[0].tolist()] if batches else []
+    return make_batch([list(s) for s, _, _ in rows], [list(t) for _, t, _ in rows])
 
 
 def choose_precision(
