@@ -211,15 +211,6 @@ def evaluation_candidates(path: str | Path) -> list[Path]:
     return found
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file as given, or for a run directory its best checkpoint (else last).
-
-    Accepts ``<run>``, ``<run>/checkpoints`` or a file. Does not read it: see
-    :func:`load_resolved`, which also passes over unreadable files.
-    """
-    return evaluation_candidates(path)[0]
-
-
 def load_resolved(
     path: str | Path, map_location: str | torch.device = "cpu"
 ) -> tuple[Path, dict[str, Any]]:
@@ -348,15 +339,6 @@ def auto_resume_candidates(outputs: str | Path, exclude: Path | None = None) -> 
     return [f for _, files in runs for f in files]
 
 
-def latest_checkpoint(outputs: str | Path, exclude: Path | None = None) -> Path | None:
-    """The first of :func:`auto_resume_candidates` (``resume=auto``), None if there is none.
-
-    Does not read it: :func:`load_resume` does, and falls back past unreadable files.
-    """
-    candidates = auto_resume_candidates(outputs, exclude)
-    return candidates[0] if candidates else None
-
-
 def _no_resume(resume: str | None) -> bool:
     return resume is None or str(resume) in ("", "null", "None")
 
@@ -366,24 +348,6 @@ def _resume_missing(resume: str | None) -> CheckpointError:
         f"resume={resume}: no checkpoint there; give a .pt file or a run directory "
         "holding checkpoints/last.pt (or resume=auto for the latest run)"
     )
-
-
-def resume_target(resume: str | None, outputs: str | Path, run_dir: Path) -> Path | None:
-    """The checkpoint to resume from: None (fresh run), ``auto`` or a file / run dir.
-
-    A run directory resumes from its ``last.pt`` (the newest state, not the best one), or
-    without one from its newest ``best-<step>.pt``. Does not read it; :func:`load_resume`
-    does, and falls back past unreadable files.
-    """
-    if _no_resume(resume):
-        return None
-    if str(resume) == "auto":
-        return latest_checkpoint(outputs, exclude=run_dir)
-    path = Path(str(resume))
-    candidates = [path] if path.is_file() else resume_candidates(path) if path.is_dir() else []
-    if not candidates:
-        raise _resume_missing(resume)
-    return candidates[0]
 
 
 def load_resume(
