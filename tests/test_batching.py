@@ -5,19 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers.reference import ParallelDataset, filter_pairs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID
 from attnmt.data.batching import (
     Batch,
-    causal_mask,
     length_batches,
     make_batch,
     pack_token_batches,
     pad_sequences,
 )
-from attnmt.data.dataset import ParallelDataset, collate, filter_pairs, make_loader
+from attnmt.data.dataset import collate, make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.errors import ConfigError, DataError
 from attnmt.train.precision_probe import probe_batch
@@ -54,11 +54,6 @@ def test_make_batch_empty_target_and_inference() -> None:
 
 def test_pad_sequences_keeps_width_one_for_empty() -> None:
     assert pad_sequences([[], []]).tolist() == [[PAD_ID], [PAD_ID]]
-
-
-def test_causal_mask() -> None:
-    assert causal_mask(3).tolist() == [[T, F, F], [T, T, F], [T, T, T]]
-    assert causal_mask(1).tolist() == [[T]]
 
 
 def test_batch_to_keeps_fields() -> None:

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from helpers.reference import greedy_pack
+from helpers.reference import ParallelDataset, filter_pairs, greedy_pack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnmt.data.dataset import ParallelDataset, filter_lengths, filter_pairs, make_loader
+from attnmt.data.dataset import filter_lengths, make_loader
 from attnmt.data.idcache import cached_token_array
 from attnmt.data.indexed import IndexedDataset, TokenArray, token_dtype
 from attnmt.data.sampler import TokenBatchSampler

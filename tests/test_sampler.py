@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.reference import greedy_pack
+from helpers.reference import ParallelDataset, greedy_pack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnmt.data.batching import pack_token_batches
-from attnmt.data.dataset import ParallelDataset, make_loader
+from attnmt.data.dataset import make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.errors import CheckpointError, ConfigError, DataError
 

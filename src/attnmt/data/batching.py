@@ -1,4 +1,6 @@
-"""Batch-first padded batches with shifted decoder input/output, and masks.
+"""Batch-first padded batches with shifted decoder input/output, padding masks, and the
+one token-budget packing rule (:func:`pack_token_batches`) that training's sampler,
+evaluation/decoding (:func:`length_batches`) and the precision probe all use.
 
 A target sentence with pieces ``y_1..y_n`` becomes ``tgt = [BOS, y_1..y_n, EOS]``;
 the decoder reads ``tgt_input = tgt[:, :-1]`` and predicts ``tgt_out = tgt[:, 1:]``.
@@ -146,12 +148,3 @@ def length_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]
     """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     return [b.tolist() for b in pack_token_batches(order, lengths, batch_tokens)]
-
-
-def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
-    """BoolTensor [T, T], True where query i may attend to key j (j <= i).
-
-    This is the ``attn_mask`` convention of ``F.scaled_dot_product_attention``
-    (True = take part), the opposite of the padding masks above.
-    """
-    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
