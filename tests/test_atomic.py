@@ -24,12 +24,6 @@ def test_write_text_bytes_json_replace(tmp_path: Path) -> None:
     assert [q.name for q in p.parent.iterdir()] == ["f.txt"]
 
 
-def test_a_written_file_is_as_shareable_as_one_written_in_place(tmp_path: Path) -> None:
-    (tmp_path / "plain").write_text("x")
-    atomic.write_text(tmp_path / "f.txt", "x")  # not mkstemp's private 0600
-    assert (tmp_path / "f.txt").stat().st_mode == (tmp_path / "plain").stat().st_mode
-
-
 def test_failure_keeps_old_file_and_removes_tmp(tmp_path: Path) -> None:
     p = tmp_path / "f.txt"
     p.write_text("old")
@@ -75,6 +69,20 @@ def test_remove_stale_tmp_only_old_temporaries(tmp_path: Path) -> None:
     os.utime(old, (0, 0))
     assert atomic.remove_stale_tmp(tmp_path) == [old]
     assert sorted(q.name for q in tmp_path.iterdir()) == [".g.txt.def.tmp", "f.txt"]
+
+
+def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        new = atomic.write_text(tmp_path / "new.txt", "x")
+        assert new.stat().st_mode & 0o777 == 0o644
+        old = tmp_path / "old.txt"
+        old.write_text("x")
+        old.chmod(0o600)
+        atomic.write_text(old, "y")
+        assert old.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)
 
 
 def test_atomic_dir_replaces_an_old_directory(tmp_path: Path) -> None:

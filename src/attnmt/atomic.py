@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -61,6 +62,17 @@ def is_tmp_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def _default_mode(path: Path) -> int:
+    """The mode the target would get from a plain ``open``: the old file's, or 0o666 less
+    the umask (mkstemp's own 0o600 would hide results from the user's group)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def _fsync_dir(directory: Path) -> None:
     """Make the rename durable (best effort: some filesystems refuse directory fsync)."""
     try:
@@ -75,27 +87,6 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _fresh(path: Path, suffix: str, make: Callable[[Path], None]) -> Path:
-    """``make`` a new ``.<name>.<8 hex>{suffix}`` beside ``path`` and return it.
-
-    Not ``mkstemp``/``mkdtemp``: those make the entry private (0600/0700); ``os.open`` and
-    ``os.mkdir`` with the default mode apply the umask, so the result is as shareable as a
-    file written in place (caches under ``data/`` are shared).
-    """
-    for _ in range(100):
-        candidate = path.parent / f".{path.name}.{secrets.token_hex(4)}{suffix}"
-        try:
-            make(candidate)
-        except FileExistsError:
-            continue
-        return candidate
-    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
-
-
-def _new_file(path: Path) -> None:
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-
-
 @contextmanager
 def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on a clean exit it replaces ``path``.
@@ -106,9 +97,12 @@ def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _fresh(path, ".tmp", _new_file)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, _default_mode(path))
+        os.close(fd)
     except OSError as err:
         raise write_error(path, err) from None
+    tmp = Path(name)
     try:
         yield tmp
         if fsync:
@@ -219,6 +213,19 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _new_staging(path: Path) -> Path:
+    """A new empty ``.<name>.<8 hex>.tmpdir`` beside ``path``. ``os.mkdir`` applies the
+    umask (``mkdtemp``'s private 0700 would hide a shared cache from the user's group)."""
+    for _ in range(100):
+        staging = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmpdir"
+        try:
+            staging.mkdir()
+        except FileExistsError:
+            continue
+        return staging
+    raise FileExistsError(errno.EEXIST, "no free staging directory name", str(path))
+
+
 @contextmanager
 def atomic_dir(path: str | Path, complete: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     """Yield an empty staging directory beside ``path``; on a clean exit it becomes ``path``.
@@ -236,7 +243,7 @@ def atomic_dir(path: str | Path, complete: Callable[[Path], bool] | None = None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(path)
-        staging = _fresh(path, ".tmpdir", os.mkdir)
+        staging = _new_staging(path)
     except OSError as err:
         raise write_error(path, err) from None
     try:
