@@ -60,31 +60,6 @@ def test_read_only_directory(tmp_path: Path) -> None:
         d.chmod(0o700)
 
 
-def test_remove_stale_tmp_only_old_temporaries(tmp_path: Path) -> None:
-    old = tmp_path / ".f.txt.abc.tmp"
-    young = tmp_path / ".g.txt.def.tmp"
-    keep = tmp_path / "f.txt"
-    for q in (old, young, keep):
-        q.write_text("x")
-    os.utime(old, (0, 0))
-    assert atomic.remove_stale_tmp(tmp_path) == [old]
-    assert sorted(q.name for q in tmp_path.iterdir()) == [".g.txt.def.tmp", "f.txt"]
-
-
-def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path: Path) -> None:
-    umask = os.umask(0o022)
-    try:
-        new = atomic.write_text(tmp_path / "new.txt", "x")
-        assert new.stat().st_mode & 0o777 == 0o644
-        old = tmp_path / "old.txt"
-        old.write_text("x")
-        old.chmod(0o600)
-        atomic.write_text(old, "y")
-        assert old.stat().st_mode & 0o777 == 0o600
-    finally:
-        os.umask(umask)
-
-
 def test_atomic_dir_replaces_an_old_directory(tmp_path: Path) -> None:
     target = tmp_path / "cache"
     target.mkdir()
@@ -136,3 +111,28 @@ def test_atomic_dir_clears_stale_staging_of_its_target_only(tmp_path: Path) -> N
     with atomic.atomic_dir(tmp_path / "cache") as staging:
         (staging / "f").write_text("new")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cache", fresh.name, other.name])
+
+
+def test_remove_stale_tmp_only_old_temporaries(tmp_path: Path) -> None:
+    old = tmp_path / ".f.txt.abc.tmp"
+    young = tmp_path / ".g.txt.def.tmp"
+    keep = tmp_path / "f.txt"
+    for q in (old, young, keep):
+        q.write_text("x")
+    os.utime(old, (0, 0))
+    assert atomic.remove_stale_tmp(tmp_path) == [old]
+    assert sorted(q.name for q in tmp_path.iterdir()) == [".g.txt.def.tmp", "f.txt"]
+
+
+def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        new = atomic.write_text(tmp_path / "new.txt", "x")
+        assert new.stat().st_mode & 0o777 == 0o644
+        old = tmp_path / "old.txt"
+        old.write_text("x")
+        old.chmod(0o600)
+        atomic.write_text(old, "y")
+        assert old.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)

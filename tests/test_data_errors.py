@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.corpora import RECIPES, prepare_corpus
 from attnmt.data.recipes import ding
-from attnmt.data.textio import read_lines, read_tsv, write_lines
+from attnmt.data.textio import read_lines, read_tsv
 from attnmt.errors import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,17 +99,6 @@ def test_nothing_left_says_which_filters_removed_what(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["raw"]  # no cache written
 
 
-def test_a_line_break_in_a_line_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    out = tmp_path / "train.en"
-    out.write_text("old\n")
-    with pytest.raises(ValueError, match=r"train\.en: a line contains a line break"):
-        write_lines(out, ["fine", "two\rlines", "never reached"])
-    assert out.read_text() == "old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["train.en"]  # no temporary file
-    write_lines(out, ["a", "b"])
-    assert out.read_bytes() == b"a\nb\n"
-
-
 def test_missing_file_names_its_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope.de"
     with pytest.raises(DataError, match=re.escape(f"{missing}: file not found")):
@@ -159,3 +148,16 @@ def test_schema_rejects_unknown_keys_and_wrong_types() -> None:
 def test_every_data_yaml_fits_the_schema(path: Path) -> None:
     cfg = to_data_config(OmegaConf.load(path))
     assert cfg.name == path.stem and cfg.name in RECIPES
+
+
+def test_a_line_break_in_a_line_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from attnmt.data.textio import write_lines
+
+    out = tmp_path / "train.en"
+    out.write_text("old\n")
+    with pytest.raises(ValueError, match=r"train\.en: a line contains a line break"):
+        write_lines(out, ["fine", "two\rlines", "never reached"])
+    assert out.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["train.en"]  # no temporary file
+    write_lines(out, ["a", "b"])
+    assert out.read_bytes() == b"a\nb\n"
