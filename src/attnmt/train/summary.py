@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attnmt.atomic import atomic_path
 from attnmt.config import RunConfig
 
 
@@ -65,9 +65,10 @@ def results_figure(history: History, title: str) -> Figure:
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as PNG atomically (:func:`attnmt.atomic.atomic_path`)."""
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
+    """Write ``fig`` as PNG atomically (temporary name, then rename)."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    fig.savefig(tmp, format="png")
+    os.replace(tmp, path)
     return path
 
 
