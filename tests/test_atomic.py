@@ -60,6 +60,59 @@ def test_read_only_directory(tmp_path: Path) -> None:
         d.chmod(0o700)
 
 
+def test_atomic_dir_replaces_an_old_directory(tmp_path: Path) -> None:
+    target = tmp_path / "cache"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with atomic.atomic_dir(target) as staging:
+        assert staging.parent == tmp_path and staging.name.endswith(".tmpdir")
+        plain = tmp_path / "plain"
+        plain.mkdir()  # the umask's mode, not mkdtemp's private 0700
+        assert staging.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+        plain.rmdir()
+        (staging / "new.txt").write_text("new")
+        assert not (target / "new.txt").exists()  # nothing visible before the exit
+    assert sorted(p.name for p in target.iterdir()) == ["new.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]
+
+
+def test_atomic_dir_keeps_a_directory_another_process_completed(tmp_path: Path) -> None:
+    target = tmp_path / "cache"
+    with atomic.atomic_dir(target, complete=lambda p: (p / "done").is_file()) as staging:
+        (staging / "done").write_text("mine")
+        target.mkdir()  # a concurrent writer finishes first
+        (target / "done").write_text("theirs")
+    assert (target / "done").read_text() == "theirs"
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]
+
+
+def test_atomic_dir_failure_leaves_the_target_and_no_staging(tmp_path: Path) -> None:
+    target = tmp_path / "cache"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError), atomic.atomic_dir(target) as staging:
+        (staging / "half").write_text("x")
+        raise RuntimeError("writer died")
+    assert [p.name for p in target.iterdir()] == ["old.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]
+
+
+def test_atomic_dir_clears_stale_staging_of_its_target_only(tmp_path: Path) -> None:
+    stale = tmp_path / ".cache.k2j4h1ab.tmpdir"  # left by a killed process
+    legacy = tmp_path / ".cache.x9y8z7w6"  # mkdtemp's name before attnmt.atomic
+    fresh = tmp_path / ".cache.q1w2e3r4.tmpdir"  # an old directory, but a new file in it
+    other = tmp_path / ".other.a1b2c3d4.tmpdir"  # another target's
+    for d in (stale, legacy, fresh, other):
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "f").write_text("x")
+        for p in (d / "sub" / "f", d / "sub", d):
+            os.utime(p, (0, 0))
+    os.utime(fresh / "sub" / "f")  # now: still being written
+    with atomic.atomic_dir(tmp_path / "cache") as staging:
+        (staging / "f").write_text("new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cache", fresh.name, other.name])
+
+
 def test_remove_stale_tmp_only_old_temporaries(tmp_path: Path) -> None:
     old = tmp_path / ".f.txt.abc.tmp"
     young = tmp_path / ".g.txt.def.tmp"

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from helpers.reference import ParallelDataset, filter_pairs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID
-from attnmt.data.batching import Batch, causal_mask, make_batch, pad_sequences
-from attnmt.data.dataset import ParallelDataset, collate, filter_pairs, make_loader
+from attnmt.data.batching import (
+    Batch,
+    length_batches,
+    make_batch,
+    pack_token_batches,
+    pad_sequences,
+)
+from attnmt.data.dataset import collate, make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.errors import ConfigError, DataError
+from attnmt.train.precision_probe import probe_batch
 
 T, F = True, False
 
@@ -45,11 +54,6 @@ def test_make_batch_empty_target_and_inference() -> None:
 
 def test_pad_sequences_keeps_width_one_for_empty() -> None:
     assert pad_sequences([[], []]).tolist() == [[PAD_ID], [PAD_ID]]
-
-
-def test_causal_mask() -> None:
-    assert causal_mask(3).tolist() == [[T, F, F], [T, T, F], [T, T, T]]
-    assert causal_mask(1).tolist() == [[T]]
 
 
 def test_batch_to_keeps_fields() -> None:
@@ -91,6 +95,58 @@ def test_make_batch_property(data: st.DataObject, src: list[list[int]]) -> None:
         assert batch.tgt_out[i, : len(t)].tolist() == t and batch.tgt_out[i, len(t)] == EOS_ID
         assert batch.tgt_input[i, 1 : len(t) + 1].tolist() == t
     assert batch.n_tokens == sum(len(t) + 1 for t in tgt) == int((~batch.tgt_pad_mask).sum())
+
+
+def test_pack_token_batches_hand_worked() -> None:
+    cost = [2, 3, 6, 10, 3]
+
+    def pack(order: list[int], budget: int) -> list[list[int]]:
+        return [b.tolist() for b in pack_token_batches(order, cost, budget)]
+
+    # ascending 2, 3, 3, 6, 10 with budget 9: 2·1, 3·2 = 6, 3·3 = 9 fit; 6·4 does not;
+    # 6 alone; 10 > 9 gets a batch of its own
+    assert pack([0, 1, 4, 2, 3], 9) == [[0, 1, 4], [2], [3]]
+    # longest first 10, 6, 3, 3, 2 with budget 12: 10 alone (10·2 > 12); 6 with 3
+    # (6·2 = 12, 6·3 > 12); 3 with 2 (3·2 = 6)
+    assert pack([3, 2, 1, 4, 0], 12) == [[3], [2, 1], [4, 0]]
+    # unsorted: the largest so far counts, 2 then 10: 10·2 > 12
+    assert pack([0, 3, 1], 12) == [[0], [3], [1]]
+    assert pack([], 12) == []
+    assert pack_token_batches(np.array([4, 1]), np.array(cost), 100)[0].dtype == np.int64
+
+
+def _old_length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+    """batching.length_batches as it was before it called pack_token_batches."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and lengths[batches[-1][0]] * (len(batches[-1]) + 1) <= batch_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _old_probe_rows(pairs: list[tuple[list[int], list[int], int]], max_tokens: int) -> int:
+    """How many first pairs precision_probe.probe_batch took before pack_token_batches."""
+    taken, longest = 0, 0
+    for s, t, _ in pairs:
+        longest = max(longest, len(s) + 1, len(t) + 1)
+        if taken and longest * (taken + 1) > max_tokens:
+            break
+        taken += 1
+    return taken
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(0, 40), max_size=60), budget=st.integers(1, 200))
+def test_the_callers_give_the_batches_they_gave_before(lengths: list[int], budget: int) -> None:
+    assert length_batches(lengths, budget) == _old_length_batches(lengths, budget)
+    pairs = [([5] * n, [6] * (n * 7 % 13), k) for k, n in enumerate(lengths)]
+    first = pairs[: _old_probe_rows(pairs, budget)]
+    want = make_batch([s for s, _, _ in first], [t for _, t, _ in first])
+    got = probe_batch(pairs, budget)
+    assert torch.equal(got.src, want.src) and torch.equal(got.tgt_out, want.tgt_out)
 
 
 def test_filter_pairs_counts() -> None:

@@ -20,14 +20,13 @@ import torch
 from attnmt.checkpoint import (
     FORMAT,
     CheckpointManager,
-    latest_checkpoint,
+    auto_resume_candidates,
+    evaluation_candidates,
     load_checkpoint,
     load_first_readable,
     load_resolved,
     load_resume,
     remove_stale_tmp,
-    resolve_checkpoint,
-    resume_target,
     run_dir_of,
     save_checkpoint,
 )
@@ -109,14 +108,14 @@ def test_resume_targets(tmp_path: Path) -> None:
     for run in (old, new):
         CheckpointManager(run / "checkpoints").save_last(_payload(1))
     current = tmp_path / "outputs" / "2026-01-03" / "08-00-00"
-    assert resume_target(None, tmp_path / "outputs", current) is None
-    latest = latest_checkpoint(tmp_path / "outputs")
-    assert latest is not None and latest.parent.parent in (old, new)
-    assert resume_target("auto", tmp_path / "outputs", current) == latest
-    assert resume_target(str(old), tmp_path, current) == old / "checkpoints" / "last.pt"
+    assert load_resume(None, tmp_path / "outputs", current) == (None, None)
+    latest = auto_resume_candidates(tmp_path / "outputs")[0]
+    assert latest.parent.parent in (old, new)
+    assert load_resume("auto", tmp_path / "outputs", current)[0] == latest
+    assert load_resume(str(old), tmp_path, current)[0] == old / "checkpoints" / "last.pt"
     assert run_dir_of(old / "checkpoints" / "last.pt") == old
     with pytest.raises(CheckpointError, match="resume="):
-        resume_target(str(tmp_path / "nowhere"), tmp_path, current)
+        load_resume(str(tmp_path / "nowhere"), tmp_path, current)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +126,7 @@ def test_malformed_best_json_falls_back_to_last(tmp_path: Path, text: str, caplo
     manager = CheckpointManager(tmp_path / "checkpoints")
     manager.save_last(_payload(1))
     (tmp_path / "checkpoints" / "best.json").write_text(text)
-    assert resolve_checkpoint(tmp_path) == tmp_path / "checkpoints" / "last.pt"
+    assert evaluation_candidates(tmp_path)[0] == tmp_path / "checkpoints" / "last.pt"
     assert "best.json" in caplog.text
 
 
@@ -136,8 +135,8 @@ def test_run_dir_resolves_to_the_best_listed_checkpoint_that_exists(tmp_path: Pa
     CheckpointManager(ckpt).save_last(_payload(1))
     (ckpt / "best-9.pt").write_bytes((ckpt / "last.pt").read_bytes())
     (ckpt / "best.json").write_text('[{"file": "best-12.pt"}, {"file": "best-9.pt"}]')
-    assert resolve_checkpoint(tmp_path) == ckpt / "best-9.pt"
-    assert resolve_checkpoint(ckpt) == ckpt / "best-9.pt"
+    assert evaluation_candidates(tmp_path)[0] == ckpt / "best-9.pt"
+    assert evaluation_candidates(ckpt)[0] == ckpt / "best-9.pt"
 
 
 def test_resuming_a_checkpoint_without_training_state_says_what_to_do() -> None:
@@ -237,7 +236,7 @@ def test_resume_auto_falls_back_to_an_older_run_and_names_every_file_when_none_r
     os.utime(old / "checkpoints" / "last.pt", (1e9, 1e9))
     _truncate(new / "checkpoints" / "last.pt")
     current = outputs / "2026-01-03" / "08-00-00"
-    assert latest_checkpoint(outputs) == new / "checkpoints" / "last.pt"
+    assert auto_resume_candidates(outputs)[0] == new / "checkpoints" / "last.pt"
     path, payload = load_resume("auto", outputs, current)
     assert path == old / "checkpoints" / "last.pt" and payload and payload["step"] == 6
     assert str(new / "checkpoints" / "last.pt") in caplog.text
@@ -382,7 +381,7 @@ def test_torch_advice_is_dropped_from_any_torch_version_s_message(
 def test_stale_temporary_files_of_killed_writes_are_removed_at_start(
     tmp_path: Path, caplog
 ) -> None:  # type: ignore[no-untyped-def]
-    caplog.set_level(logging.INFO, logger="attnmt.checkpoint")
+    caplog.set_level(logging.INFO, logger="attnmt")
     ckpt = tmp_path / "checkpoints"
     CheckpointManager(ckpt, keep_best=2).save_if_best(_payload(3), 3, 1.0)
     stale = [ckpt / ".last.pt.k2j4h1.tmp", ckpt / ".best-7.pt.x9.tmp", ckpt / ".best.json.a8b"]
@@ -416,8 +415,7 @@ def test_resume_auto_passes_over_runs_without_a_checkpoint(tmp_path: Path) -> No
     (killed / "checkpoints").mkdir(parents=True)
     (killed / "checkpoints" / ".last.pt.abc123.tmp").write_bytes(b"PK\x03\x04 half")
     current = outputs / "2026-01-04" / "07-00-00"
-    assert latest_checkpoint(outputs, exclude=current) == done / "checkpoints" / "last.pt"
-    assert resume_target("auto", outputs, current) == done / "checkpoints" / "last.pt"
+    assert auto_resume_candidates(outputs, exclude=current)[0] == done / "checkpoints" / "last.pt"
     path, payload = load_resume("auto", outputs, current)
     assert path == done / "checkpoints" / "last.pt" and payload and payload["step"] == 5
     with pytest.raises(CheckpointError, match="resume="):

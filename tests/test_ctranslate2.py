@@ -24,6 +24,7 @@ from attnmt.data.corpora import prepare_corpus
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.decode import ct2
 from attnmt.decode.config import DecodeConfig
+from attnmt.decode.search import max_length
 from attnmt.decode.translator import load_translator
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.registry import build_model
@@ -102,6 +103,25 @@ def test_length_limits_match_per_sentence(toy: dict[str, Any]) -> None:
     for a, b in ((0.0, 2), (0.5, 0), (0.0, 1)):
         decode = DecodeConfig(beam=1, max_len_a=a, max_len_b=b)
         assert _agreement(toy["ckpt"], toy["out"], toy["src"][:100], decode) == 1.0
+
+
+def test_the_limit_and_the_line_joining_are_the_translators(
+    toy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CT2Translator calls search.max_length and translator.detokenize_lines, as the
+    Translator does, rather than copies of them (its only addition: the position table)."""
+    tr = ct2.load_ct2_translator(toy["out"], "cpu", GREEDY)
+    decode = DecodeConfig(beam=1, max_len_a=2.0, max_len_b=3)
+    assert tr.max_length(4, decode) == max_length(5, 2.0, 3) == 13  # |x| = 4 pieces + EOS
+    assert tr.max_length(10_000, decode) == tr.max_positions
+    calls: list[int] = []
+
+    def joined(tokenizer: Tokenizer, hyps: list[list[int] | None]) -> list[str]:
+        calls.append(len(hyps))
+        return ["x"] * len(hyps)
+
+    monkeypatch.setattr(ct2, "detokenize_lines", joined)
+    assert tr.translate(["a b", ""]) == ["x", "x"] and calls == [2]
 
 
 def test_variants_post_norm_learned_positions_gelu_untied(toy: dict[str, Any]) -> None:

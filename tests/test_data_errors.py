@@ -145,3 +145,16 @@ def test_schema_rejects_unknown_keys_and_wrong_types() -> None:
 def test_every_data_yaml_fits_the_schema(path: Path) -> None:
     cfg = to_data_config(OmegaConf.load(path))
     assert cfg.name == path.stem and cfg.name in RECIPES
+
+
+def test_a_line_break_in_a_line_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from attnmt.data.textio import write_lines
+
+    out = tmp_path / "train.en"
+    out.write_text("old\n")
+    with pytest.raises(ValueError, match=r"train\.en: a line contains a line break"):
+        write_lines(out, ["fine", "two\rlines", "never reached"])
+    assert out.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["train.en"]  # no temporary file
+    write_lines(out, ["a", "b"])
+    assert out.read_bytes() == b"a\nb\n"

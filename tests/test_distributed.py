@@ -29,7 +29,6 @@ from attnmt.train.distributed import (
     cleanup,
     global_token_count,
     init_distributed,
-    iter_shard,
     local_device,
     loss_scale,
     no_sync,
@@ -96,7 +95,6 @@ def test_helpers_are_noops_when_single(no_torchrun_env: None) -> None:
         pass
     assert local_device("cpu", info) == torch.device("cpu")
     assert shard([1, 2, 3], info) == [1, 2, 3]
-    assert list(iter_shard(iter([1, 2, 3]), info)) == [1, 2, 3]
 
 
 def test_shard_drops_the_ragged_tail() -> None:
@@ -105,7 +103,6 @@ def test_shard_drops_the_ragged_tail() -> None:
     r1 = DistInfo(rank=1, world_size=2, local_rank=1, is_main=False, enabled=True)
     assert shard(items, r0) == [0, 2, 4]
     assert shard(items, r1) == [1, 3, 5]
-    assert list(iter_shard(iter(items), r1)) == [1, 3, 5]
     assert loss_scale(40, r1) == pytest.approx(2 / 40)
 
 

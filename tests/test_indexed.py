@@ -11,13 +11,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from helpers.reference import ParallelDataset, filter_pairs, greedy_pack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnmt.data.dataset import ParallelDataset, filter_lengths, filter_pairs, make_loader
+from attnmt.data.dataset import filter_lengths, make_loader
 from attnmt.data.idcache import cached_token_array
 from attnmt.data.indexed import IndexedDataset, TokenArray, token_dtype
-from attnmt.data.sampler import TokenBatchSampler, pack_sorted
+from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.textio import read_lines
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.errors import ConfigError, DataError
@@ -69,7 +70,7 @@ def reference_filter(
 
 
 def reference_batches(cost: np.ndarray, max_tokens: int, seed: int, epoch: int, bucket: int):
-    """TokenBatchSampler.all_batches as it was: pack_sorted's Python loop per bucket."""
+    """TokenBatchSampler.all_batches as it was: the per-pair packing loop per bucket."""
     n = len(cost)
     rng = np.random.default_rng([seed, epoch])
     order = rng.permutation(n)
@@ -77,7 +78,7 @@ def reference_batches(cost: np.ndarray, max_tokens: int, seed: int, epoch: int, 
     for start in range(0, n, bucket):
         part = order[start : start + bucket]
         part = part[np.argsort(cost[part], kind="stable")]
-        batches.extend(pack_sorted(part.tolist(), cost, max_tokens))
+        batches.extend(greedy_pack(part.tolist(), cost, max_tokens))
     return [batches[k] for k in rng.permutation(len(batches))]
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.reference import ParallelDataset, greedy_pack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnmt.data.dataset import ParallelDataset, make_loader
-from attnmt.data.sampler import TokenBatchSampler, pack_sorted, pack_sorted_array
+from attnmt.data.batching import pack_token_batches
+from attnmt.data.dataset import make_loader
+from attnmt.data.sampler import TokenBatchSampler
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
 
@@ -26,7 +28,7 @@ def test_hand_worked_packing() -> None:
     # costs max(s+1, t+1) = [2, 3, 6, 10]; budget 6
     sampler = TokenBatchSampler([1, 2, 3, 9], [1, 1, 5, 1], max_tokens=6, shuffle=False)
     assert list(sampler) == [[0, 1], [2], [3]]  # 3*2=6 fits; 6*2 does not; 10 > 6 alone
-    assert pack_sorted([0, 1, 2], np.array([4, 4, 4]), 8) == [[0, 1], [2]]
+    assert [b.tolist() for b in pack_token_batches([0, 1, 2], [4, 4, 4], 8)] == [[0, 1], [2]]
     # source only (inference): cost = src + 1
     assert list(TokenBatchSampler([3, 3, 3], None, max_tokens=8, shuffle=False)) == [[0, 1], [2]]
 
@@ -56,13 +58,13 @@ def test_every_index_once_and_budget_kept(
     max_tokens=st.integers(1, 400),
     sort=st.booleans(),
 )
-def test_array_packing_equals_the_pair_loop(costs: list[int], max_tokens: int, sort: bool) -> None:
-    """pack_sorted_array: pack_sorted's batches (per-batch numpy work on sorted costs; other
-    orders go through the loop)."""
+def test_packing_equals_the_pair_loop(costs: list[int], max_tokens: int, sort: bool) -> None:
+    """pack_token_batches: the per-row loop's batches (a binary search per batch on
+    ascending costs; other orders go through the loop)."""
     cost = np.array(costs, dtype=np.int64)
     order = np.argsort(cost, kind="stable") if sort else np.arange(len(cost))[::-1]
-    fast = pack_sorted_array(order, cost, max_tokens)
-    assert [b.tolist() for b in fast] == pack_sorted(order.tolist(), cost, max_tokens)
+    fast = pack_token_batches(order, cost, max_tokens)
+    assert [b.tolist() for b in fast] == greedy_pack(order.tolist(), cost, max_tokens)
     assert all(b.dtype == np.int64 for b in fast)
 
 

@@ -15,6 +15,8 @@ from attnmt.decode.search import (
     beam_search,
     greedy_search,
     length_penalty,
+    max_length,
+    max_lengths,
     translate_batch,
 )
 from attnmt.errors import ConfigError
@@ -132,6 +134,15 @@ def test_length_penalty_normalises_beam_scores() -> None:
     assert best.score == pytest.approx(math.log(0.36) / (7 / 6), abs=1e-6)
     assert length_penalty(2, alpha) == pytest.approx(7 / 6)
     assert length_penalty(3, 0.6) == pytest.approx((8 / 6) ** 0.6)
+
+
+def test_max_length_is_floor_a_x_plus_b_at_least_one() -> None:
+    assert max_length(4, 1.5, 10) == 16  # floor(6.0 + 10)
+    assert max_length(3, 0.5, 0) == 1  # floor(1.5)
+    assert max_length(5, 0.0, 0) == 1  # never below one piece
+    assert max_length(7, 1.2, -2) == 6  # floor(8.4 - 2)
+    # per sentence from the padding mask: |x| counts the real tokens, EOS included
+    assert max_lengths(make_batch([[7, 8, 9], [7]]).src_pad_mask, 1.5, 10) == [16, 13]
 
 
 def test_length_limit_markov() -> None:

@@ -129,6 +129,17 @@ def test_missing_checkpoint_no_traceback(tmp_path: Path, monkeypatch, capsys) ->
     assert err.strip() == f"error: checkpoint or run directory not found: {tmp_path / 'none'}"
 
 
+def test_detokenize_lines_keeps_one_line_per_hypothesis() -> None:
+    from attnmt.decode.translator import detokenize_lines
+
+    class Pieces:  # decode_tgt of a tokenizer whose piece 9 holds a line break
+        def decode_tgt(self, ids: list[list[int]]) -> list[str]:
+            return ["".join({5: "a", 6: "b c", 9: "\r\n"}[i] for i in row) for row in ids]
+
+    hyps = [[5, 9, 6], None, [], [9, 5, 9, 9, 6]]
+    assert detokenize_lines(Pieces(), hyps) == ["a b c", "", "", " a  b c"]
+
+
 def test_length_batches_respect_the_budget() -> None:
     from attnmt.data.batching import length_batches
 

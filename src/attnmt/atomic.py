@@ -3,12 +3,17 @@
     with atomic_path(target) as tmp:      # any writer that wants a path (savefig, spm, ...)
         write_something(tmp)
     write_text(path, text) / write_bytes(path, data) / write_json(path, obj)
+    with atomic_dir(target, complete=...) as staging:   # a directory (caches, exports)
+        fill(staging)
 
 A crash at any point leaves either the old file or the new one, never half of one; the
 temporary file is ``.<name>.<random>.tmp`` beside the target (same filesystem, so the
 rename is atomic) and is removed when the write fails. :func:`remove_stale_tmp` clears the
 ones a killed process left behind. A full disk or a read-only filesystem ends in a
 :class:`~attnmt.errors.WriteError` naming the path and what to do; the old file stays.
+A directory is staged as ``.<name>.<random>.tmpdir``; :func:`atomic_dir` clears the
+staging directories of the same target that killed processes left (untouched for
+:data:`STALE_DIR_AGE_S`).
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ import errno
 import json
 import logging
 import os
+import re
+import secrets
+import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +38,9 @@ log = logging.getLogger(__name__)
 
 STALE_TMP_AGE_S = 10.0
 """A younger temporary file may still be being written by a live process."""
+STALE_DIR_AGE_S = 3600.0
+"""A staging directory with anything in it changed more recently may still be being filled
+(an extraction or an encoding writes steadily, but a process may pause between files)."""
 
 _ADVICE = {
     errno.ENOSPC: "no space left on device; free some space or write elsewhere",
@@ -127,16 +138,19 @@ def write_json(path: str | Path, obj: Any, indent: int | None = 2) -> Path:
     return write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
-def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) -> list[Path]:
+def remove_stale_tmp(
+    directory: str | Path, min_age_s: float = STALE_TMP_AGE_S, legacy: Sequence[str] = ()
+) -> list[Path]:
     """Delete the temporary files (``.<name>.<random>.tmp``) that killed writes left in
-    ``directory`` once they are ``min_age_s`` old; logs and returns them."""
+    ``directory`` once they are ``min_age_s`` old; logs and returns them. ``legacy``: name
+    prefixes of older temporary names to clear as well (e.g. ``".best.json."``)."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
     removed: list[Path] = []
     now = time.time()
     for path in sorted(directory.iterdir()):
-        if not is_tmp_name(path.name):
+        if not (is_tmp_name(path.name) or path.name.startswith(tuple(legacy))):
             continue
         try:
             if not path.is_file() or now - path.stat().st_mtime < min_age_s:
@@ -148,3 +162,101 @@ def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) 
         log.info("removed %s, a temporary file left by an interrupted write", path)
         removed.append(path)
     return removed
+
+
+def _staging_name(name: str) -> re.Pattern[str]:
+    """:func:`atomic_dir`'s staging names for target ``name``: ``.<name>.<random>.tmpdir``,
+    and the ``.<name>.<8 random>`` that ``mkdtemp`` gave before this module existed."""
+    return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}(\.tmpdir)?")
+
+
+def _newest_mtime(directory: Path) -> float:
+    """The latest modification time of ``directory`` and of everything under it."""
+    newest = directory.stat().st_mtime
+    for root, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            try:
+                newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+            except OSError:
+                continue
+    return newest
+
+
+def remove_stale_staging(path: str | Path, min_age_s: float = STALE_DIR_AGE_S) -> list[Path]:
+    """Delete the staging directories of ``path`` (see :func:`atomic_dir`) in which nothing
+    has changed for ``min_age_s``: what killed processes left. Logs and returns them."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    pattern, now = _staging_name(path.name), time.time()
+    removed: list[Path] = []
+    for staging in sorted(path.parent.iterdir()):
+        if not pattern.fullmatch(staging.name) or staging.is_symlink():
+            continue
+        try:
+            if not staging.is_dir() or now - _newest_mtime(staging) < min_age_s:
+                continue
+            shutil.rmtree(staging)
+        except OSError as err:
+            log.warning("cannot remove stale staging directory %s: %s", staging, err)
+            continue
+        log.info("removed %s, a staging directory left by an interrupted write", staging)
+        removed.append(staging)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    """Remove whatever is at ``path`` (directory tree, file or link); absent is fine."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _new_staging(path: Path) -> Path:
+    """A new empty ``.<name>.<8 hex>.tmpdir`` beside ``path``. ``os.mkdir`` applies the
+    umask (``mkdtemp``'s private 0700 would hide a shared cache from the user's group)."""
+    for _ in range(100):
+        staging = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmpdir"
+        try:
+            staging.mkdir()
+        except FileExistsError:
+            continue
+        return staging
+    raise FileExistsError(errno.EEXIST, "no free staging directory name", str(path))
+
+
+@contextmanager
+def atomic_dir(path: str | Path, complete: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+    """Yield an empty staging directory beside ``path``; on a clean exit it becomes ``path``.
+
+    Rule, on a clean exit: if ``complete(path)`` holds (another process finished the same
+    directory first) the staging directory is discarded and ``path`` kept; otherwise
+    whatever is at ``path`` (an old or damaged entry) is removed and the staging directory
+    renamed into its place. A rename that loses a race to a process that completed
+    ``path`` meanwhile is fine. On an exception the staging directory is removed and
+    ``path`` left as it was. Stale staging directories of ``path`` are cleared first
+    (:func:`remove_stale_staging`). ``OSError`` becomes :class:`WriteError`.
+    """
+    path = Path(path)
+    done = complete or (lambda _: False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(path)
+        staging = _new_staging(path)
+    except OSError as err:
+        raise write_error(path, err) from None
+    try:
+        yield staging
+        if not done(path):
+            _remove(path)
+            try:
+                os.replace(staging, path)
+            except OSError:
+                if not done(path):
+                    raise
+    except OSError as err:
+        raise write_error(path, err) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _fsync_dir(path.parent)

@@ -36,16 +36,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from attnmt import atomic
+from attnmt.atomic import STALE_TMP_AGE_S, atomic_path, write_json
 from attnmt.errors import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,6 @@ FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 _BEST_FILE = re.compile(r"best-(\d+)\.pt")
-STALE_TMP_AGE_S = 10.0  # a younger temporary file may still be being written
 # torch's own advice in its load errors (e.g. "Re-running `torch.load` with `weights_only` set
 # to `False` will likely succeed"): never passed on, it points users at unsafe loading
 _TORCH_ADVICE = re.compile(
@@ -64,28 +62,13 @@ _TORCH_ADVICE = re.compile(
 
 
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
-    """Write ``payload`` to ``path`` atomically: temporary file, fsync, rename.
+    """Write ``payload`` to ``path`` atomically (:func:`attnmt.atomic.atomic_path`).
 
     A crash at any point leaves either the old file or the new one, never half of one.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return path
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+    return Path(path)
 
 
 def _mtime(path: Path) -> float:
@@ -228,15 +211,6 @@ def evaluation_candidates(path: str | Path) -> list[Path]:
     return found
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file as given, or for a run directory its best checkpoint (else last).
-
-    Accepts ``<run>``, ``<run>/checkpoints`` or a file. Does not read it: see
-    :func:`load_resolved`, which also passes over unreadable files.
-    """
-    return evaluation_candidates(path)[0]
-
-
 def load_resolved(
     path: str | Path, map_location: str | torch.device = "cpu"
 ) -> tuple[Path, dict[str, Any]]:
@@ -255,28 +229,10 @@ def load_resolved(
 
 
 def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) -> list[Path]:
-    """Delete the temporary files that killed writes left in ``directory``:
-    ``.<name>.<random>.tmp`` (:func:`save_checkpoint`) and ``.best.json.<random>``, once
-    ``min_age_s`` old (a younger one may still be being written). Logs and returns them."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    removed: list[Path] = []
-    now = time.time()
-    for path in sorted(directory.iterdir()):
-        name = path.name
-        if not (name.startswith(".") and (name.endswith(".tmp") or name.startswith(".best.json."))):
-            continue
-        try:
-            if not path.is_file() or now - path.stat().st_mtime < min_age_s:
-                continue
-            path.unlink()
-        except OSError as err:
-            log.warning("cannot remove stale temporary file %s: %s", path, err)
-            continue
-        log.info("removed %s, a temporary file left by an interrupted checkpoint write", path)
-        removed.append(path)
-    return removed
+    """Delete the temporary files that killed writes left in ``directory`` once
+    ``min_age_s`` old (:func:`attnmt.atomic.remove_stale_tmp`), and the
+    ``.best.json.<random>`` that versions before :mod:`attnmt.atomic` wrote."""
+    return atomic.remove_stale_tmp(directory, min_age_s, legacy=(".best.json.",))
 
 
 class CheckpointManager:
@@ -345,17 +301,7 @@ class CheckpointManager:
         return path
 
     def _write_best_json(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".best.json.", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.best, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.best_json)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json(self.best_json, self.best, indent=1)
 
     def best_path(self) -> Path | None:
         """The best checkpoint so far (None before the first validation)."""
@@ -393,15 +339,6 @@ def auto_resume_candidates(outputs: str | Path, exclude: Path | None = None) -> 
     return [f for _, files in runs for f in files]
 
 
-def latest_checkpoint(outputs: str | Path, exclude: Path | None = None) -> Path | None:
-    """The first of :func:`auto_resume_candidates` (``resume=auto``), None if there is none.
-
-    Does not read it: :func:`load_resume` does, and falls back past unreadable files.
-    """
-    candidates = auto_resume_candidates(outputs, exclude)
-    return candidates[0] if candidates else None
-
-
 def _no_resume(resume: str | None) -> bool:
     return resume is None or str(resume) in ("", "null", "None")
 
@@ -411,24 +348,6 @@ def _resume_missing(resume: str | None) -> CheckpointError:
         f"resume={resume}: no checkpoint there; give a .pt file or a run directory "
         "holding checkpoints/last.pt (or resume=auto for the latest run)"
     )
-
-
-def resume_target(resume: str | None, outputs: str | Path, run_dir: Path) -> Path | None:
-    """The checkpoint to resume from: None (fresh run), ``auto`` or a file / run dir.
-
-    A run directory resumes from its ``last.pt`` (the newest state, not the best one), or
-    without one from its newest ``best-<step>.pt``. Does not read it; :func:`load_resume`
-    does, and falls back past unreadable files.
-    """
-    if _no_resume(resume):
-        return None
-    if str(resume) == "auto":
-        return latest_checkpoint(outputs, exclude=run_dir)
-    path = Path(str(resume))
-    candidates = [path] if path.is_file() else resume_candidates(path) if path.is_dir() else []
-    if not candidates:
-        raise _resume_missing(resume)
-    return candidates[0]
 
 
 def load_resume(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from attnmt import EOS_ID
+from attnmt.atomic import write_json
 from attnmt.checkpoint import run_dir_of
 from attnmt.cli.common import parse_settings
 from attnmt.data.textio import read_lines, write_lines
@@ -94,9 +94,7 @@ def write_scores(path: Path, tag: str, entry: dict[str, Any]) -> None:
         except (json.JSONDecodeError, UnicodeDecodeError):
             log.warning("%s is not valid JSON; overwriting it", path)
     scores[tag] = entry
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(scores, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, scores, indent=2)
 
 
 def plot_hypotheses(

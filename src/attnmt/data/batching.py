@@ -1,4 +1,6 @@
-"""Batch-first padded batches with shifted decoder input/output, and masks.
+"""Batch-first padded batches with shifted decoder input/output, padding masks, and the
+one token-budget packing rule (:func:`pack_token_batches`) that training's sampler,
+evaluation/decoding (:func:`length_batches`) and the precision probe all use.
 
 A target sentence with pieces ``y_1..y_n`` becomes ``tgt = [BOS, y_1..y_n, EOS]``;
 the decoder reads ``tgt_input = tgt[:, :-1]`` and predicts ``tgt_out = tgt[:, 1:]``.
@@ -8,9 +10,12 @@ Masks follow PyTorch's ``key_padding_mask`` convention: ``True`` marks padding.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -95,26 +100,51 @@ def make_batch(
     return batch
 
 
+def pack_token_batches(
+    order: Sequence[int] | np.ndarray, cost: Sequence[int] | np.ndarray, max_tokens: int
+) -> list[np.ndarray]:
+    """Cut ``order`` (row indices) into consecutive token-budget batches.
+
+    Rule: walking ``order``, a batch takes the next row while
+    ``rows × (largest cost[i] among them) ≤ max_tokens``; a row that alone costs more
+    than ``max_tokens`` gets a batch of its own. ``cost[i]`` is row ``i``'s padded length.
+    Callers sort the rows by cost first (training ascending, decoding longest first) so a
+    batch wastes little padding; any order works. Returns slices of ``order`` (int64).
+
+    Costs that never decrease along ``order`` (training's buckets, millions of rows) take
+    a binary search per batch instead of a Python step per row: a batch of ``j`` rows then
+    costs its last row's cost times ``j``, which grows with ``j``, so the batch is the
+    longest prefix within the budget.
+    """
+    order = np.asarray(order, dtype=np.int64).reshape(-1)
+    along = np.asarray(cost).reshape(-1)[order]  # [n] costs in walking order
+    ascending = not bool(np.any(along[1:] < along[:-1]))
+    costs: list[int] = along.tolist()
+    n, cuts = len(costs), [0]
+    while cuts[-1] < n:
+        start, size, widest = cuts[-1], 0, 0
+        if ascending:
+            first = costs[start]
+            stop = min(n, start + max_tokens // first) if first > 0 else n  # no more fit
+            size = bisect.bisect_right(
+                range(1, stop - start + 1), max_tokens, key=lambda j: costs[start + j - 1] * j
+            )
+        else:
+            while start + size < n:
+                widest = max(widest, costs[start + size])
+                if widest * (size + 1) > max_tokens:
+                    break
+                size += 1
+        cuts.append(start + max(size, 1))  # a row above max_tokens gets a batch of its own
+    return [order[a:b] for a, b in itertools.pairwise(cuts)]
+
+
 def length_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Indices grouped by length, longest first, so that count × longest ≤ batch_tokens.
+    """Indices grouped by length, longest first, so that count × longest ≤ batch_tokens
+    (:func:`pack_token_batches` on the indices sorted by length, descending; ties by index).
 
     For evaluation and decoding (training uses :class:`~attnmt.data.sampler.TokenBatchSampler`).
     A sequence longer than ``batch_tokens`` gets a batch of its own.
     """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    for i in order:
-        if batches and lengths[batches[-1][0]] * (len(batches[-1]) + 1) <= batch_tokens:
-            batches[-1].append(i)
-        else:
-            batches.append([i])
-    return batches
-
-
-def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
-    """BoolTensor [T, T], True where query i may attend to key j (j <= i).
-
-    This is the ``attn_mask`` convention of ``F.scaled_dot_product_attention``
-    (True = take part), the opposite of the padding masks above.
-    """
-    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+    return [b.tolist() for b in pack_token_batches(order, lengths, batch_tokens)]

@@ -20,9 +20,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from attnmt.atomic import atomic_dir
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.recipes import bible, custom, ding, hf, multi30k, toy
 from attnmt.data.recipes.common import SPLITS, Built
@@ -232,10 +230,9 @@ def _write(
     for split in ("valid", "test"):
         if split in splits and not splits[split]:
             log.warning("%s: the %s split is empty", key["name"], split)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared like data/
-    try:
+    # counts.json is written last: without it a cache is damaged and replaced; with it,
+    # another process finished first and its cache is kept
+    with atomic_dir(final, complete=lambda p: (p / "counts.json").is_file()) as tmp:
         for split, pairs in splits.items():
             for side, lang in enumerate(langs):
                 write_lines(tmp / f"{split}.{lang}", [p[side] for p in pairs])
@@ -243,14 +240,6 @@ def _write(
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
         counts = {split: len(pairs) for split, pairs in splits.items()}
         (tmp / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
-        if (final / "counts.json").is_file():  # another process finished first: keep it
-            shutil.rmtree(tmp)
-        else:
-            shutil.rmtree(final, ignore_errors=True)  # a damaged cache without counts.json
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def prepare_corpus(

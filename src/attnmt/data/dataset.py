@@ -1,4 +1,8 @@
-"""Encoded parallel data: the dataset, the length filter, collation and the loader.
+"""Encoded parallel data: the item type, the length filter, collation and the loader.
+
+The dataset is :class:`attnmt.data.indexed.IndexedDataset` (``dataset[i] -> (src_ids,
+tgt_ids or None, i)``; ``i`` ends up in ``Batch.index`` so that outputs can be put back in
+corpus order).
 
 Lengths here are piece counts *without* specials; :func:`make_batch` adds EOS to a
 source and BOS/EOS to a target, so a pair costs ``len + 1`` positions per side.
@@ -18,66 +22,6 @@ from attnmt.errors import ConfigError, DataError
 Item = tuple[list[int], list[int] | None, int]
 
 
-class ParallelDataset(Dataset[Item]):
-    """Piece-id pairs; ``tgt=None`` for inference (source only).
-
-    ``dataset[i] -> (src_ids, tgt_ids or None, i)``; ``i`` ends up in ``Batch.index`` so
-    that outputs can be put back in corpus order.
-    """
-
-    def __init__(self, src: list[list[int]], tgt: list[list[int]] | None = None) -> None:
-        if tgt is not None and len(tgt) != len(src):
-            raise DataError(f"ParallelDataset: {len(src)} sources but {len(tgt)} targets")
-        self.src = src
-        self.tgt = tgt
-
-    def __len__(self) -> int:
-        return len(self.src)
-
-    def __getitem__(self, i: int) -> Item:
-        return self.src[i], (None if self.tgt is None else self.tgt[i]), i
-
-    @property
-    def src_lengths(self) -> list[int]:
-        return [len(s) for s in self.src]
-
-    @property
-    def tgt_lengths(self) -> list[int] | None:
-        return None if self.tgt is None else [len(t) for t in self.tgt]
-
-    def subset(self, indices: Sequence[int]) -> ParallelDataset:
-        """A new dataset of the pairs at ``indices`` (e.g. those :func:`filter_pairs` kept)."""
-        return ParallelDataset(
-            [self.src[i] for i in indices],
-            None if self.tgt is None else [self.tgt[i] for i in indices],
-        )
-
-
-def filter_pairs(
-    src: Sequence[Sequence[int]],
-    tgt: Sequence[Sequence[int]] | None,
-    max_len: int | None,
-    max_len_ratio: float | None,
-    name: str = "data",
-) -> tuple[list[int], dict[str, int]]:
-    """Indices of the pairs to keep, and how many pairs each filter removed.
-
-    Filters, applied in this order (a pair is counted under the first that removes it):
-      ``empty``     either side has no pieces
-      ``too_long``  either side has more than ``max_len`` pieces (``None`` = no limit)
-      ``ratio``     ``max(|x|, |y|) / min(|x|, |y|) > max_len_ratio`` (``None`` = no limit)
-    With ``tgt=None`` only the source is checked. Raises DataError naming ``name`` and the
-    counts when a non-empty input loses every pair. :func:`filter_lengths` does the work.
-    """
-    _check_limits(max_len, max_len_ratio, name)
-    if tgt is not None and len(tgt) != len(src):
-        raise DataError(f"{name}: {len(src)} sources but {len(tgt)} targets")
-    src_len = np.fromiter(map(len, src), dtype=np.int64, count=len(src))
-    tgt_len = None if tgt is None else np.fromiter(map(len, tgt), dtype=np.int64, count=len(tgt))
-    kept, removed = filter_lengths(src_len, tgt_len, max_len, max_len_ratio, name)
-    return kept.tolist(), removed
-
-
 def _check_limits(max_len: int | None, max_len_ratio: float | None, name: str) -> None:
     if max_len is not None and (isinstance(max_len, bool) or int(max_len) < 1):
         raise ConfigError(f"{name}: max_len={max_len!r} must be a positive integer or null")
@@ -92,8 +36,16 @@ def filter_lengths(
     max_len_ratio: float | None,
     name: str = "data",
 ) -> tuple[np.ndarray, dict[str, int]]:
-    """:func:`filter_pairs` on piece counts: ``src_len``, ``tgt_len`` [n] ints ->
-    (kept indices [k] int64, removed per filter), without a Python loop over pairs."""
+    """Which pairs to keep, from their piece counts ``src_len``, ``tgt_len`` [n] ints:
+    (kept indices [k] int64, how many pairs each filter removed), without a Python loop.
+
+    Filters, applied in this order (a pair is counted under the first that removes it):
+      ``empty``     either side has no pieces
+      ``too_long``  either side has more than ``max_len`` pieces (``None`` = no limit)
+      ``ratio``     ``max(|x|, |y|) / min(|x|, |y|) > max_len_ratio`` (``None`` = no limit)
+    With ``tgt_len=None`` only the source is checked. Raises DataError naming ``name`` and
+    the counts when a non-empty input loses every pair.
+    """
     _check_limits(max_len, max_len_ratio, name)
     src_len = np.asarray(src_len).reshape(-1)
     lo = hi = src_len

@@ -21,6 +21,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from attnmt.atomic import atomic_dir, atomic_path
 from attnmt.errors import DataError
 
 _LOG = logging.getLogger(__name__)
@@ -57,19 +58,16 @@ def fetch(url: str, dest: Path, sha256: str | None, log: logging.Logger = _LOG) 
     if dest.is_file():
         _verify(dest, url, sha256, log)
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.part{os.getpid()}")
     log.info("downloading %s", url)
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp, tmp.open("wb") as out:
-            shutil.copyfileobj(resp, out, 1 << 20)
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        tmp.unlink(missing_ok=True)
-        raise DataError(
-            f"cannot download {url}: {err}; check the connection, or put the file at {dest}"
-        ) from None
-    _verify(tmp, url, sha256, log)
-    os.replace(tmp, dest)
+    with atomic_path(dest) as tmp:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as resp, tmp.open("wb") as out:
+                shutil.copyfileobj(resp, out, 1 << 20)
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            raise DataError(
+                f"cannot download {url}: {err}; check the connection, or put the file at {dest}"
+            ) from None
+        _verify(tmp, url, sha256, log)
     return dest
 
 
@@ -121,15 +119,11 @@ def extract(archive: Path, dest: Path) -> Path:
     suffix = next((s for s in EXTRACTORS if archive.name.endswith(s)), None)
     if suffix is None:
         raise DataError(f"{archive}: unknown archive type; expected one of {sorted(EXTRACTORS)}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    os.chmod(tmp, 0o755)
-    try:
-        EXTRACTORS[suffix](archive, tmp)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise DataError(f"{archive}: cannot extract ({err}); delete it and retry") from None
-    os.replace(tmp, dest)
+    with atomic_dir(dest, complete=Path.is_dir) as tmp:
+        try:
+            EXTRACTORS[suffix](archive, tmp)
+        except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as err:
+            raise DataError(f"{archive}: cannot extract ({err}); delete it and retry") from None
     return dest
 
 
@@ -182,14 +176,10 @@ def deb_extract(deb: Path, dest: Path) -> Path:
     """``dpkg-deb -x deb`` into ``dest`` (atomic; reused when there)."""
     if dest.is_dir():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    os.chmod(tmp, 0o755)
-    proc = _run(["dpkg-deb", "-x", str(deb.resolve()), str(tmp.resolve())], dest.parent)
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise DataError(f"dpkg-deb -x {deb} failed: {proc.stderr.strip()[-300:]}; delete it")
-    os.replace(tmp, dest)
+    with atomic_dir(dest, complete=Path.is_dir) as tmp:
+        proc = _run(["dpkg-deb", "-x", str(deb.resolve()), str(tmp.resolve())], dest.parent)
+        if proc.returncode != 0:
+            raise DataError(f"dpkg-deb -x {deb} failed: {proc.stderr.strip()[-300:]}; delete it")
     return dest
 
 

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 import weakref
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from attnmt.atomic import atomic_dir
 from attnmt.data.indexed import TokenArray, token_dtype
 from attnmt.data.textio import utf8_lines
 from attnmt.data.tokenizer import Tokenizer
@@ -177,26 +177,15 @@ def cached_token_array(
         log.info("train ids: loaded %s", target)
         return load_token_array(target)
     started, threads = time.perf_counter(), encode_threads()
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache_dir))
-    try:
+    # meta.json is written last: an entry without it is damaged and replaced; with it, a
+    # concurrent run finished first and its entry is kept
+    with atomic_dir(target, complete=lambda p: (p / META).is_file()) as tmp:
         counts = encode_file(path, tokenizer, side, tmp, threads)
         if cache_key(path, key["model_sha256"]) != key:
             raise DataError(f"{path} changed while it was encoded; run again")
         seconds = time.perf_counter() - started
         meta = {"key": key, **counts, "encode_s": round(seconds, 3), "threads": threads}
-        (tmp / META).write_text(json.dumps(meta, indent=1) + "\n")  # written last
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared like data/
-        if (target / META).is_file():  # a concurrent run finished first: keep its entry
-            return load_token_array(target)
-        shutil.rmtree(target, ignore_errors=True)  # a damaged entry without meta.json
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / META).is_file():  # a concurrent run that finished first is fine
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / META).write_text(json.dumps(meta, indent=1) + "\n")
     n = counts["sentences"]
     log.info(
         "train ids: encoded %s: %d sentences, %d pieces (%s) in %.1f s (%.0f sentences/s, "

@@ -7,9 +7,9 @@ starts, so sentence ``i`` is ``tokens[offsets[i]:offsets[i + 1]]``. Python objec
 only for the pairs a batch reads; a corpus of millions of pairs costs its token bytes on
 disk and a few arrays of ``n`` integers in memory.
 
-:class:`IndexedDataset` has :class:`attnmt.data.dataset.ParallelDataset`'s interface
-(``dataset[i] -> (src_ids, tgt_ids, i)``, lengths, ``subset``) over two token arrays
-and an index of the pairs it holds, so filtering copies no ids.
+:class:`IndexedDataset` is the training set (``dataset[i] -> (src_ids, tgt_ids, i)``,
+lengths, ``subset``) over two token arrays and an index of the pairs it holds, so
+filtering copies no ids.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ class IndexedDataset(Dataset[Item]):
     """The pairs ``index`` [m] (int64, into the arrays; None: all, in order) of source and
     target arrays.
 
-    ``dataset[k] -> (src ids, tgt ids or None, k)``, like ParallelDataset: ``k`` is the
-    position in this dataset (what ``Batch.index`` gets), not in the arrays.
+    ``dataset[k] -> (src ids, tgt ids or None, k)``: ``k`` is the position in this
+    dataset (what ``Batch.index`` gets), not in the arrays.
     """
 
     def __init__(

@@ -9,8 +9,9 @@ seed 2 epoch 0 get unrelated orders):
   1. shuffle all indices (when ``shuffle``), cut them into buckets of ``bucket_size``
      (default: one bucket holding everything);
   2. sort each bucket by cost (stable, so equal lengths keep their shuffled order);
-  3. pack greedily: add pairs while ``max_cost * n <= max_tokens`` (a single pair
-     above ``max_tokens`` gets a batch of its own);
+  3. pack greedily (:func:`~attnmt.data.batching.pack_token_batches`): add pairs while
+     ``max_cost * n <= max_tokens`` (a single pair above ``max_tokens`` gets a batch of
+     its own);
   4. shuffle the order of the batches (when ``shuffle``);
   5. drop the last ``len % num_replicas`` batches; replica ``rank`` takes batches
      ``rank, rank + num_replicas, ...`` so every replica runs the same number of steps.
@@ -25,59 +26,14 @@ The count equals the consumed batches only with ``DataLoader(num_workers=0)``.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from torch.utils.data import Sampler
 
+from attnmt.data.batching import pack_token_batches
 from attnmt.errors import CheckpointError, ConfigError, DataError
-
-
-def pack_sorted(order: Sequence[int], cost: np.ndarray, max_tokens: int) -> list[list[int]]:
-    """Greedy packing of indices already sorted by ``cost`` into token-budget batches."""
-    batches: list[list[int]] = []
-    current: list[int] = []
-    widest = 0
-    for i in order:
-        c = int(cost[i])
-        if current and max(widest, c) * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current, widest = [], 0
-        current.append(int(i))
-        widest = max(widest, c)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def pack_sorted_array(order: np.ndarray, cost: np.ndarray, max_tokens: int) -> list[np.ndarray]:
-    """:func:`pack_sorted`'s batches as slices of ``order`` [n] (int64), found by a binary
-    search per batch instead of a Python step per pair.
-
-    With costs that never decrease along ``order``, a batch of ``j`` pairs costs its last
-    pair's cost times ``j``, which never decreases with ``j``; the greedy batch is the
-    longest prefix within ``max_tokens`` (at least one pair). Other orders go through
-    :func:`pack_sorted`.
-    """
-    order = np.asarray(order, dtype=np.int64)
-    c = np.asarray(cost)[order]
-    if len(c) > 1 and bool(np.any(c[1:] < c[:-1])):
-        return [np.asarray(b, dtype=np.int64) for b in pack_sorted(order, cost, max_tokens)]
-    costs: list[int] = c.tolist()
-    batches: list[np.ndarray] = []
-    start, n = 0, len(costs)
-    while start < n:
-        first = costs[start]
-        stop = min(n, start + max_tokens // first) if first > 0 else n  # no more fit
-        size = bisect.bisect_right(
-            range(1, stop - start + 1), max_tokens, key=lambda j: costs[start + j - 1] * j
-        )
-        size = max(size, 1)  # a pair above max_tokens gets a batch of its own
-        batches.append(order[start : start + size])
-        start += size
-    return batches
 
 
 class TokenBatchSampler(Sampler[list[int]]):
@@ -131,7 +87,7 @@ class TokenBatchSampler(Sampler[list[int]]):
         for start in range(0, n, size):
             bucket = order[start : start + size]
             bucket = bucket[np.argsort(self.cost[bucket], kind="stable")]
-            batches.extend(pack_sorted_array(bucket, self.cost, self.max_tokens))
+            batches.extend(pack_token_batches(bucket, self.cost, self.max_tokens))
         if self.shuffle:
             batches = [batches[k] for k in rng.permutation(len(batches))]
         usable = len(batches) - len(batches) % self.num_replicas

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from attnmt.atomic import atomic_path
 from attnmt.errors import DataError
 
 Pair = tuple[str, str]
@@ -99,13 +99,13 @@ def drop_empty(pairs: Iterable[Pair], where: str, log: logging.Logger) -> tuple[
 
 
 def write_lines(path: str | Path, lines: Sequence[str]) -> None:
-    """Write one line per item, UTF-8, atomically (temporary file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8", newline="\n") as f:
+    """Write one line per item, UTF-8, atomically (:func:`attnmt.atomic.atomic_path`).
+
+    ValueError, before anything is written, if an item holds a line break.
+    """
+    for line in lines:
+        if "\n" in line or "\r" in line:
+            raise ValueError(f"{path}: a line contains a line break: {line[:60]!r}")
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as f:
         for line in lines:
-            if "\n" in line or "\r" in line:
-                tmp.unlink()
-                raise ValueError(f"{path}: a line contains a line break: {line[:60]!r}")
             f.write(line + "\n")
-    os.replace(tmp, path)

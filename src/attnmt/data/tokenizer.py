@@ -21,10 +21,7 @@ import hashlib
 import io
 import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ from typing import Any
 import sentencepiece as spm
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from attnmt.atomic import atomic_dir, write_bytes
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
 LogFn = Callable[[str], None]
@@ -173,13 +171,8 @@ class Tokenizer:
 
     def save(self, directory: Path) -> None:
         """Write the model file(s) into ``directory`` (created if needed), atomically per file."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         for name, blob in self.to_files_dict().items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, directory / name)
+            write_bytes(Path(directory) / name, blob)
 
     @classmethod
     def load(cls, directory: Path) -> Tokenizer:
@@ -356,17 +349,9 @@ def load_or_train_tokenizer(
         tokenizer = Tokenizer(
             train_model([train_src], settings, say), train_model([train_tgt], settings, say)
         )
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".spm-", dir=cache_dir))
-    try:
+    with atomic_dir(target, complete=Path.is_dir) as tmp:  # a concurrent run may finish first
         tokenizer.save(tmp)
         (tmp / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
-        os.replace(tmp, target)
-    except OSError:
-        if not target.is_dir():  # a concurrent run that finished first is fine
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     say(
         f"tokenizer: trained {settings['model_type']} "
         f"({'joint' if settings['joint'] else 'separate'}) src={tokenizer.src_vocab_size} "

@@ -68,9 +68,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,10 +76,12 @@ from typing import Any
 import torch
 
 from attnmt import BOS_ID, PAD_ID
+from attnmt.atomic import atomic_dir
 from attnmt.data.batching import make_batch
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
-from attnmt.decode.translator import encode_sources, load_translator
+from attnmt.decode.search import max_length
+from attnmt.decode.translator import detokenize_lines, encode_sources, load_translator
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.transformer import Transformer
@@ -334,9 +333,7 @@ def export(
     assert isinstance(model, Transformer)
     src_vocab, tgt_vocab = vocabularies(tokenizer)
     spec = build_spec(model, src_vocab, tgt_vocab, max_positions)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:  # replaces an existing ``out`` (force, checked above)
         save_spec(spec, tmp, quantization)
         tokenizer.save(tmp)
         info = {
@@ -350,11 +347,6 @@ def export(
         if verify:
             info["verify_max_abs_logprob_diff"] = verify_export(model, tokenizer, tmp, quantization)
         (tmp / EXPORT_FILE).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     info["files"] = sorted(p.name for p in out.iterdir())
     return info
 
@@ -479,9 +471,9 @@ class CT2Translator:
         return encode_sources(self.tokenizer, sentences, limit, first_line, reason)
 
     def max_length(self, n_pieces: int, decode: DecodeConfig) -> int:
-        """attnmt's limit floor(a·|x| + b) (|x| = pieces + EOS), at least 1, within the
-        position table."""
-        limit = max(1, math.floor(decode.max_len_a * (n_pieces + 1) + decode.max_len_b))
+        """attnmt's limit (:func:`~attnmt.decode.search.max_length` of pieces + EOS),
+        within the position table."""
+        limit = max_length(n_pieces + 1, decode.max_len_a, decode.max_len_b)
         return min(limit, self.max_positions)
 
     def piece_ids(
@@ -516,9 +508,7 @@ class CT2Translator:
         self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
     ) -> list[str]:
         """One translation per sentence, in order; blank lines give "" without the model."""
-        hyps = self.piece_ids(sentences, first_line, **overrides)
-        texts = self.tokenizer.decode_tgt([h if h is not None else [] for h in hyps])
-        return [" ".join(t.splitlines()) if h is not None else "" for t, h in zip(texts, hyps)]
+        return detokenize_lines(self.tokenizer, self.piece_ids(sentences, first_line, **overrides))
 
 
 def load_ct2_translator(

