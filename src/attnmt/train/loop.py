@@ -81,13 +81,22 @@ class Trainer:
         overrides); a resumed run takes every other setting from its checkpoint. None
         (programmatic use) treats every key as given."""
         parts: RunParts = start_run(cfg, Path(run_dir), explicit)
+        self.on_step = on_step
+        try:
+            self._take(parts)
+        except BaseException:
+            if parts.lock is not None:
+                parts.lock.release()
+            raise
+
+    def _take(self, parts: RunParts) -> None:
+        """Hold the built parts, restore a resumed run's state, open the run's outputs."""
         settings = parts.settings
         self.cfg, self.tcfg, self.run_dir = settings.cfg, settings.cfg.trainer, settings.run_dir
-        self.on_step = on_step
         self.dist, self.device, self.data = parts.dist, parts.device, parts.data
         self.model, self.precision, self.translator = parts.model, parts.precision, parts.translator
         self.optimizer, self.schedule = parts.optimizer, parts.schedule
-        self.log_handler = parts.log_handler
+        self.log_handler, self.lock = parts.log_handler, parts.lock
         self.state = TrainState()
         self.parts = TrainingParts(
             self.model,
@@ -157,8 +166,11 @@ class Trainer:
         return self.state.wall_s / 60.0
 
     def close(self) -> None:
-        """Close the TensorBoard writer and detach the resumed run's own log file."""
+        """Close the TensorBoard writer, detach the resumed run's own log file and release
+        the run directory."""
         self.tb.close()
+        if self.lock is not None:
+            self.lock.release()
         if self.log_handler is not None:
             logging.getLogger().removeHandler(self.log_handler)
             self.log_handler.close()

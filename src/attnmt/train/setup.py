@@ -3,7 +3,8 @@
 1. :func:`compose_settings`: the composed config as plain settings; ``resume=`` merges the
    checkpoint's settings into them (attnmt.train.continuation), ``finetune=`` its model's;
 2. :func:`attnmt.config.validate_config`, once, into a typed :class:`RunConfig`;
-3. :func:`start_run`: checks (run directory, splits), data and tokenizer, the model, its
+3. :func:`start_run`: checks (the run directory is writable, not another run's, and
+   locked for this one: attnmt.train.run_lock; the splits exist), data and tokenizer, the model, its
    precision, the translator, optimizer and schedule, each built from what it needs.
 
 The :class:`~attnmt.train.loop.Trainer` takes the :class:`RunParts` this returns.
@@ -42,6 +43,7 @@ from attnmt.train.optim import Schedule, build_optimizer, build_schedule
 from attnmt.train.precision import Precision
 from attnmt.train.precision_probe import choose_precision, probe_batch
 from attnmt.train.rng import seed_everything
+from attnmt.train.run_lock import RunLock, acquire, check_fresh
 
 log = logging.getLogger(__name__)
 OUTPUTS = Path("outputs")  # where resume=auto looks for runs
@@ -72,6 +74,7 @@ class RunParts:
     optimizer: torch.optim.Optimizer
     schedule: Schedule
     log_handler: logging.Handler | None
+    lock: RunLock | None  # rank 0's hold on the run directory
 
 
 def compose_settings(
@@ -109,14 +112,34 @@ def start_run(
     """Compose and validate the settings, check the run directory and the corpus, then
     build data, model, precision, translator, optimizer and schedule."""
     settings = compose_settings(cfg, run_dir, explicit)
-    cfg, tcfg = settings.cfg, settings.cfg.trainer
-    device = resolve_device(cfg.device)
+    device = resolve_device(settings.cfg.device)
     dist = ddp.init_distributed(device)
     device = ddp.local_device(device, dist)
+    lock = None
     if dist.is_main:
         check_writable(settings.run_dir)
+        if settings.resumed is None:
+            check_fresh(settings.run_dir)
+        lock = acquire(settings.run_dir)
+    try:
+        return _build(settings, dist, device, lock, run_dir)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _build(
+    settings: Settings,
+    dist: ddp.DistInfo,
+    device: torch.device,
+    lock: RunLock | None,
+    own_dir: Path,
+) -> RunParts:
+    """Data, model, precision, translator, optimizer and schedule of a checked run."""
+    cfg, tcfg = settings.cfg, settings.cfg.trainer
     check_splits(cfg.data, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
-    log_handler = _continue_log(settings.run_dir, run_dir, dist.is_main)
+    log_handler = _continue_log(settings.run_dir, own_dir, dist.is_main)
     seed_everything(cfg.seed)
     inherited = settings.resumed or settings.start
     data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited and inherited["tokenizer"])
@@ -148,6 +171,7 @@ def start_run(
         optimizer=optimizer,
         schedule=build_schedule(optimizer, tcfg),
         log_handler=log_handler,
+        lock=lock,
     )
 
 
