@@ -1,6 +1,6 @@
 """Write an N-pair data=custom corpus by recombining a prepared corpus' sentences.
 
-    python scripts/make_big_corpus.py --pairs 300000 --out outputs/bench/corpora/300k
+    python -m benchmarks.make_big_corpus --pairs 300000 --out outputs/bench/corpora/300k
     python train.py data=custom data.path=outputs/bench/corpora/300k \
         data.src_lang=de data.tgt_lang=en
 
@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from attnmt.atomic import atomic_path, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("de", "en")
@@ -39,10 +41,11 @@ def read(path: Path) -> list[str]:
 def write_train(src: list[str], tgt: list[str], n: int, out: Path, seed: int) -> None:
     """``n`` pairs of 1-3 joined source pairs each, into ``out/train.{de,en}``."""
     rng = np.random.default_rng(seed)
-    tmp = {lang: out / f".train.{lang}.tmp" for lang in LANGS}
     with (
-        tmp[LANGS[0]].open("w", encoding="utf-8") as fs,
-        tmp[LANGS[1]].open("w", encoding="utf-8") as ft,
+        atomic_path(out / f"train.{LANGS[0]}") as src_tmp,
+        atomic_path(out / f"train.{LANGS[1]}") as tgt_tmp,
+        src_tmp.open("w", encoding="utf-8") as fs,
+        tgt_tmp.open("w", encoding="utf-8") as ft,
     ):
         for start in range(0, n, CHUNK):
             m = min(CHUNK, n - start)
@@ -52,8 +55,6 @@ def write_train(src: list[str], tgt: list[str], n: int, out: Path, seed: int) ->
             rows = [picks[e - j : e].tolist() for e, j in zip(ends.tolist(), k.tolist())]
             fs.write("".join(" ".join(src[i] for i in r) + "\n" for r in rows))
             ft.write("".join(" ".join(tgt[i] for i in r) + "\n" for r in rows))
-    for lang in LANGS:
-        tmp[lang].replace(out / f"train.{lang}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for split in ("valid", "test"):
         for lang in LANGS:
             text = (source / f"{split}.{lang}").read_text(encoding="utf-8")
-            (args.out / f"{split}.{lang}").write_text(text, encoding="utf-8")
+            write_text(args.out / f"{split}.{lang}", text)
     print(f"{args.out}: {args.pairs} train pairs from {source}", file=sys.stderr)
     return 0
 
