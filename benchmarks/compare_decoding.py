@@ -1,21 +1,14 @@
-"""Decoding speed: attnmt's greedy and beam search against JoeyNMT 2.3.0's greedy decoding.
+"""Decoding speed: attnmt's greedy and beam search against JoeyNMT 2.3.0's decoding.
 
-    python scripts/compare_decoding.py --compare-dir outputs/compare_joeynmt/<time>
-        [--rounds 3] [--beams 1 5] [--out DIR]
+    python -m benchmarks.compare_decoding OUT [--rounds 3] [--beams 1 5]
 
-Uses what ``scripts/compare_joeynmt.sh`` left in ``--compare-dir``: attnmt's run
-(``attnmt/``) and JoeyNMT's trained model, config and test sources (``joeynmt/``), so both
-toolkits decode the same test split with models of the same size trained on the same data.
-Each round runs every variant once, in a rotated order (interleaved, so drifting machine
-load hits all alike): ``python -m joeynmt translate`` (its config's beam, 1 = greedy) and
-``evaluate.py beam=k`` for each ``--beams`` k. Decoding time is what each toolkit itself
-times around generation (JoeyNMT: its ``Generation took X[sec]`` log line; attnmt:
-scores.json ``speed.decode_seconds``), so loading Python, the model and the data is left
-out of both; the whole process's wall time is reported beside it. The table (median over
-rounds) goes to ``<out>/decoding.md`` and the figures to ``<out>/decoding.json``.
-
-The two models are not the same weights: outputs differ in length (a weaker model can run
-to the length limit), so output words/s is reported beside sentences/s.
+``OUT`` is a finished ``python -m benchmarks.compare_joeynmt`` folder: both toolkits decode
+its test split with the models it trained (same size, same data). Each round runs every
+variant once, in rotated order, so drifting machine load hits all alike. The time is what
+each toolkit clocks around generation (JoeyNMT's ``Generation took X[sec]``, attnmt's
+scores.json ``speed.decode_seconds``), start-up left out. The models are not the same
+weights (a weaker one may run to the length limit), so words/s stands beside sentences/s.
+Writes the table (medians over rounds) to ``OUT/decoding/decoding.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -26,183 +19,123 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-_JOEY_GENERATION = re.compile(r"Generation took ([\d.]+)\s*\[sec\]")
+from attnmt.atomic import write_json, write_text
+from attnmt.data.textio import read_lines
+from attnmt.errors import AttnmtError
+from benchmarks.compare_joeynmt import ROOT, CompareError, system_row
+
+_JOEY_TIME = re.compile(r"Generation took ([\d.]+)\s*\[sec\]")
 
 
-class CompareError(RuntimeError):
-    """A missing input or a failed decoding, with what to do about it."""
-
-
-@dataclass
-class Variant:
-    """One decoding command and where its timing and hypotheses are read from."""
-
-    name: str
-    command: list[str]
-    hyps: Path
-    stdin: Path | None = None  # JoeyNMT reads the sources from stdin, writes hyps to stdout
-    scores: Path | None = None  # attnmt: scores.json with speed.decode_seconds
-
-
-def joeynmt_generation_seconds(log_text: str) -> float:
+def joeynmt_seconds(log: str) -> float:
     """The last ``Generation took X[sec]`` of a JoeyNMT translate log."""
-    found = _JOEY_GENERATION.findall(log_text)
+    found = _JOEY_TIME.findall(log)
     if not found:
         raise CompareError("JoeyNMT's log has no 'Generation took X[sec]' line")
     return float(found[-1])
 
 
-def attnmt_decode_seconds(scores: Mapping[str, Any]) -> float:
-    """``speed.decode_seconds`` of the single entry of an evaluate.py scores.json."""
+def attnmt_seconds(scores: Mapping[str, Any]) -> float:
+    """``speed.decode_seconds`` of the one entry of an evaluate.py scores.json."""
     entries = [e for e in scores.values() if isinstance(e, Mapping) and "speed" in e]
     if len(entries) != 1:
         raise CompareError(f"expected one scores.json entry with 'speed', found {len(entries)}")
     return float(entries[0]["speed"]["decode_seconds"])
 
 
-def summarise(
-    name: str, seconds: Sequence[float], wall: Sequence[float], hyps: Sequence[str]
-) -> dict:
-    """Median figures of one variant over its rounds."""
-    sec = statistics.median(seconds)
-    words = sum(len(h.split()) for h in hyps)
-    return {
-        "variant": name,
-        "rounds": len(seconds),
-        "sentences": len(hyps),
-        "decode_s": sec,
-        "decode_s_min": min(seconds),
-        "decode_s_max": max(seconds),
-        "process_s": statistics.median(wall),
-        "sent_per_s": len(hyps) / sec,
-        "words_per_hyp": words / max(len(hyps), 1),
-        "words_per_s": words / sec,
-    }
+def summarise(name: str, seconds: Sequence[float], hyps: Sequence[str]) -> dict[str, Any]:
+    """One variant's figures: median decoding time over the rounds, rates from it."""
+    sec, words = statistics.median(seconds), sum(len(h.split()) for h in hyps)
+    return {"variant": name, "sentences": len(hyps), "decode_s": sec, "min_s": min(seconds),
+            "max_s": max(seconds), "sent_per_s": len(hyps) / sec,
+            "words_per_hyp": words / max(len(hyps), 1), "words_per_s": words / sec}  # fmt: skip
 
 
-def markdown(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
-    """The table; ``× <baseline>`` = the baseline's decoding time over the row's."""
-    base = next(r for r in rows if r["variant"] == baseline)
-    head = (
-        "| system | sentences | decode s (median, min–max) | sentences/s | words/hyp | "
-        f"words/s | × {baseline} | BLEU | process s |"
-    )
-    lines = [head, "|---|" + "---:|" * 8]
+def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The table; ``× <first row>`` = the first row's decoding time over each row's."""
+    base = rows[0]
+    lines = [f"| system | decode s (median, min–max) | sentences/s | words/hyp | words/s | "
+             f"× {base['variant']} | BLEU |", "|---|" + "---:|" * 6]  # fmt: skip
     for r in rows:
         lines.append(
-            f"| {r['variant']} | {r['sentences']} | {r['decode_s']:.1f} "
-            f"({r['decode_s_min']:.1f}–{r['decode_s_max']:.1f}) | {r['sent_per_s']:.1f} | "
-            f"{r['words_per_hyp']:.1f} | {r['words_per_s']:.0f} | "
-            f"{base['decode_s'] / r['decode_s']:.2f} | {r.get('bleu', float('nan')):.2f} | "
-            f"{r['process_s']:.1f} |"
+            f"| {r['variant']} | {r['decode_s']:.1f} ({r['min_s']:.1f}–{r['max_s']:.1f}) | "
+            f"{r['sent_per_s']:.1f} | {r['words_per_hyp']:.1f} | {r['words_per_s']:,.0f} | "
+            f"{base['decode_s'] / r['decode_s']:.2f} | {r.get('bleu', float('nan')):.2f} |"
         )
     return "\n".join(lines)
 
 
-def _variants(compare_dir: Path, out: Path, beams: Sequence[int], joey_py: Path) -> list[Variant]:
-    setup_file = compare_dir / "joeynmt" / "setup.json"
-    run = compare_dir / "attnmt"
-    if not setup_file.is_file() or not run.is_dir():
-        raise CompareError(
-            f"{compare_dir}: no joeynmt/setup.json or attnmt/ run: point --compare-dir at "
-            "a finished scripts/compare_joeynmt.sh output folder"
-        )
-    if not joey_py.is_file():
-        raise CompareError(f"{joey_py}: JoeyNMT's venv is missing (run compare_joeynmt.sh first)")
-    setup = json.loads(setup_file.read_text(encoding="utf-8"))
-    joey_beam = int(setup["beam"])
-    variants = [
-        Variant(
-            f"JoeyNMT 2.3.0 beam {joey_beam}",
-            [str(joey_py), "-m", "joeynmt", "translate", setup["config"]],
-            out / "joeynmt-hyps.txt",
-            stdin=Path(setup["test_src"]),
-        )
-    ]
-    for k in beams:
-        folder = out / f"attnmt-beam{k}"
-        variants.append(
-            Variant(
-                f"attnmt beam {k}",
-                [
-                    sys.executable,
-                    str(ROOT / "evaluate.py"),
-                    f"ckpt={run}",
-                    "split=test",
-                    f"beam={k}",
-                    f"out_dir={folder}",
-                    "metrics=[bleu]",
-                ],
-                folder / "hyps.txt",
-                scores=folder / "scores.json",
-            )
-        )
-    return variants
-
-
-def run_once(v: Variant, log_file: Path) -> tuple[float, float]:
-    """(decoding seconds as the toolkit timed them, process wall seconds)."""
-    if v.scores is not None:
-        v.scores.unlink(missing_ok=True)
-    start = time.perf_counter()
-    with log_file.open("w") as err:
-        if v.stdin is not None:
-            with v.stdin.open() as src, v.hyps.open("w") as hyps:
-                proc = subprocess.run(v.command, stdin=src, stdout=hyps, stderr=err, cwd=ROOT)
+def decode_once(name: str, cmd: list[str], out: Path, stdin: Path | None) -> tuple[float, Path]:
+    """Run one variant; (its decoding seconds, its hypotheses file). JoeyNMT reads the
+    sources on stdin and writes hypotheses to stdout; attnmt writes under ``out/name/``."""
+    log = out / f"{name}.log"
+    hyps, scores = (
+        (out / f"{name}.txt", None)
+        if stdin
+        else (out / name / "hyps.txt", out / name / "scores.json")
+    )
+    if scores:
+        scores.unlink(missing_ok=True)  # evaluate.py adds to an existing one
+    with log.open("w") as err:
+        if stdin:
+            with stdin.open() as src, hyps.open("w") as stdout:
+                done = subprocess.run(cmd, stdin=src, stdout=stdout, stderr=err, cwd=ROOT)
         else:
-            proc = subprocess.run(v.command, stdout=err, stderr=err, cwd=ROOT)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise CompareError(f"{v.name} failed (exit {proc.returncode}); see {log_file}")
-    if v.scores is not None:
-        return attnmt_decode_seconds(json.loads(v.scores.read_text(encoding="utf-8"))), wall
-    return joeynmt_generation_seconds(log_file.read_text(encoding="utf-8")), wall
+            done = subprocess.run(cmd, stdout=err, stderr=err, cwd=ROOT)
+    if done.returncode != 0:
+        raise CompareError(f"{name} failed (exit {done.returncode}); see {log}")
+    if scores:
+        return attnmt_seconds(json.loads(scores.read_text(encoding="utf-8"))), hyps
+    return joeynmt_seconds(log.read_text(encoding="utf-8")), hyps
+
+
+def compare(folder: Path, rounds: int, beams: Sequence[int], joey_py: Path) -> str:
+    setup_file = folder / "joeynmt" / "setup.json"
+    if not setup_file.is_file() or not joey_py.is_file():
+        raise CompareError(f"{folder}: no joeynmt/setup.json or {joey_py}: give the folder of "
+                           "a finished `python -m benchmarks.compare_joeynmt`")  # fmt: skip
+    setup = json.loads(setup_file.read_text(encoding="utf-8"))
+    out = folder / "decoding"
+    out.mkdir(exist_ok=True)
+    evaluate = [sys.executable, "evaluate.py", f"ckpt={setup['attnmt_run']}", "split=test"]
+    variants = [(f"joeynmt-beam{setup['beam']}", [str(joey_py), "-m", "joeynmt", "translate",
+                 setup["config"]], Path(setup["test_src"]))]  # fmt: skip
+    variants += [(f"attnmt-beam{k}", [*evaluate, f"beam={k}", f"out_dir={out / f'attnmt-beam{k}'}",
+                  "metrics=[bleu]"], None) for k in beams]  # fmt: skip
+    times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    hyps: dict[str, Path] = {}
+    for r in range(rounds):
+        for name, cmd, stdin in variants[r % len(variants) :] + variants[: r % len(variants)]:
+            sec, hyps[name] = decode_once(name, cmd, out, stdin)
+            times[name].append(sec)
+            print(f"round {r + 1}: {name}: {sec:.1f} s", file=sys.stderr)
+    n = setup["test_pairs"]
+    refs = read_lines(setup["reference"])[:n]
+    rows = []
+    for name, secs in times.items():
+        lines = read_lines(hyps[name])[:n]
+        rows.append({**summarise(name, secs, lines), "bleu": system_row(name, lines, refs)["bleu"]})
+    write_json(out / "decoding.json", rows)
+    write_text(out / "decoding.md", markdown(rows) + "\n")
+    return markdown(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--compare-dir", type=Path, required=True)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path, help="a python -m benchmarks.compare_joeynmt output")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--beams", type=int, nargs="+", default=[1, 5])
-    ap.add_argument("--out", type=Path, default=None, help="default: <compare-dir>/decoding")
     ap.add_argument("--joeynmt-python", type=Path, default=ROOT / ".venv-joeynmt/bin/python")
     args = ap.parse_args(argv)
-    out = args.out or args.compare_dir / "decoding"
-    out.mkdir(parents=True, exist_ok=True)
     try:
-        variants = _variants(args.compare_dir, out, args.beams, args.joeynmt_python)
-        times: dict[str, list[tuple[float, float]]] = {v.name: [] for v in variants}
-        for r in range(args.rounds):
-            for v in variants[r % len(variants) :] + variants[: r % len(variants)]:
-                sec, wall = run_once(v, out / f"{v.hyps.stem}-{r}.log")
-                times[v.name].append((sec, wall))
-                print(f"round {r + 1}: {v.name}: {sec:.1f} s decoding, {wall:.1f} s process")
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from compare_joeynmt import score
-
-        setup = json.loads((args.compare_dir / "joeynmt" / "setup.json").read_text())
-        refs = Path(setup["reference"]).read_text(encoding="utf-8").splitlines()
-        rows = []
-        for v in variants:
-            hyps = v.hyps.read_text(encoding="utf-8").splitlines()
-            secs, walls = zip(*times[v.name])
-            row = summarise(v.name, secs, walls, hyps)
-            row.update(bleu=score(hyps, refs)["bleu"])
-            rows.append(row)
-    except CompareError as e:
-        print(f"compare_decoding: error: {e}", file=sys.stderr)
-        return 1
-    table = markdown(rows, variants[0].name)
-    (out / "decoding.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    (out / "decoding.md").write_text(table + "\n", encoding="utf-8")
-    print(table)
+        print(compare(args.folder, args.rounds, args.beams, args.joeynmt_python))
+    except AttnmtError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
