@@ -80,7 +80,6 @@ def machine_info() -> dict[str, Any]:
     return {
         **m.to_dict(),
         "summary": m.short(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "bf16_native_cpu": bf16_native(torch.device("cpu")),
         "cores": cores,
         "load_avg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,

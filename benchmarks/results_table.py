@@ -296,8 +296,6 @@ def group(
 
 def machine() -> dict[str, Any]:
     """The machine this runs on (:func:`attnmt.machine.this_machine`), cores, the commit."""
-    import torch
-
     m = this_machine()
     try:
         commit = subprocess.run(
@@ -312,7 +310,7 @@ def machine() -> dict[str, Any]:
     return {
         "cpu": m.cpu_line(),
         "machine": m.to_dict(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),  # the kernels torch uses
+        "cpu_capability": m.kernels,  # the kernels torch uses
         "cores": os.cpu_count(),
         "torch_threads": m.threads,
         "gpu": m.cuda,

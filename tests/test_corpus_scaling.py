@@ -24,7 +24,7 @@ def test_generated_pairs_join_the_same_source_pairs_on_both_sides(tmp_path: Path
     assert len(gen_de) == len(gen_en) == 250
     splits = ("train", "valid", "test")
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{s}.{x}" for s in splits for x in "de en".split()
+        f"{s}.{x}" for s in splits for x in ["de", "en"]
     )
     counts = set()
     for a, b in zip(gen_de, gen_en):

@@ -95,5 +95,6 @@ def test_this_machine_follows_the_thread_count() -> None:
         one = machine.this_machine()
         assert one.threads == 1 and one.torch_version == torch.__version__
         assert one.cpu is machine.this_cpu()  # the CPU is read once
+        assert one.kernels == torch.backends.cpu.get_cpu_capability()
     finally:
         torch.set_num_threads(before)

@@ -82,7 +82,7 @@ def markdown(meta: dict[str, Any], rows: Iterable[Row]) -> str:
         f"# attnmt benchmark {meta['started']}",
         "",
         f"- machine: {m['summary']} ({m['cores']} cores; torch kernels "
-        f"{m['cpu_capability']}; native bf16: {'yes' if m['bf16_native_cpu'] else 'no'})",
+        f"{m['kernels']}; native bf16: {'yes' if m['bf16_native_cpu'] else 'no'})",
         f"- load average at start: {_loads(m.get('load_avg_start'))}, "
         f"at end: {_loads(meta.get('load_avg_end'))}; the run took {meta['seconds']:.0f} s",
     ]

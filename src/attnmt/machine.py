@@ -51,6 +51,8 @@ class Machine:
     torch_version: str
     threads: int
     cuda: str | None = None
+    kernels: str = ""
+    """The CPU kernels torch picked (``torch.backends.cpu.get_cpu_capability()``: AVX2...)."""
 
     def has(self, flag: str) -> bool:
         """Whether the CPU reports ``flag`` (one of :data:`FLAGS`)."""
@@ -122,4 +124,5 @@ def this_cpu(cpuinfo: str = "/proc/cpuinfo") -> Cpu:
 def this_machine() -> Machine:
     """This machine now: the CPU, and torch's version and *current* thread count."""
     cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return Machine(this_cpu(), torch.__version__, torch.get_num_threads(), cuda)
+    kernels = torch.backends.cpu.get_cpu_capability()
+    return Machine(this_cpu(), torch.__version__, torch.get_num_threads(), cuda, kernels)
