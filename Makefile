@@ -68,16 +68,16 @@ format: setup ## ruff autofix and format
 tensorboard: setup ## serve the dashboards of every run under outputs/ on 127.0.0.1 (PORT=6006)
 	$(VENV)/bin/tensorboard --logdir outputs --host 127.0.0.1 --port $${PORT:-6006}
 
-benchmark: setup ## speed and memory benchmarks (scripts/benchmark.py)
-	$(PY) scripts/benchmark.py $(ARGS)
+benchmark: setup ## speed and memory benchmarks (python -m benchmarks.benchmark)
+	$(PY) -m benchmarks.benchmark $(ARGS)
 
 results: setup ## train and write README's results tables (~6 h; RESULTS_QUICK=1: smoke run)
 	@if [ "$(RESULTS_QUICK)" = 1 ] && [ "$(RESULTS_DIR)" = outputs/results-quick ]; then rm -rf $(RESULTS_DIR); fi
-	$(PY) scripts/results_table.py plan $(RESULTS_README) $(if $(DO_MAIN),--sweep "$(RESULTS_MAIN)") \
+	$(PY) -m benchmarks.results_table plan $(RESULTS_README) $(if $(DO_MAIN),--sweep "$(RESULTS_MAIN)") \
 	  $(if $(DO_ATTN),--sweep "$(RESULTS_ATTN)")
 	$(if $(DO_MAIN),-$(PY) train.py -m $(RESULTS_MAIN))
 	$(if $(DO_ATTN),-$(PY) train.py -m $(RESULTS_ATTN))
-	$(PY) scripts/results_table.py table $(if $(DO_MAIN),--main $(RESULTS_DIR)/main) \
+	$(PY) -m benchmarks.results_table table $(if $(DO_MAIN),--main $(RESULTS_DIR)/main) \
 	  $(if $(DO_ATTN),--attention $(RESULTS_DIR)/attention) --out $(RESULTS_DIR)/results $(RESULTS_README)
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 from pathlib import Path
 
@@ -13,12 +12,7 @@ from helpers.tiny_checkpoint import private_run
 from attnmt.checkpoint import FORMAT, load_checkpoint, save_checkpoint
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.errors import CheckpointError, ConfigError
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "average_checkpoints.py"
-_spec = importlib.util.spec_from_file_location("average_checkpoints", SCRIPT)
-avg = importlib.util.module_from_spec(_spec)
-assert _spec.loader is not None
-_spec.loader.exec_module(avg)
+from scripts import average_checkpoints as avg
 
 
 @pytest.fixture

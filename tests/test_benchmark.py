@@ -1,4 +1,4 @@
-"""scripts/benchmark.py --quick: every bench runs and reports its figures and ratios.
+"""python -m benchmarks.benchmark --quick: every bench runs and reports its figures and ratios.
 
 Structure only (keys, positive numbers, ratios present): never timing thresholds. The
 first run points data.root at an empty directory, so the stand-in corpus is used and
@@ -7,28 +7,19 @@ nothing is downloaded; the second finds a prepared corpus (toy_reverse, made in 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark", ROOT / "scripts" / "benchmark.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from attnmt.machine import FLAGS
+from benchmarks import benchmark
 
 
 def _run(tmp_path: Path, *argv: str) -> dict[str, Any]:
     out = tmp_path / "bench.json"
-    _benchmark().main(["--quick", "--devices", "cpu", "--out", str(out), *argv])
+    benchmark.main(["--quick", "--devices", "cpu", "--out", str(out), *argv])
     assert out.with_suffix(".md").read_text().count("\n| ") > 3  # the markdown table
     return json.loads(out.read_text())
 
@@ -49,8 +40,8 @@ def test_quick_benchmark_reports_every_bench(tmp_path: Path) -> None:
     report = _run(tmp_path, f"data.root={tmp_path / 'empty'}")
     meta = report["meta"]
     machine = meta["machine"]
-    assert machine["cpu"] and machine["threads"] >= 1
-    assert {"avx2", "avx512f", "avx512_bf16", "amx_bf16"} <= set(machine["cpu_flags"])
+    assert machine["cpu"]["name"] and machine["threads"] >= 1
+    assert set(machine["cpu"]["flags"]) <= set(FLAGS) and machine["summary"].endswith("threads")
     work = meta["workload"]
     assert "not prepared" in work["note"] and work["corpus"].startswith("toy_reverse")
     assert work["batches"] == 2 and work["target_tokens"] > 0 and 0 <= work["padding"] < 1
@@ -118,3 +109,17 @@ def test_quick_benchmark_uses_a_prepared_corpus(tmp_path: Path) -> None:
     assert work["note"] == "" and work["corpus"].startswith("toy_reverse")
     assert str(tmp_path / "data") in work["corpus"]
     assert {r["bench"] for r in report["rows"]} == {"train"}
+
+
+def test_options_and_the_report_header() -> None:
+    """Fast: --quick's sizes, overrides anywhere, and the machine line heading the report."""
+    args = benchmark.parse_args(["--quick", "--benches", "matmul", "data=toy_reverse"])
+    assert args.overrides == [*benchmark.QUICK_OVERRIDES, "data=toy_reverse"]
+    assert (args.batches, args.mm_sizes, args.models) == (
+        2,
+        [256],
+        ["transformer_tiny", "rnn_luong"],
+    )
+    meta = {"started": "2026-01-01T00:00:00", "seconds": 1.0, "machine": benchmark.machine_info()}
+    head = benchmark.markdown(meta, []).splitlines()[2]
+    assert head.startswith(f"- machine: {meta['machine']['summary']} (")

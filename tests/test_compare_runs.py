@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
 from helpers.toy_train import toy_train_config
 
 from attnmt.train.loop import train
+from scripts import compare_runs as compare
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_runs.py"
 FILE_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # hydra/job_logging
-
-
-def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["compare_runs"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(root: Path, name: str, seed: int, lr: str) -> dict:
@@ -62,7 +51,6 @@ def test_seeds_are_grouped_with_mean_and_std(
     runs = tmp_path / "multirun"
     a = [_run(runs, f"{i}_seed={s}", s, "0.003") for i, s in enumerate((1, 2))]
     b = _run(runs, "2_other", 3, "0.001")
-    compare = _script()
     capsys.readouterr()  # the runs' own output
     assert compare.main([str(runs), "--out", str(tmp_path / "out" / "cmp")]) == 0
     md = (tmp_path / "out" / "cmp.md").read_text(encoding="utf-8")
@@ -85,7 +73,7 @@ def test_seeds_are_grouped_with_mean_and_std(
 
 def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="no run directory"):
-        _script().main([str(tmp_path)])
+        compare.main([str(tmp_path)])
 
 
 def _logged_run(root: Path, name: str, seed: int, valid: list[tuple[str, float]]) -> Path:
@@ -110,7 +98,6 @@ def test_best_validation_bleu_by_wall_clock_marks(tmp_path: Path) -> None:
         runs, "a", 1, [("10:05:00", 1.0), ("10:10:00", 3.0), ("10:20:00", 2.5), ("10:29:30", 2.8)]
     )
     _logged_run(runs, "b", 2, [("10:04:00", 2.0), ("10:14:00", 4.0), ("10:31:00", 5.0)])
-    compare = _script()
     out = tmp_path / "cmp"
     assert compare.main([str(runs), "--out", str(out), "--minutes", "5", "15", "30", "60"]) == 0
     md = out.with_suffix(".md").read_text(encoding="utf-8")

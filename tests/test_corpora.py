@@ -254,13 +254,8 @@ def test_bible_aligns_verses(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
 
 def test_custom_example_from_two_bibles(tmp_path: Path) -> None:
     """scripts/make_custom_example.py: a book range of two Bibles as data=custom files."""
-    import importlib.util
+    from scripts import make_custom_example as script
 
-    spec = importlib.util.spec_from_file_location(
-        "make_custom_example", Path(__file__).parents[1] / "scripts" / "make_custom_example.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     make_bible_wheel(tmp_path / "raw")
     out = tmp_path / "fr_en_nt"
     args = ["--out", str(out), "--raw", str(tmp_path / "raw"), "--src", "fr:l", "--tgt", "en:4"]

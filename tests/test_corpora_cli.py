@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prepare_data", ROOT / "scripts/prepare_data.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from scripts import prepare_data as script
 
 
 def test_prints_pairs_per_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = load_script()
     args = ["data=toy_reverse", f"data.root={tmp_path}", "data.toy.train=20", "data.toy.test=0"]
     assert script.main(args) == 0
     out = capsys.readouterr().out
@@ -31,7 +20,6 @@ def test_prints_pairs_per_split(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_default_is_ding_and_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    script = load_script()
     assert script.default_data_choice() == "ding_de_en"
     assert script.data_config([]).name == "ding_de_en"
     assert script.data_config(["data.src_lang=en", "data.tgt_lang=de"]).src_lang == "en"
@@ -46,5 +34,5 @@ def test_default_is_ding_and_errors_exit_2(capsys: pytest.CaptureFixture[str]) -
     "name", ["ding_de_en", "bible_en_fr", "toy_reverse", "toy_copy", "custom", "multi30k"]
 )
 def test_every_data_group_composes(name: str) -> None:
-    cfg = load_script().data_config([f"data={name}"])
+    cfg = script.data_config([f"data={name}"])
     assert cfg.name == name and cfg.tokenizer.vocab_size > 4

@@ -1,4 +1,4 @@
-"""scripts/results_table.py and `make results`: the README's tables from Hydra sweeps.
+"""benchmarks/results_table.py and `make results`: the README's tables from Hydra sweeps.
 
 Fake sweeps hold train.log lines in the trainer's format (one real toy run checks that
 format); the numbers are checked against hand-computed means and standard deviations.
@@ -6,12 +6,10 @@ format); the numbers are checked against hand-computed means and standard deviat
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +20,9 @@ from omegaconf import OmegaConf
 
 from attnmt.config import validate_config
 from attnmt.train.loop import train
+from benchmarks import results_table as rt
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "results_table.py"
 FILE_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # hydra/job_logging
 BLEU_SIG = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 CHRF_SIG = "chrF2|nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"
@@ -43,15 +41,6 @@ Between.
 
 Outro.
 """
-
-
-def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("results_table", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["results_table"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _log(
@@ -155,7 +144,6 @@ def _row(md: str, *cells: str) -> str:
 
 
 def test_mean_and_std_over_seeds_per_preset(tmp_path: Path) -> None:
-    rt = _script()
     _main_sweep(tmp_path / "main")
     out = tmp_path / "out" / "results"
     assert rt.main(["table", "--main", str(tmp_path / "main"), "--out", str(out)]) == 0
@@ -201,7 +189,6 @@ def test_failed_and_missing_runs_are_listed_not_dropped(
     )
     _job(sweep, 2, {"seed": "2", "model": "transformer", "experiment": "x"}, None)  # no train.log
     # job 3 (seed 2, rnn_luong) never started: only multirun.yaml knows it
-    rt = _script()
     assert rt.main(["table", "--main", str(sweep), "--out", str(tmp_path / "r")]) == 1
     md = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert "| transformer | 1 of 2 (1 failed) | 3.00 | 20.00 |" in md
@@ -227,7 +214,6 @@ def test_attention_table_is_scorers_by_modes(tmp_path: Path) -> None:
         overrides = {"model.attention.score": score, "model.attention.mode": mode}
         overrides.update({"experiment": "y", "seed": "1"})
         _job(sweep, num, overrides, _log(5.0 + num / 100, 3, bleu, chrf, "rnn_luong"))
-    rt = _script()
     assert rt.main(["table", "--attention", str(sweep), "--out", str(tmp_path / "r")]) == 1
     md = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert "| score \\ mode | global | hard | parameters |" in md
@@ -237,7 +223,6 @@ def test_attention_table_is_scorers_by_modes(tmp_path: Path) -> None:
 
 
 def test_readme_tables_are_replaced_between_the_markers(tmp_path: Path) -> None:
-    rt = _script()
     _main_sweep(tmp_path / "main")
     readme = tmp_path / "README.md"
     readme.write_text(README, encoding="utf-8")
@@ -271,7 +256,6 @@ def test_readme_tables_are_replaced_between_the_markers(tmp_path: Path) -> None:
 def test_missing_markers_are_a_clear_error_and_leave_the_readme(
     tmp_path: Path, broken: str
 ) -> None:
-    rt = _script()
     _main_sweep(tmp_path / "main")
     readme = tmp_path / "README.md"
     readme.write_text(broken, encoding="utf-8")
@@ -289,7 +273,6 @@ def test_missing_markers_are_a_clear_error_and_leave_the_readme(
 def test_plan_counts_runs_records_the_machine_and_refuses_an_old_sweep(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rt = _script()
     main, attention = tmp_path / "main", tmp_path / "attention"
     sweeps = [
         f"experiment=results_main hydra.sweep.dir={main} seed=1,2,3 trainer.time_budget_min=12",
@@ -319,7 +302,6 @@ def _compose(overrides: list[str], hydra: bool = True):  # type: ignore[no-untyp
 
 
 def test_experiments_compose_into_the_grids_of_the_tables(tmp_path: Path) -> None:
-    rt = _script()
     cfg = _compose(["experiment=results_main"])
     params = {str(k): str(v) for k, v in cfg.hydra.sweeper.params.items()}
     jobs = rt.expand(rt.sweep_axes(params, ["experiment=results_main", "seed=1,2"]))
@@ -358,7 +340,7 @@ def test_make_results_expands_to_the_multiruns_and_the_table() -> None:
         return done.stdout
 
     full = dry("RESULTS_SEEDS=1,2", "RESULTS_BUDGET=10")
-    assert "scripts/results_table.py plan --readme README.md" in full
+    assert "-m benchmarks.results_table plan --readme README.md" in full
     assert (
         "train.py -m experiment=results_main hydra.sweep.dir=outputs/results/main seed=1,2 " in full
     )
@@ -398,7 +380,7 @@ def test_a_real_train_log_is_read(tmp_path: Path) -> None:
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
-    got = _script().read_job(job)
+    got = rt.read_job(job)
     assert got.status == "ok" and got.device == "cpu" and got.params_m > 0
     assert got.run.test["bleu"] == pytest.approx(result["test_bleu"], abs=0.01)
     assert got.run.test["chrf"] == pytest.approx(result["test_chrf"], abs=0.01)

@@ -1,8 +1,9 @@
 """Attention: scorers, alignment modes, masked softmax.
 
-Contract (see DESIGN.md): ``scores = scorer(query [B,Tq,Dq], keys [B,Tk,Dk]) -> [B,Tq,Tk]``
-and ``context, weights = attend(scores, values [B,Tk,Dv], mask)``. Keys default to values,
-so self-attention is query = key = value.
+The contract every scorer and alignment mode here keeps:
+``scores = scorer(query [B,Tq,Dq], keys [B,Tk,Dk]) -> [B,Tq,Tk]`` and
+``context, weights = attend(scores, values [B,Tk,Dv], mask)``. Keys default to values, so
+self-attention is query = key = value.
 
 Masks here are "allowed" masks: bool, broadcastable to [B,Tq,Tk], True where the query
 may attend to the key (the ``attn_mask`` convention of ``F.scaled_dot_product_attention``).

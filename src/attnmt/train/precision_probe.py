@@ -38,6 +38,7 @@ from torch import nn
 from attnmt.atomic import write_json
 from attnmt.data.batching import Batch, make_batch, pack_token_batches
 from attnmt.errors import WriteError
+from attnmt.machine import this_machine
 from attnmt.train import distributed as ddp
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision, cpu_has_fast_bf16, resolve_precision
@@ -52,32 +53,12 @@ ROUNDS = 3
 CACHE_FILE = "precision_probe.json"
 
 
-def cpu_name() -> str:
-    """The CPU's model name and its bf16-related flags (from /proc/cpuinfo where there)."""
-    name, flags = "", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and not name:
-                name = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        import platform
-
-        name = platform.processor() or platform.machine()
-    wanted = ("avx512_bf16", "amx_bf16", "avx512f", "avx2")
-    return " ".join([name, *[f for f in wanted if f in flags]])
-
-
 def cache_key(model_name: str, model_cfg: dict[str, Any], vocab: int, batch: Batch) -> str:
-    """What the verdict depends on: CPU, torch, threads, model and batch shape."""
+    """What the verdict depends on: the machine (CPU, torch, threads), model and batch shape."""
     shape = (tuple(batch.src.shape), tuple(batch.tgt_input.shape))
     what = json.dumps([model_name, model_cfg, vocab, shape], sort_keys=True, default=str)
     digest = hashlib.sha1(what.encode()).hexdigest()[:12]
-    return (
-        f"{cpu_name()} | torch {torch.__version__} | {torch.get_num_threads()} threads | {digest}"
-    )
+    return f"{this_machine().key()} | {digest}"
 
 
 def read_cache(path: Path) -> dict[str, Any]:

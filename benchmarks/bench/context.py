@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .machine import bf16_native, matmul_peak
+from .matmul import bf16_native, matmul_peak
 from .measure import Row
 from .workload import Workload, load_workload
 

@@ -1,10 +1,10 @@
 """attnmt's performance report: one run, variants timed interleaved, JSON plus a table.
 
-    python scripts/benchmark.py [--quick] [--benches ...] [--out FILE.json] [key=value ...]
+    python -m benchmarks.benchmark [--quick] [--benches ...] [--out FILE.json] [key=value ...]
 
 ``key=value`` arguments (anywhere) are Hydra overrides of configs/train.yaml (the config is
 composed as train.py composes it, so the benches use the real defaults). Parts
-(``--benches``, modules under scripts/bench/):
+(``--benches``, modules under benchmarks/bench/):
 
 * ``matmul``:    torch.mm GFLOP/s in fp32 and bf16 at the training thread count, best of
   ``--mm-repeat`` at each of ``--mm-sizes`` (512³, 1024³, 2048³; emulated bf16 at 512³
@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
+import platform
 import re
 import sys
 from collections.abc import Callable
@@ -48,19 +48,44 @@ from typing import Any
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "src")]
+from attnmt.atomic import write_json, write_text
+from attnmt.machine import this_machine
+from benchmarks.bench.context import Context
+from benchmarks.bench.ct2 import bench_ct2
+from benchmarks.bench.datapath import bench_data
+from benchmarks.bench.decoding import bench_decode, bench_translate
+from benchmarks.bench.kernels import bench_kernels
+from benchmarks.bench.matmul import bf16_native
+from benchmarks.bench.measure import PRECISIONS, Row, progress
+from benchmarks.bench.report import add_ratios, markdown
+from benchmarks.bench.sdpa import bench_sdpa
+from benchmarks.bench.training import bench_train
 
-from bench.context import Context  # noqa: E402
-from bench.ct2 import bench_ct2  # noqa: E402
-from bench.datapath import bench_data  # noqa: E402
-from bench.decoding import bench_decode, bench_translate  # noqa: E402
-from bench.kernels import bench_kernels  # noqa: E402
-from bench.machine import bench_matmul, machine_info  # noqa: E402
-from bench.measure import Row  # noqa: E402
-from bench.report import add_ratios, markdown  # noqa: E402
-from bench.sdpa import bench_sdpa  # noqa: E402
-from bench.training import bench_train  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench_matmul(ctx: Context) -> list[Row]:
+    """The matmul peak of every precision: what the training steps are measured against."""
+    return [progress(ctx.peak(p)) for p in PRECISIONS]
+
+
+def machine_info() -> dict[str, Any]:
+    """The report's header: :func:`attnmt.machine.this_machine`, and what else the figures
+    depend on (cores, the kernels torch picked, native bf16, the load)."""
+    m = this_machine()
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return {
+        **m.to_dict(),
+        "summary": m.short(),
+        "bf16_native_cpu": bf16_native(torch.device("cpu")),
+        "cores": cores,
+        "load_avg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "python": platform.python_version(),
+    }
+
 
 BENCHES: dict[str, Callable[[Context], list[Row]]] = {
     "matmul": bench_matmul,
@@ -172,8 +197,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
     print(report)
     out = args.out or Path("outputs/bench") / f"{started:%Y-%m-%d_%H-%M-%S}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    out.with_suffix(".md").write_text(report + "\n")
+    write_json(out, {"meta": meta, "rows": rows})
+    write_text(out.with_suffix(".md"), report + "\n")
     print(f"\nwrote {out} and {out.with_suffix('.md')}")
     return rows
 

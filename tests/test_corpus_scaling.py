@@ -1,25 +1,15 @@
-"""scripts/make_big_corpus.py writes a parallel, seeded data=custom corpus;
-scripts/bench_corpus_scaling.py tabulates what it measured."""
+"""benchmarks/make_big_corpus.py writes a parallel, seeded data=custom corpus;
+benchmarks/corpus_scaling.py tabulates what it measured."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from benchmarks import corpus_scaling
+from benchmarks import make_big_corpus as make
 
 
 def test_generated_pairs_join_the_same_source_pairs_on_both_sides(tmp_path: Path) -> None:
-    make = load("make_big_corpus")
     src = tmp_path / "src"
     src.mkdir()
     de = [f"satz {i} ." for i in range(20)]
@@ -32,6 +22,10 @@ def test_generated_pairs_join_the_same_source_pairs_on_both_sides(tmp_path: Path
     gen_de = (out / "train.de").read_text(encoding="utf-8").splitlines()
     gen_en = (out / "train.en").read_text(encoding="utf-8").splitlines()
     assert len(gen_de) == len(gen_en) == 250
+    splits = ("train", "valid", "test")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{s}.{x}" for s in splits for x in ["de", "en"]
+    )
     counts = set()
     for a, b in zip(gen_de, gen_en):
         ids = [int(w) for w in a.split() if w.isdigit()]
@@ -45,7 +39,6 @@ def test_generated_pairs_join_the_same_source_pairs_on_both_sides(tmp_path: Path
 
 
 def test_table_marks_what_was_not_measured() -> None:
-    bench = load("bench_corpus_scaling")
     row = {
         "pairs": 30000,
         "train_bytes": 5 * 2**20,
@@ -57,6 +50,6 @@ def test_table_marks_what_was_not_measured() -> None:
         "warm_data_peak_rss_mb": 350.0,
         "warm_peak_rss_mb": 612.4,
     }
-    table = bench.table([row], "Some CPU")
-    assert table.startswith("CPU: Some CPU")
+    table = corpus_scaling.table([row], "Some CPU, torch 2.13.0, 2 threads")
+    assert table.startswith("Machine: Some CPU, torch 2.13.0, 2 threads (")
     assert "| 30,000 | 5 MiB | - | - | - | - | 9.2 | 0.05 | 350 MB | 612 MB |" in table

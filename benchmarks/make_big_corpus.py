@@ -1,6 +1,6 @@
 """Write an N-pair data=custom corpus by recombining a prepared corpus' sentences.
 
-    python scripts/make_big_corpus.py --pairs 300000 --out outputs/bench/corpora/300k
+    python -m benchmarks.make_big_corpus --pairs 300000 --out outputs/bench/corpora/300k
     python train.py data=custom data.path=outputs/bench/corpora/300k \
         data.src_lang=de data.tgt_lang=en
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnmt.atomic import atomic_path
+from attnmt.atomic import atomic_path, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("de", "en")
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for split in ("valid", "test"):
         for lang in LANGS:
             text = (source / f"{split}.{lang}").read_text(encoding="utf-8")
-            (args.out / f"{split}.{lang}").write_text(text, encoding="utf-8")
+            write_text(args.out / f"{split}.{lang}", text)
     print(f"{args.out}: {args.pairs} train pairs from {source}", file=sys.stderr)
     return 0
 

@@ -78,18 +78,14 @@ COLUMNS = (
 def markdown(meta: dict[str, Any], rows: Iterable[Row]) -> str:
     """The report: a header on the machine and the data, then one table row per figure."""
     m, w = meta["machine"], meta.get("workload") or {}
-    flags = ", ".join(f for f, on in m["cpu_flags"].items() if on) or "none of the listed"
     lines = [
         f"# attnmt benchmark {meta['started']}",
         "",
-        f"- CPU: {m['cpu']} ({m['cores']} cores, torch threads: {m['threads']}; "
-        f"flags: {flags}; torch {m['torch']} {m['cpu_capability']}; native bf16: "
-        f"{'yes' if m['bf16_native_cpu'] else 'no'})",
+        f"- machine: {m['summary']} ({m['cores']} cores; torch kernels "
+        f"{m['kernels']}; native bf16: {'yes' if m['bf16_native_cpu'] else 'no'})",
         f"- load average at start: {_loads(m.get('load_avg_start'))}, "
         f"at end: {_loads(meta.get('load_avg_end'))}; the run took {meta['seconds']:.0f} s",
     ]
-    if m.get("cuda"):
-        lines.append(f"- CUDA: {m['cuda']}")
     if w:
         lines.append(
             f"- data: {w['corpus']}; {w['batches']} training batches of max_tokens="

@@ -1,7 +1,8 @@
-"""The pieces of scripts/benchmark.py, one concept per module.
+"""The pieces of benchmarks/benchmark.py, one concept per module (the machine itself:
+:mod:`attnmt.machine`).
 
 measure    timing (interleaved variants, medians) and peak memory
-machine    the CPU (model name, flags) and its torch.mm peak GFLOP/s per precision
+matmul     the torch.mm peak GFLOP/s per precision, and whether bf16 is native
 workload   the composed config, real token-bucketed batches and test sentences
 context    what every bench gets: options, device, the workload, the matmul peaks
 training   training steps of every preset, and the torch.nn.Transformer reference

@@ -1,14 +1,14 @@
 """The README's results tables from the Hydra sweeps that ``make results`` runs.
 
-    python scripts/results_table.py plan --readme README.md \\
+    python -m benchmarks.results_table plan --readme README.md \\
         --sweep "experiment=results_main hydra.sweep.dir=outputs/results/main seed=1,2,3" \\
         --sweep "experiment=results_attention hydra.sweep.dir=outputs/results/attention"
-    python scripts/results_table.py table --main outputs/results/main \\
+    python -m benchmarks.results_table table --main outputs/results/main \\
         --attention outputs/results/attention --out outputs/results/results --readme README.md
 
 ``plan`` runs before training: it checks that README.md has the marker comments, that the
-sweep directories are new, records the machine (CPU model, cores, torch threads, GPU, the
-git commit) in ``<sweep dir>/machine.json`` and prints the number of runs and the expected
+sweep directories are new, records the machine (:mod:`attnmt.machine`, cores, the git
+commit) in ``<sweep dir>/machine.json`` and prints the number of runs and the expected
 duration. ``table`` reads every job of the sweeps (``train.log`` as scripts/compare_runs.py
 does, ``.hydra/overrides.yaml`` and ``.hydra/config.yaml``; the grid that was asked for from
 ``multirun.yaml``), writes OUT.md and OUT.json, and replaces what lies between
@@ -42,8 +42,9 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_runs import TEST, Run, read_run
+from attnmt.atomic import atomic_path
+from attnmt.machine import this_machine
+from scripts.compare_runs import TEST, Run, read_run
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "configs" / "experiment"
@@ -294,25 +295,8 @@ def group(
 
 
 def machine() -> dict[str, Any]:
-    """The machine this runs on: CPU model, cores, torch threads, GPU, versions, commit."""
-    import torch
-
-    cpu = ""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        cpu = next(
-            (ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")),
-            "",
-        )
-    except (OSError, subprocess.SubprocessError):
-        pass
-    if not cpu and Path("/proc/cpuinfo").is_file():
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    cpu = cpu or platform.processor() or platform.machine()
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    """The machine this runs on (:func:`attnmt.machine.this_machine`), cores, the commit."""
+    m = this_machine()
     try:
         commit = subprocess.run(
             ["git", "describe", "--always", "--dirty"],
@@ -324,12 +308,13 @@ def machine() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return {
-        "cpu": cpu,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),  # the kernels torch uses
+        "cpu": m.cpu_line(),
+        "machine": m.to_dict(),
+        "cpu_capability": m.kernels,  # the kernels torch uses
         "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "gpu": gpu,
-        "torch": torch.__version__,
+        "torch_threads": m.threads,
+        "gpu": m.cuda,
+        "torch": m.torch_version,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "commit": commit,
@@ -517,16 +502,12 @@ def _row_json(key: dict[str, str], s: dict[str, Any], members: list[Job]) -> dic
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    """:mod:`attnmt.atomic`'s replace, keeping an existing file's permissions (README.md)."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        if mode is not None:
+            tmp.chmod(mode)
 
 
 def check_markers(text: str, sections: Iterable[str], name: str) -> None:
@@ -547,7 +528,7 @@ def replace_between(text: str, section: str, body: str) -> str:
     start, end = marker(section, "start"), marker(section, "end")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
-    note = "<!-- written by `make results` (scripts/results_table.py): do not edit by hand -->"
+    note = "<!-- written by `make results` (benchmarks/results_table.py): do not edit by hand -->"
     return f"{head}{start}\n{note}\n\n{body.rstrip()}\n\n{end}{tail}"
 
 
@@ -603,7 +584,7 @@ def plan(sweeps: list[str], readme: Path | None, record: bool = True) -> int:
         if sweep_dir.is_dir() and any(p.name != "machine.json" for p in sweep_dir.iterdir()):
             raise SystemExit(
                 f"error: {sweep_dir} already holds a sweep; move it away or set RESULTS_DIR= "
-                f"to a new folder (remake its tables with: python scripts/results_table.py "
+                f"to a new folder (remake its tables with: python -m benchmarks.results_table "
                 f"table --{'main' if 'main' in name else 'attention'} {sweep_dir})"
             )
         if record:

@@ -1,9 +1,9 @@
 """Start-up cost against corpus size: preparation (cold), start-up to the first update
 (warm) and the training process' peak RSS, for data=custom corpora of N pairs.
 
-    python scripts/bench_corpus_scaling.py --sizes 30000 300000 3000000
+    python -m benchmarks.corpus_scaling --sizes 30000 300000 3000000
 
-Per size: writes the corpus with scripts/make_big_corpus.py (if absent), then runs
+Per size: writes the corpus with benchmarks/make_big_corpus.py (if absent), then runs
 ``train.py data=custom ... trainer.max_steps=10`` as a subprocess, first with an empty
 ``data.root`` (cold: corpus preparation, SentencePiece training, train ids encoded) and
 then ``--warm-runs`` times on the caches it left (warm). Measured from outside:
@@ -19,9 +19,7 @@ first-update time. Writes ``corpus_scaling.json`` and ``corpus_scaling.md`` in
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -30,6 +28,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from attnmt.atomic import write_json, write_text
+from attnmt.machine import this_machine
+from benchmarks import make_big_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 STAMP = r"^\[([0-9-]+ [0-9:,]+)\]\[[^\]]*\]\[INFO\] - "
@@ -49,17 +51,6 @@ OVERRIDES = [
     "trainer.time_budget_min=0",
     "trainer.precision=fp32",
 ]
-
-
-def cpu_name() -> str:
-    """The CPU's model name (lscpu / /proc/cpuinfo), or the platform's processor field."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def vm_hwm(pid: int) -> int | None:
@@ -132,11 +123,7 @@ def bench_size(
     warm runs, on the caches an earlier cold run left)."""
     corpus = out / "corpora" / str(n)
     if not (corpus / "train.en").is_file():
-        subprocess.run(
-            [sys.executable, str(ROOT / "scripts" / "make_big_corpus.py"), "--pairs", str(n),
-             "--out", str(corpus)],
-            check=True,
-        )  # fmt: skip
+        make_big_corpus.main(["--pairs", str(n), "--out", str(corpus)])
     data_root = out / "data" / str(n)
     stamp = time.strftime("%H%M%S")
     first: dict[str, Any] | None = None
@@ -166,9 +153,9 @@ def bench_size(
 
 
 def table(results: list[dict[str, Any]], cpu: str) -> str:
-    """The markdown table of :func:`bench_size` results."""
+    """The markdown table of :func:`bench_size` results; ``cpu``: the machine's line."""
     lines = [
-        f"CPU: {cpu} ({os.cpu_count()} cores visible)",
+        f"Machine: {cpu} ({os.cpu_count()} cores visible)",
         "",
         "| pairs | train text | prep, cold (s) | prep pairs/s | ids encoded (s) "
         "| cold peak RSS | warm: start to 1st update (s) | warm: build_data (s) "
@@ -210,13 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         bench_size(n, out, args.warm_runs, args.extra, cold=not args.warm_only) for n in args.sizes
     ]
-    cpu = cpu_name()
-    report = {"cpu": cpu, "cores": os.cpu_count(), "overrides": OVERRIDES + args.extra}
-    report["results"] = results
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.tag}.json").write_text(json.dumps(report, indent=1) + "\n")
-    md = table(results, cpu)
-    (out / f"{args.tag}.md").write_text(md)
+    machine = this_machine()
+    report = {"machine": machine.to_dict(), "cores": os.cpu_count()}
+    report.update(overrides=OVERRIDES + args.extra, results=results)
+    write_json(out / f"{args.tag}.json", report)
+    md = table(results, machine.short())
+    write_text(out / f"{args.tag}.md", md)
     print(md)
     return 0
 
