@@ -1,18 +1,25 @@
-"""trainer.precision=auto on a CPU: the timed probe, its verdict, its cache, and that it
-leaves the run untouched."""
+"""trainer.precision=auto on a CPU: the timed probe, its verdict, its cache (kept only from
+an idle machine and steady timings, re-checked, refreshable), and that it leaves the run
+untouched. The decisions are driven by a simulated machine: no real timing."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import logging
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 import attnmt.train.precision_probe as pp
 from attnmt.data.batching import make_batch
+from attnmt.errors import ConfigError
 from attnmt.models.registry import build_model
+from attnmt.train.config import TrainerConfig
+from attnmt.train.continuation import MAY_CHANGE
 from attnmt.train.distributed import DistInfo
 
 CPU = torch.device("cpu")
@@ -25,6 +32,8 @@ TINY = {
     "d_ff": 64,
 }
 SINGLE = DistInfo()
+IDLE_FP32, IDLE_BF16 = [0.36], [0.28]  # the 2-core EPYC with AVX512-BF16, idle
+BUSY_FP32, BUSY_BF16 = [4.1], [4.7]  # ... while another job loaded its cores
 
 
 def _model():
@@ -34,6 +43,48 @@ def _model():
 
 def _batch():
     return make_batch([[5, 6, 7], [8, 9]], [[10, 11], [12, 13, 14]])
+
+
+class FakeMachine:
+    """Simulated clocks: each step advances the wall clock by its next scripted duration
+    (cycled) and the process CPU clock by duration x threads x ``cpu_share``."""
+
+    def __init__(self, fp32, bf16, *, load=1.0, cpu_share=1.0, cores=2, threads=2):
+        self.script = {"fp32": itertools.cycle(fp32), "bf16": itertools.cycle(bf16)}
+        self.load, self.cpu_share, self.cores, self.threads = load, cpu_share, cores, threads
+        self.wall = self.cpu = 0.0
+        self.ran: list[str] = []
+
+    def _step(self, name: str) -> None:
+        took = next(self.script[name])
+        self.ran.append(name)
+        self.wall += took
+        self.cpu += took * self.threads * self.cpu_share
+
+    def steps(self):
+        return {name: functools.partial(self._step, name) for name in ("fp32", "bf16")}
+
+    def sensors(self) -> pp.Sensors:
+        return pp.Sensors(
+            wall=lambda: self.wall,
+            cpu=lambda: self.cpu,
+            load=lambda: self.load,
+            cores=self.cores,
+            threads=self.threads,
+        )
+
+    def probe(self, cache_dir: Path, key: str = "k", mode: str = "cache"):
+        return pp.probe(_model(), _batch(), cache_dir, key, mode, self.steps(), self.sensors())
+
+
+def _cache(tmp_path: Path) -> dict:
+    path = tmp_path / pp.CACHE_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _seed_cache(tmp_path: Path, choice: str, fp32: list[float], bf16: list[float]) -> None:
+    entry = {"choice": choice, "reason": "earlier", "times": {"fp32": fp32, "bf16": bf16}}
+    (tmp_path / pp.CACHE_FILE).write_text(json.dumps({"k": entry}))
 
 
 @pytest.mark.parametrize(
@@ -50,43 +101,181 @@ def test_decide_takes_bf16_only_when_clearly_faster(fp32, bf16, choice) -> None:
     assert "bf16" in reason and "fp32" in reason
 
 
-def test_the_verdict_is_cached_per_key_and_read_back(tmp_path: Path) -> None:
-    calls: list[int] = []
+def test_steps_alternate_after_one_warm_up_each_and_stop_once_steady() -> None:
+    m = FakeMachine(IDLE_FP32, IDLE_BF16)
+    timing = pp.measure(m.steps(), m.sensors())
+    assert m.ran == ["fp32", "bf16"] * (1 + pp.MIN_ROUNDS)  # warm-ups, then interleaved
+    assert timing.rounds == pp.MIN_ROUNDS and timing.times["bf16"] == pytest.approx(
+        IDLE_BF16 * pp.MIN_ROUNDS
+    )
 
-    def timer(model, batch):
-        calls.append(1)
-        return {"fp32": [2.0, 2.0, 2.0], "bf16": [1.0, 1.0, 1.0]}
 
-    def no_timer(model, batch):
-        raise AssertionError("the cache should have answered")
+def test_a_large_spread_takes_more_rounds_up_to_the_maximum() -> None:
+    m = FakeMachine([0.3, 0.3, 0.5], IDLE_BF16)
+    timing = pp.measure(m.steps(), m.sensors())
+    assert timing.rounds == pp.MAX_ROUNDS
+    assert pp.noisy(timing) is not None and "fp32 IQR/median" in pp.noisy(timing)
 
-    model, batch = _model(), _batch()
-    assert pp.probe(model, batch, tmp_path, "k1", timer)[0] == "bf16"
-    choice, why = pp.probe(model, batch, tmp_path, "k1", no_timer)
-    assert choice == "bf16" and "cached in" in why
-    assert pp.probe(model, batch, tmp_path, "k2", timer)[0] == "bf16"  # another key: timed
-    assert len(calls) == 2
-    saved = json.loads((tmp_path / pp.CACHE_FILE).read_text())
-    assert set(saved) == {"k1", "k2"} and saved["k1"]["times"]["fp32"] == [2.0] * 3
+
+def test_rounds_are_bounded_in_time() -> None:
+    m = FakeMachine(BUSY_FP32, BUSY_BF16)  # 8.8 s a round
+    timing = pp.measure(m.steps(), m.sensors())
+    assert timing.rounds == 4 and timing.wall >= pp.BUDGET_S  # no round begun after 30 s
+    assert "only 4 rounds" in pp.noisy(timing)
+
+
+def test_one_outlier_is_not_noise() -> None:
+    assert pp.spread([1.0, 1.0, 1.0, 1.0, 9.0]) == 0.0
+    assert pp.spread([1.0]) == float("inf")
+
+
+def test_a_clear_bf16_win_is_cached(tmp_path: Path) -> None:
+    choice, why = FakeMachine(IDLE_FP32, IDLE_BF16).probe(tmp_path)
+    assert choice == "bf16" and f"cached in {tmp_path / pp.CACHE_FILE}" in why
+    entry = _cache(tmp_path)["k"]
+    assert entry["choice"] == "bf16" and entry["times"]["bf16"] == pytest.approx(
+        IDLE_BF16 * pp.MIN_ROUNDS
+    )
+
+
+def test_a_clear_bf16_loss_is_cached_as_fp32(tmp_path: Path) -> None:
+    choice, why = FakeMachine(IDLE_BF16, IDLE_FP32).probe(tmp_path)  # bf16 the slower
+    assert choice == "fp32" and "cached in" in why
+    assert _cache(tmp_path)["k"]["choice"] == "fp32"
+
+
+def test_a_busy_load_gives_this_run_a_verdict_but_no_cache(tmp_path: Path) -> None:
+    m = FakeMachine(BUSY_FP32, [4.7, 4.7, 4.7, 4.7, 4.7, 4.7], load=3.9)  # the incident
+    choice, why = m.probe(tmp_path)
+    assert choice == "fp32"  # used for this run
+    assert "not cached: machine busy: 1-minute load 3.90" in why
+    assert _cache(tmp_path) == {}
+
+
+def test_cpu_starvation_while_timed_is_busy(tmp_path: Path) -> None:
+    choice, why = FakeMachine(IDLE_FP32, IDLE_BF16, cpu_share=0.3).probe(tmp_path)
+    assert choice == "bf16" and "not cached: machine busy: the process got 0.60 CPU" in why
+    assert _cache(tmp_path) == {}
+
+
+@pytest.mark.parametrize(
+    ("load", "cores", "threads", "is_busy"),
+    [
+        (1.4, 2, 2, False),  # only this process's main thread, and a little
+        (3.9, 2, 2, True),  # another job on both cores
+        (3.0, 4, 2, False),  # another job on the two cores the probe leaves free
+        (4.0, 4, 2, True),
+        (None, 2, 2, False),  # no load average on this OS: the other rules decide
+    ],
+)
+def test_the_load_rule(load, cores, threads, is_busy) -> None:
+    m = FakeMachine(IDLE_FP32, IDLE_BF16, load=load, cores=cores, threads=threads)
+    assert (pp.load_busy(load, m.sensors()) is not None) == is_busy
+
+
+def test_noisy_timings_are_not_cached(tmp_path: Path) -> None:
+    choice, why = FakeMachine([0.36, 0.36, 0.6], IDLE_BF16).probe(tmp_path)
+    assert choice == "bf16"
+    assert "not cached: timings noisy: fp32 IQR/median" in why and "after 15 rounds" in why
+    assert _cache(tmp_path) == {}
+
+
+def test_a_cached_verdict_is_rechecked_by_one_pair(tmp_path: Path) -> None:
+    _seed_cache(tmp_path, "bf16", IDLE_FP32, IDLE_BF16)
+    m = FakeMachine(IDLE_FP32, IDLE_BF16)
+    choice, why = m.probe(tmp_path)
+    assert choice == "bf16" and len(m.ran) == 4  # warm-ups + one timed pair
+    assert why.startswith("cached bf16 (earlier) in") and "re-check" in why and "agrees" in why
+
+
+def test_a_busy_load_skips_the_recheck(tmp_path: Path) -> None:
+    _seed_cache(tmp_path, "bf16", IDLE_FP32, IDLE_BF16)
+    m = FakeMachine(BUSY_FP32, BUSY_BF16, load=3.9)
+    choice, why = m.probe(tmp_path)
+    assert choice == "bf16" and m.ran == []
+    assert "re-check skipped: machine busy" in why
+
+
+def test_a_recheck_much_slower_than_the_cache_is_ignored(tmp_path: Path) -> None:
+    """Spinning threads keep the CPU time up while the steps crawl: caught by rule (3)."""
+    _seed_cache(tmp_path, "bf16", IDLE_FP32, IDLE_BF16)
+    m = FakeMachine(BUSY_FP32, BUSY_BF16)  # contradicts, but 11x slower than cached
+    choice, why = m.probe(tmp_path)
+    assert choice == "bf16" and len(m.ran) == 4  # no full probe
+    assert "ignored: machine busy: steps fp32 11.4x, bf16 16.8x slower" in why
+    assert _cache(tmp_path)["k"]["reason"] == "earlier"
+
+
+def test_a_cached_verdict_contradicted_by_a_clean_recheck_is_reprobed(tmp_path: Path) -> None:
+    _seed_cache(tmp_path, "fp32", BUSY_FP32 * 3, BUSY_BF16 * 3)  # the incident's verdict
+    m = FakeMachine(IDLE_FP32, IDLE_BF16)
+    choice, why = m.probe(tmp_path)
+    assert choice == "bf16" and len(m.ran) == 4 + 2 * (1 + pp.MIN_ROUNDS)
+    assert why.startswith("cached fp32 (earlier) in")
+    assert "contradicted by a clean re-check" in why and "re-probed: timed step" in why
+    assert _cache(tmp_path)["k"]["choice"] == "bf16"
+
+
+def test_a_small_disagreement_in_the_recheck_keeps_the_cache(tmp_path: Path) -> None:
+    _seed_cache(tmp_path, "bf16", IDLE_FP32, IDLE_BF16)
+    m = FakeMachine([0.36], [0.37])  # bf16 3% slower now: not clearly the other way
+    assert m.probe(tmp_path)[0] == "bf16" and len(m.ran) == 4
+
+
+def test_refresh_retimes_and_overwrites_the_cache(tmp_path: Path) -> None:
+    _seed_cache(tmp_path, "bf16", IDLE_FP32, IDLE_BF16)
+    m = FakeMachine(IDLE_BF16, IDLE_FP32)  # now fp32 is the faster
+    choice, why = m.probe(tmp_path, mode="refresh")
+    assert choice == "fp32" and len(m.ran) == 2 * (1 + pp.MIN_ROUNDS)
+    assert why.startswith("refresh: timed step") and "cached in" in why
+    assert _cache(tmp_path)["k"]["choice"] == "fp32"
+
+
+def test_refresh_on_a_busy_machine_keeps_the_old_cache(tmp_path: Path) -> None:
+    _seed_cache(tmp_path, "bf16", IDLE_FP32, IDLE_BF16)
+    choice, why = FakeMachine(BUSY_FP32, BUSY_BF16, load=3.9).probe(tmp_path, mode="refresh")
+    assert choice == "fp32" and "not cached: machine busy" in why  # this run only
+    assert _cache(tmp_path)["k"]["choice"] == "bf16"
+
+
+def test_the_verdict_is_cached_per_key(tmp_path: Path) -> None:
+    FakeMachine(IDLE_FP32, IDLE_BF16).probe(tmp_path, "k1")
+    FakeMachine(IDLE_BF16, IDLE_FP32).probe(tmp_path, "k2")
+    saved = _cache(tmp_path)
+    assert {k: v["choice"] for k, v in saved.items()} == {"k1": "bf16", "k2": "fp32"}
 
 
 def test_an_unreadable_cache_is_an_empty_one(tmp_path: Path) -> None:
     (tmp_path / pp.CACHE_FILE).write_text("{not json")
-    timer = lambda m, b: {"fp32": [1.0] * 3, "bf16": [3.0] * 3}  # noqa: E731
-    assert pp.probe(_model(), _batch(), tmp_path, "k", timer)[0] == "fp32"
-    assert "k" in json.loads((tmp_path / pp.CACHE_FILE).read_text())
+    assert FakeMachine(IDLE_BF16, IDLE_FP32).probe(tmp_path)[0] == "fp32"
+    assert "k" in _cache(tmp_path)
+
+
+def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cache \| refresh"):
+        FakeMachine(IDLE_FP32, IDLE_BF16).probe(tmp_path, mode="off")
+    with pytest.raises(ConfigError, match=r"trainer\.precision_probe must be one of"):
+        TrainerConfig(precision_probe="always").check()
+
+
+def test_the_setting_is_in_the_default_config_and_may_change_on_resume() -> None:
+    root = Path(__file__).resolve().parents[1]
+    default = yaml.safe_load((root / "configs/trainer/default.yaml").read_text())
+    assert default["precision_probe"] == TrainerConfig().precision_probe == "cache"
+    assert "trainer.precision_probe" in MAY_CHANGE
 
 
 def test_timing_leaves_weights_gradients_and_random_state_as_they_were() -> None:
     model, batch = _model(), _batch()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     torch.manual_seed(7)
-    times = pp.time_steps(model, batch, rounds=2)
+    with pp.untouched(model):
+        timing = pp.measure(pp.model_steps(model, batch), pp.Sensors(), 2, 2)
     after_probe = torch.rand(5)
     torch.manual_seed(7)
     assert torch.equal(after_probe, torch.rand(5))  # as if the probe had not run
-    assert set(times) == {"fp32", "bf16"} and all(len(v) == 2 for v in times.values())
-    assert all(t > 0 for v in times.values() for t in v)
+    assert set(timing.times) == {"fp32", "bf16"} and timing.rounds == 2
+    assert all(t > 0 for v in timing.times.values() for t in v)
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k])
     assert all(p.grad is None for p in model.parameters())
@@ -104,7 +293,7 @@ def test_no_native_bf16_means_fp32_without_a_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: False)
-    monkeypatch.setattr(pp, "time_steps", lambda m, b: pytest.fail("no probe expected"))
+    monkeypatch.setattr(pp, "model_steps", lambda m, b: pytest.fail("no probe expected"))
     with caplog.at_level(logging.INFO):
         p = pp.choose_precision("auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
     assert p.name == "fp32" and "no native bf16" in caplog.text
@@ -112,24 +301,40 @@ def test_no_native_bf16_means_fp32_without_a_probe(
 
 
 @pytest.mark.parametrize("faster", ["fp32", "bf16"])
-def test_native_bf16_is_probed_and_the_faster_one_chosen(
+def test_native_bf16_is_probed_and_the_faster_one_chosen_on_one_log_line(
     faster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    slow, fast = [2.0] * 3, [1.0] * 3
-    times = {"fp32": fast, "bf16": slow} if faster == "fp32" else {"fp32": slow, "bf16": fast}
+    m = FakeMachine([2.0], [1.0]) if faster == "bf16" else FakeMachine([1.0], [2.0])
     monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
-    monkeypatch.setattr(pp, "time_steps", lambda m, b: times)
-    with caplog.at_level(logging.INFO):
+    monkeypatch.setattr(pp, "model_steps", lambda model, batch: m.steps())
+    monkeypatch.setattr(pp, "Sensors", functools.partial(lambda s: s, m.sensors()))
+    with caplog.at_level(logging.INFO, logger=pp.__name__):
         p = pp.choose_precision("auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
     assert p.name == faster
-    assert f"precision auto -> {faster}: timed step" in caplog.text
+    (line,) = [r.getMessage() for r in caplog.records if r.name == pp.__name__]
+    assert line.startswith(f"precision auto -> {faster}: timed step") and "cached in" in line
+
+
+def test_choose_precision_passes_refresh_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    m = FakeMachine(IDLE_FP32, IDLE_BF16, load=3.9)
+    monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
+    monkeypatch.setattr(pp, "model_steps", lambda model, batch: m.steps())
+    monkeypatch.setattr(pp, "Sensors", functools.partial(lambda s: s, m.sensors()))
+    with caplog.at_level(logging.INFO, logger=pp.__name__):
+        p = pp.choose_precision(
+            "auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40, mode="refresh"
+        )
+    assert p.name == "bf16" and "refresh: timed step" in caplog.text
+    assert "not cached: machine busy" in caplog.text and _cache(tmp_path) == {}
 
 
 @pytest.mark.parametrize("name", ["fp32", "bf16"])
 def test_an_explicit_precision_is_never_probed(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pp, "time_steps", lambda m, b: pytest.fail("no probe expected"))
+    monkeypatch.setattr(pp, "model_steps", lambda m, b: pytest.fail("no probe expected"))
     assert pp.choose_precision(name, CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40).name == name
 
 

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 from attnmt.errors import ConfigError
 
+PRECISION_PROBE_MODES = ("cache", "refresh")
+"""``trainer.precision_probe``: ``cache`` uses a cached verdict (re-checked by one cheap timed
+pair), ``refresh`` times afresh and overwrites it (see attnmt.train.precision_probe)."""
+
 
 @dataclass
 class TrainerConfig:
@@ -37,6 +41,7 @@ class TrainerConfig:
     max_tokens: int = 2048  # padded tokens per training batch (token buckets)
     bucket_size: int = 4096  # pairs shuffled together, then sorted by length; 0 = all
     precision: str = "auto"  # fp32 | bf16 | fp16 | auto  (attnmt.train.precision)
+    precision_probe: str = "cache"  # cache | refresh: auto's CPU timing (precision_probe)
     max_bad_updates: int = 5  # stop after this many non-finite updates in a row (each skipped)
     # stopping
     max_steps: int = 0  # optimizer updates; 0 = no limit
@@ -103,6 +108,11 @@ class TrainerConfig:
         for name in ("src_word_dropout", "tgt_word_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"{prefix}.{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.precision_probe not in PRECISION_PROBE_MODES:
+            raise ConfigError(
+                f"{prefix}.precision_probe must be one of {' | '.join(PRECISION_PROBE_MODES)}, "
+                f"got {self.precision_probe!r}"
+            )
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"{prefix}.betas must be two numbers in [0, 1), got {self.betas}")
         if not 0.0 < self.plateau_factor < 1.0:

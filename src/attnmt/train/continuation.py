@@ -42,6 +42,7 @@ MAY_CHANGE: frozenset[str] = frozenset(
         "trainer.test",
         "trainer.keep_best",
         "trainer.max_bad_updates",
+        "trainer.precision_probe",
         "decode.*",
     }
 )

@@ -1,34 +1,56 @@
 """``trainer.precision=auto`` on a CPU, decided by timing: fp32 or bf16, whichever trains faster.
 
-Whether bf16 autocast pays on a CPU is not told by its flags. Measured on the CPU kinds
-this project has met (one training step of the Transformer, interleaved runs):
+Whether bf16 autocast pays on a CPU is not told by its flags (measured figures:
+docs/performance.md). Without native bf16 kernels (oneDNN) it is fp32, no probe needed
+(emulated bf16 is an order of magnitude slower). With them, the run's own model is timed
+on a batch of its own training pairs, forward+backward, in each precision.
 
-==========================================  ===========================
-CPU                                         bf16 step time / fp32
-==========================================  ===========================
-AMD EPYC, AVX2 only (bf16 emulated)         ~20x (36.6 s vs 1.65 s)
-Intel Xeon, AVX512-BF16, no AMX             1.71x slower
-AMD EPYC, AVX512-BF16                       0.4x (2.5x faster)
-==========================================  ===========================
+The rule, made so that a busy machine cannot fool it:
 
-So: without native bf16 kernels (oneDNN) fp32, no probe needed (emulated bf16 is an
-order of magnitude slower). With them, :func:`probe` times a few forward+backward passes
-of the run's own model on a batch of its own training pairs in each precision,
-interleaved, and picks the one with the lower median (bf16 only if at least
-:data:`MARGIN` faster). The verdict is cached per CPU, torch version, thread count, model
-and batch size in ``<data.root>/precision_probe.json``, so later runs start at once. The
-probe saves and restores every random generator and zeroes the gradients it made: the
+* **Interleaved, repeated, bounded.** After one untimed warm-up of each, fp32 and bf16
+  steps alternate (fp32, bf16, fp32, bf16, ...) so that a load that comes and goes hits
+  both alike: at least :data:`MIN_ROUNDS` rounds, more while either precision's spread
+  exceeds :data:`NOISY`, at most :data:`MAX_ROUNDS` and no new round once the timed steps
+  have taken :data:`BUDGET_S` seconds.
+* **Decided on medians with a margin.** bf16 only if its median step is at least
+  :data:`MARGIN` shorter than fp32's (:func:`decide`).
+* **Cached only if clean.** The verdict is used for this run either way, but written to
+  ``<data.root>/precision_probe.json`` (keyed by CPU, torch version, thread count, model
+  and batch shape) only when the machine was not *busy* and the timings not *noisy*;
+  otherwise the one log line says why it was not. *Busy* is any of: (1) the 1-minute load
+  average read before timing, less 1 for this process's own main thread, exceeds the
+  cores the probe leaves free (usable cores minus torch's threads) by more than
+  :data:`LOAD_SLACK` (others want cores the probe needs); (2) the process's CPU time over
+  the timed steps is under :data:`STARVED` of wall time x the threads it runs (it waited
+  for cores: ``time.process_time`` against ``time.perf_counter``); (3) when an earlier
+  clean verdict is cached, both precisions' steps are over :data:`SLOW` times its medians
+  (the machine is slower than when idle). (1) sees a steady competitor before any time is
+  spent, (2) one that arrives during the timing, (3) the case where spinning threads keep
+  the CPU time up while the steps crawl (the 4.1 s vs 0.36 s incident). *Noisy*: fewer
+  than :data:`MIN_ROUNDS` rounds within the budget, or a spread (interquartile range over
+  median of one precision's rounds; robust to a single outlier) above :data:`NOISY`.
+* **Re-checked cheaply, refreshable.** ``trainer.precision_probe=cache`` (default) takes a
+  cached verdict after one timed pair (after warm-ups): if the machine is busy the
+  re-check is skipped or ignored; if it clearly contradicts the cache (the other precision
+  at least ``2 x MARGIN`` faster) the full probe runs again and its verdict replaces the
+  cache when clean. ``trainer.precision_probe=refresh`` always re-times (and overwrites
+  the cache when clean).
+
+The probe saves and restores every random generator and zeroes the gradients it made: the
 run trains exactly as if the probe had been a cache hit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +59,10 @@ from torch import nn
 
 from attnmt.atomic import write_json
 from attnmt.data.batching import Batch, make_batch, pack_token_batches
-from attnmt.errors import WriteError
+from attnmt.errors import ConfigError, WriteError
 from attnmt.machine import this_machine
 from attnmt.train import distributed as ddp
+from attnmt.train.config import PRECISION_PROBE_MODES
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision, cpu_has_fast_bf16, resolve_precision
 from attnmt.train.rng import rng_state, set_rng_state
@@ -48,9 +71,66 @@ log = logging.getLogger(__name__)
 
 MARGIN = 0.05
 """bf16 is chosen only when its median step is at least 5% shorter than fp32's."""
-ROUNDS = 3
-"""Timed forward+backward passes per precision (after one untimed warm-up each)."""
+MIN_ROUNDS = 5
+"""Timed (fp32, bf16) pairs at least, after one untimed warm-up each (5: a quartile needs 4+)."""
+MAX_ROUNDS = 15
+"""Pairs at most, taken while the spread stays above :data:`NOISY`."""
+BUDGET_S = 30.0
+"""No new round once the timed steps have taken this long (a busy 2-core EPYC: 4 s a step)."""
+NOISY = 0.10
+"""Timings are noisy when a precision's interquartile range exceeds 10% of its median: the
+median would then be uncertain by about the :data:`MARGIN` it is judged by."""
+LOAD_SLACK = 0.5
+"""Busy when other processes' 1-minute load exceeds the cores the probe leaves free by this."""
+STARVED = 0.5
+"""Busy when the process got under half the CPU time its threads asked for while timed."""
+SLOW = 2.0
+"""Busy when both precisions' steps take over twice the cached (clean) medians."""
+RECHECK_ROUNDS = 1
+"""Timed pairs of the cheap re-check of a cached verdict."""
 CACHE_FILE = "precision_probe.json"
+
+
+def load_average() -> float | None:
+    """The 1-minute load average; None where the OS does not tell."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Sensors:
+    """What the probe reads: clocks, the load and the cores (tests pass simulated ones)."""
+
+    wall: Callable[[], float] = time.perf_counter
+    cpu: Callable[[], float] = time.process_time  # every thread of this process
+    load: Callable[[], float | None] = load_average
+    cores: int = field(default_factory=usable_cores)
+    threads: int = field(default_factory=torch.get_num_threads)
+
+
+@dataclass
+class Timing:
+    """Seconds per step of each precision (one entry a round), the wall and process CPU
+    seconds of the timed steps together, and the 1-minute load read before them."""
+
+    times: dict[str, list[float]]
+    wall: float = 0.0
+    cpu: float = 0.0
+    load: float | None = None
+
+    @property
+    def rounds(self) -> int:
+        return min((len(v) for v in self.times.values()), default=0)
 
 
 def cache_key(model_name: str, model_cfg: dict[str, Any], vocab: int, batch: Batch) -> str:
@@ -70,59 +150,180 @@ def read_cache(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
-    """Add ``entry`` under ``key`` (atomically; a failure to write is only logged)."""
+def write_cache(path: Path, key: str, entry: dict[str, Any]) -> bool:
+    """Add ``entry`` under ``key`` (atomically); False (and a warning) if it cannot be written."""
     data = read_cache(path)
     data[key] = entry
     try:
         write_json(path, data, indent=1)
     except WriteError as err:
         log.warning("precision probe: %s; the verdict is not cached", err)
+        return False
+    return True
 
 
-def _step_fn(model: nn.Module, batch: Batch, dtype: torch.dtype | None) -> Callable[[], None]:
-    def step() -> None:
-        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
-            logits = model(batch)
-        label_smoothed_nll(logits, batch.tgt_out, 0.1).loss.backward()
+def model_steps(model: nn.Module, batch: Batch) -> dict[str, Callable[[], None]]:
+    """One forward+backward of ``model`` on ``batch`` in fp32 and in bf16 autocast."""
 
-    return step
+    def step_fn(dtype: torch.dtype | None) -> Callable[[], None]:
+        def step() -> None:
+            with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+                logits = model(batch)
+            label_smoothed_nll(logits, batch.tgt_out, 0.1).loss.backward()
+
+        return step
+
+    return {"fp32": step_fn(None), "bf16": step_fn(torch.bfloat16)}
 
 
-def time_steps(
-    model: nn.Module,
-    batch: Batch,
-    rounds: int = ROUNDS,
-    clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, list[float]]:
-    """Seconds per forward+backward in fp32 and bf16, interleaved after a warm-up of each.
-
-    Restores every RNG and clears the gradients, so training continues unaffected.
-    """
+@contextlib.contextmanager
+def untouched(model: nn.Module) -> Iterator[None]:
+    """Train mode inside; afterwards every RNG, the mode and the (cleared) gradients as if
+    nothing had run."""
     saved, was_training = rng_state(), model.training
-    steps = {"fp32": _step_fn(model, batch, None), "bf16": _step_fn(model, batch, torch.bfloat16)}
-    times: dict[str, list[float]] = {name: [] for name in steps}
     model.train()
     try:
-        for step in steps.values():
-            step()
-        for _ in range(rounds):
-            for name, step in steps.items():
-                start = clock()
-                step()
-                times[name].append(clock() - start)
+        yield
     finally:
         model.zero_grad(set_to_none=True)
         model.train(was_training)
         set_rng_state(saved)
-    return times
 
 
-def decide(times: dict[str, Sequence[float]]) -> tuple[str, str]:
+def spread(xs: Sequence[float]) -> float:
+    """Interquartile range over median (inf for fewer than 2 values or a zero median)."""
+    if len(xs) < 2:
+        return float("inf")
+    q1, median, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return (q3 - q1) / median if median > 0 else float("inf")
+
+
+def measure(
+    steps: Mapping[str, Callable[[], None]],
+    sensors: Sensors,
+    min_rounds: int = MIN_ROUNDS,
+    max_rounds: int = MAX_ROUNDS,
+    budget_s: float = BUDGET_S,
+) -> Timing:
+    """Warm each step up once, then time them interleaved (fp32, bf16, fp32, bf16, ...):
+    ``min_rounds`` rounds, more while a spread exceeds :data:`NOISY`, at most
+    ``max_rounds``, and none begun after ``budget_s`` seconds of timed steps."""
+    timing = Timing({name: [] for name in steps}, load=sensors.load())
+    for step in steps.values():
+        step()
+    for done in range(1, max_rounds + 1):
+        for name, step in steps.items():
+            wall, cpu = sensors.wall(), sensors.cpu()
+            step()
+            took = sensors.wall() - wall
+            timing.cpu += sensors.cpu() - cpu
+            timing.wall += took
+            timing.times[name].append(took)
+        if done >= min_rounds and max(map(spread, timing.times.values())) <= NOISY:
+            break
+        if timing.wall >= budget_s:
+            break
+    return timing
+
+
+def decide(times: Mapping[str, Sequence[float]]) -> tuple[str, str]:
     """(choice, reason) from the timed steps: bf16 only if MARGIN faster."""
     fp32, bf16 = statistics.median(times["fp32"]), statistics.median(times["bf16"])
     choice = "bf16" if bf16 < (1.0 - MARGIN) * fp32 else "fp32"
     return choice, f"timed step: bf16 {bf16:.3f} s vs fp32 {fp32:.3f} s ({fp32 / bf16:.2f}x)"
+
+
+def load_busy(load: float | None, sensors: Sensors) -> str | None:
+    """Why the machine is busy by its load average (rule (1) of the module docstring)."""
+    if load is None:
+        return None
+    free = sensors.cores - min(sensors.threads, sensors.cores)
+    others = max(0.0, load - 1.0)  # this process's own main thread is in the average
+    if others > free + LOAD_SLACK:
+        return (
+            f"machine busy: 1-minute load {load:.2f} (others {others:.2f}) on "
+            f"{sensors.cores} cores, {sensors.threads} torch threads"
+        )
+    return None
+
+
+def busy(
+    timing: Timing, sensors: Sensors, expected: Mapping[str, Sequence[float]] | None
+) -> str | None:
+    """Why the machine was busy while ``timing`` was taken, or None (module docstring)."""
+    why = load_busy(timing.load, sensors)
+    if why:
+        return why
+    asked = min(sensors.threads, sensors.cores)
+    if timing.wall > 0 and timing.cpu < STARVED * asked * timing.wall:
+        return (
+            f"machine busy: the process got {timing.cpu / timing.wall:.2f} CPU-seconds per "
+            f"second while timed, under {STARVED:g} of its {asked} threads"
+        )
+    if expected and all(expected.get(name) for name in timing.times):
+        slower = {
+            name: statistics.median(v) / statistics.median(expected[name])
+            for name, v in timing.times.items()
+        }
+        if all(s > SLOW for s in slower.values()):
+            return (
+                "machine busy: steps "
+                + ", ".join(f"{name} {s:.1f}x" for name, s in slower.items())
+                + f" slower than the cached timing (over {SLOW:g}x)"
+            )
+    return None
+
+
+def noisy(timing: Timing, min_rounds: int = MIN_ROUNDS) -> str | None:
+    """Why the timings are too noisy to keep, or None (module docstring)."""
+    if timing.rounds < min_rounds:
+        return f"timings noisy: only {timing.rounds} rounds within {BUDGET_S:g} s"
+    spreads = {name: spread(v) for name, v in timing.times.items()}
+    if max(spreads.values()) > NOISY:
+        return (
+            "timings noisy: "
+            + ", ".join(f"{name} IQR/median {s:.2f}" for name, s in spreads.items())
+            + f" after {timing.rounds} rounds (over {NOISY:g})"
+        )
+    return None
+
+
+def contradicts(cached: str, times: Mapping[str, Sequence[float]]) -> bool:
+    """The re-check's other precision is at least ``2 x MARGIN`` faster than ``cached``."""
+    fp32, bf16 = statistics.median(times["fp32"]), statistics.median(times["bf16"])
+    if cached == "bf16":
+        return fp32 < (1.0 - 2 * MARGIN) * bf16
+    return bf16 < (1.0 - 2 * MARGIN) * fp32
+
+
+def _cached_times(entry: Mapping[str, Any]) -> dict[str, list[float]] | None:
+    times = entry.get("times")
+    if not isinstance(times, dict):
+        return None
+    try:
+        return {name: [float(t) for t in times[name]] for name in ("fp32", "bf16")}
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _full(
+    steps: Mapping[str, Callable[[], None]],
+    sensors: Sensors,
+    path: Path,
+    key: str,
+    expected: Mapping[str, Sequence[float]] | None,
+) -> tuple[str, str]:
+    """Time in full; cache the verdict only if the machine was idle and the timings steady."""
+    timing = measure(steps, sensors)
+    choice, reason = decide(timing.times)
+    reason += f" over {timing.rounds} interleaved rounds"
+    why_not = busy(timing, sensors, expected) or noisy(timing)
+    if why_not:
+        return choice, f"{reason}; not cached: {why_not}"
+    entry = {"choice": choice, "reason": reason, "times": timing.times}
+    if write_cache(path, key, entry):
+        return choice, f"{reason}; cached in {path}"
+    return choice, f"{reason}; not cached: {path} could not be written"
 
 
 def probe(
@@ -130,17 +331,42 @@ def probe(
     batch: Batch,
     cache_dir: Path,
     key: str,
-    timer: Callable[[nn.Module, Batch], dict[str, list[float]]] | None = None,
+    mode: str = "cache",
+    steps: Mapping[str, Callable[[], None]] | None = None,
+    sensors: Sensors | None = None,
 ) -> tuple[str, str]:
-    """(fp32 | bf16, why): the cached verdict for ``key`` or a new timing, then cached."""
+    """(fp32 | bf16, why) for ``key``: by ``mode`` (``trainer.precision_probe``), the
+    re-checked cached verdict or a new timing, cached when clean (module docstring).
+    ``steps`` and ``sensors`` default to the model's own steps and the real clocks."""
+    if mode not in PRECISION_PROBE_MODES:
+        raise ConfigError(
+            f"trainer.precision_probe must be one of {' | '.join(PRECISION_PROBE_MODES)}, "
+            f"got {mode!r}"
+        )
+    sensors = sensors or Sensors()
     path = Path(cache_dir) / CACHE_FILE
     entry = read_cache(path).get(key)
-    if isinstance(entry, dict) and entry.get("choice") in ("fp32", "bf16"):
-        return entry["choice"], f"{entry.get('reason', '')}; cached in {path}"
-    times = (timer or time_steps)(model, batch)
-    choice, reason = decide(times)
-    write_cache(path, key, {"choice": choice, "reason": reason, "times": times})
-    return choice, f"{reason}; cached in {path}"
+    if not (isinstance(entry, dict) and entry.get("choice") in ("fp32", "bf16")):
+        entry = None
+    expected = _cached_times(entry) if entry else None
+    with untouched(model):
+        steps = steps or model_steps(model, batch)
+        if entry is None or mode == "refresh":
+            choice, why = _full(steps, sensors, path, key, expected)
+            return choice, ("refresh: " if mode == "refresh" else "") + why
+        cached = f"cached {entry['choice']} ({entry.get('reason', '')}) in {path}"
+        why_busy = load_busy(sensors.load(), sensors)
+        if why_busy:
+            return entry["choice"], f"{cached}; re-check skipped: {why_busy}"
+        check = measure(steps, sensors, RECHECK_ROUNDS, RECHECK_ROUNDS)
+        seen = decide(check.times)[1].replace("timed step", "re-check")
+        why_busy = busy(check, sensors, expected)
+        if why_busy:
+            return entry["choice"], f"{cached}; {seen} ignored: {why_busy}"
+        if not contradicts(entry["choice"], check.times):
+            return entry["choice"], f"{cached}; {seen} agrees"
+        choice, why = _full(steps, sensors, path, key, expected)
+        return choice, f"{cached} contradicted by a clean {seen}: re-probed: {why}"
 
 
 def probe_batch(dataset: Any, max_tokens: int) -> Batch:
@@ -165,9 +391,11 @@ def choose_precision(
     dist: ddp.DistInfo,
     model_cfg: dict[str, Any],
     vocab: int,
+    mode: str = "cache",
 ) -> Precision:
     """:func:`resolve_precision`, except ``auto`` on a CPU with native bf16 kernels: timed
-    by :func:`probe` (rank 0 times, every rank takes its verdict). Logs the choice and why."""
+    by :func:`probe` with ``mode`` = ``trainer.precision_probe`` (rank 0 times, every rank
+    takes its verdict). Logs the choice and why, on one line."""
     if name != "auto" or device.type != "cpu":
         precision = resolve_precision(name, device)
         if name == "auto":
@@ -183,7 +411,7 @@ def choose_precision(
     if dist.is_main:
         b = batch()
         key = cache_key(str(model_cfg.get("name", "")), model_cfg, vocab, b)
-        choice, why = probe(model, b.to(device), cache_dir, key)
+        choice, why = probe(model, b.to(device), cache_dir, key, mode)
     choice, why = ddp.broadcast_object((choice, why)) if dist.enabled else (choice, why)
     log.info("precision auto -> %s: %s", choice, why)
     return resolve_precision(choice, device)
