@@ -9,6 +9,7 @@ import itertools
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -342,3 +343,24 @@ def test_probe_batch_fills_about_max_tokens_from_the_first_pairs() -> None:
     data = [([7] * 9, [8] * 9, i) for i in range(100)]
     batch = pp.probe_batch(data, 100)
     assert batch.src.shape == (10, 10)  # 10 pairs of 9 pieces + EOS = 100 tokens a side
+
+
+def test_the_trainer_passes_trainer_precision_probe_to_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers.toy_train import toy_train_config
+
+    import attnmt.train.setup as setup
+    from attnmt.train.loop import Trainer
+
+    seen: list[str] = []
+    real = setup.choose_precision
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["mode"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(setup, "choose_precision", spy)
+    cfg = toy_train_config(tmp_path / "data", "trainer.precision_probe=refresh")
+    Trainer(cfg, tmp_path / "run").close()
+    assert seen == ["refresh"]

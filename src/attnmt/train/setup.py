@@ -158,6 +158,7 @@ def _build(
         dist,
         model_cfg,
         tok.tgt_vocab_size,
+        mode=tcfg.precision_probe,
     )
     optimizer = build_optimizer(model.parameters(), tcfg)
     return RunParts(
