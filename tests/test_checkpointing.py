@@ -130,9 +130,7 @@ def test_malformed_best_json_falls_back_to_last(tmp_path: Path, text: str, caplo
     assert "best.json" in caplog.text
 
 
-def test_a_missing_best_checkpoint_is_named_and_the_newest_is_used(
-    tmp_path: Path, caplog
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_best_checkpoint_is_named_and_the_newest_is_used(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     ckpt = tmp_path / "checkpoints"
     CheckpointManager(ckpt).save_last(_payload(1))
     (ckpt / "best-9.pt").write_bytes((ckpt / "last.pt").read_bytes())
