@@ -7,12 +7,14 @@ import errno
 import io
 import json
 import logging
+import runpy
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.tiny_checkpoint import private_run, run_entry_point
+from helpers.tiny_checkpoint import ROOT, private_run, run_entry_point
 
 from attnmt import atomic
 from attnmt.cli import translate
@@ -146,3 +148,31 @@ def test_a_missing_best_checkpoint_is_named_and_the_newer_last_is_used(
         out = io.BytesIO()
         translate.run({"ckpt": str(run_dir), "beam": 1}, io.BytesIO(b"a b\n"), out)
     assert f"lists {ckpt / 'best-60.pt'} but it is missing" in caplog.text
+
+
+def _export(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sys, "argv", ["export_ctranslate2.py", *args])
+    code = 0
+    try:
+        runpy.run_path(str(ROOT / "scripts" / "export_ctranslate2.py"), run_name="__main__")
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, capsys.readouterr().err
+
+
+def test_an_export_never_writes_over_a_run(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    (run_dir / "train.log").write_text("log\n")
+    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
+    best = run_dir / "checkpoints" / "best-60.pt"
+    for out, what in [
+        (run_dir, "is or is inside the run directory"),
+        (run_dir / "eval", "is or is inside the run directory"),
+        (run_dir.parent, f"holds {run_dir}"),
+        (best, "is a checkpoint file"),
+    ]:
+        code, err = _export([f"ckpt={run_dir}", f"out={out}", "force=true"], monkeypatch, capsys)
+        assert code == 2 and what in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1
+    assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
