@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from helpers.tiny_checkpoint import ROOT, private_run, run_entry_point
 
 from attnmt import atomic
@@ -176,3 +177,88 @@ def test_an_export_never_writes_over_a_run(
         assert code == 2 and what in err and "Traceback" not in err, err
         assert len(err.strip().splitlines()) == 1
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+
+
+def _enospc(*args: Any, **kw: Any) -> Any:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_while_writing_a_checkpoint_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from attnmt.checkpoint import CheckpointManager, save_checkpoint
+
+    old = save_checkpoint({"x": torch.zeros(2)}, tmp_path / "last.pt")
+    before = old.read_bytes()
+
+    def torch_full(*args: Any, **kw: Any) -> None:  # what torch's zip writer raises
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 64")
+
+    monkeypatch.setattr(torch, "save", torch_full)
+    with pytest.raises(RuntimeError):  # not a write failure: a bug stays a bug
+        save_checkpoint({"x": torch.ones(2)}, old)
+    monkeypatch.setattr(
+        torch, "save", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("file write failed"))
+    )
+    with pytest.raises(WriteError, match=f"cannot write {old}: no space left on device"):
+        save_checkpoint({"x": torch.ones(2)}, old)
+    monkeypatch.undo()
+    monkeypatch.setattr(atomic.os, "replace", _enospc)
+    with pytest.raises(WriteError, match="no space left on device"):
+        CheckpointManager(tmp_path).save_last({"x": torch.ones(2)})
+    assert old.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left
+
+
+def test_a_full_disk_or_read_only_data_root_fails_before_preparation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers.tiny_checkpoint import data_config
+
+    from attnmt.data.corpora import prepare_corpus
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", lambda *a, **k: _enospc())
+    with pytest.raises(WriteError, match=r"no space left on device.*data\.root="):
+        prepare_corpus(data_config(tmp_path / "data"))
+    monkeypatch.undo()
+    monkeypatch.setattr(atomic.os, "replace", _enospc)  # the disk fills during preparation
+    with pytest.raises(WriteError, match="no space left on device"):
+        prepare_corpus(data_config(tmp_path / "data"))
+
+
+def test_translate_output_and_closed_stdin(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    class FullDisk(io.BytesIO):
+        name = "out.txt"
+
+        def write(self, data: bytes) -> int:  # type: ignore[override]
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(WriteError, match=r"cannot write out\.txt: no space left on device"):
+        translate.run({"ckpt": str(run_dir)}, io.BytesIO(b"a b\n"), FullDisk())
+    monkeypatch.setattr(sys, "stdin", None)
+    code, _, err = run_entry_point("translate", [f"ckpt={run_dir}"], monkeypatch, capsys)
+    assert code == 2 and "stdin is closed" in err and "Traceback" not in err
+
+
+def test_a_negative_seed_fails_before_any_data_work(tmp_path: Path) -> None:
+    from helpers.toy_train import toy_train_config
+
+    from attnmt.config import validate_config
+
+    with pytest.raises(ConfigError, match="seed=-1 must be between 0"):
+        validate_config(toy_train_config(tmp_path / "data", "seed=-1"))
+    assert not (tmp_path / "data").exists()
+
+
+def test_resume_with_weights_of_another_shape_names_file_and_tensor(tmp_path: Path) -> None:
+    from attnmt.checkpoint import load_weights
+    from attnmt.errors import CheckpointError
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4))
+    other = torch.nn.Sequential(torch.nn.Linear(3, 5)).state_dict()
+    with pytest.raises(CheckpointError, match=r"x.pt: tensor 0.weight has shape \(5, 3\)"):
+        load_weights(model, other, "x.pt")
+    with pytest.raises(CheckpointError, match=r"x\.pt: lacks tensor 0\.bias"):
+        load_weights(model, {"0.weight": torch.zeros(4, 3)}, "x.pt")

@@ -34,6 +34,7 @@ writes leave behind are removed when a :class:`CheckpointManager` opens the dire
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import re
@@ -67,8 +68,35 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
     A crash at any point leaves either the old file or the new one, never half of one.
     """
     with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+        try:
+            torch.save(payload, tmp)
+        except RuntimeError as err:  # torch's zip writer reports a full disk this way
+            if "write" not in str(err).lower():
+                raise
+            raise OSError(errno.ENOSPC, f"writing failed ({str(err).splitlines()[0]})") from None
     return Path(path)
+
+
+def load_weights(model: torch.nn.Module, state: dict[str, Any], source: str | Path) -> None:
+    """``model.load_state_dict(state)``; a CheckpointError naming ``source`` and the first
+    tensor that is missing, unexpected or of another shape, instead of torch's long list."""
+    own = model.state_dict()
+    for name, tensor in state.items():
+        if name in own and tuple(own[name].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{source}: tensor {name} has shape {tuple(tensor.shape)} but the model "
+                f"expects {tuple(own[name].shape)}; the checkpoint belongs to another model "
+                "or vocabulary (resume/finetune it with its own settings, or start afresh)"
+            )
+    missing = [n for n in own if n not in state]
+    unexpected = [n for n in state if n not in own]
+    if missing or unexpected:
+        what = f"lacks tensor {missing[0]}" if missing else f"has unexpected tensor {unexpected[0]}"
+        raise CheckpointError(
+            f"{source}: {what}; the checkpoint belongs to another model (resume/finetune it "
+            "with its own settings, or start afresh)"
+        )
+    model.load_state_dict(state)
 
 
 def _mtime(path: Path) -> float:

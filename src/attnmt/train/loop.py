@@ -109,7 +109,7 @@ class Trainer:
             self.cfg.to_dict(),
         )
         if settings.resumed is not None:
-            restore(self.parts, settings.resumed, self.state, self.dist.rank)
+            restore(self.parts, settings.resumed, self.state, self.dist.rank, settings.resume_from)
             log.info(
                 "resumed from %s at step %d (run dir %s)",
                 settings.resume_from,
