@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from attnmt.cli.common import check_output_dirs, run_cli
 from attnmt.errors import AttnmtError
 from attnmt.train.continuation import explicit_keys
-from attnmt.train.interrupt import TrainingInterrupted
+from attnmt.train.interrupt import TrainingInterrupted, interrupted_exit_code, signals_interrupt
 from attnmt.train.loop import train
 
 
@@ -24,24 +24,27 @@ def main(cfg: DictConfig) -> float:
     run) is reported, in the terminal and its train.log, and the sweep goes on (NaN).
     """
     try:
-        hydra_cfg = HydraConfig.get()
-        given = explicit_keys(hydra_cfg.overrides.task)
-        job = lambda: train(cfg, hydra_cfg.runtime.output_dir, explicit=given)  # noqa: E731
-        if hydra_cfg.mode == RunMode.MULTIRUN:
-            try:
-                result = job()
-            except AttnmtError as err:
-                where = f"job {hydra_cfg.job.num} ({hydra_cfg.runtime.output_dir})"
-                logging.getLogger("attnmt").error("error: %s [%s; the sweep goes on]", err, where)
-                return math.nan
-        else:
-            result = run_cli(job)
+        with signals_interrupt():  # SIGTERM raises as Ctrl-C does, with a message
+            hydra_cfg = HydraConfig.get()
+            given = explicit_keys(hydra_cfg.overrides.task)
+            job = lambda: train(cfg, hydra_cfg.runtime.output_dir, explicit=given)  # noqa: E731
+            if hydra_cfg.mode == RunMode.MULTIRUN:
+                try:
+                    result = job()
+                except AttnmtError as err:
+                    where = f"job {hydra_cfg.job.num} ({hydra_cfg.runtime.output_dir})"
+                    logging.getLogger("attnmt").error(
+                        "error: %s [%s; the sweep goes on]", err, where
+                    )
+                    return math.nan
+            else:
+                result = run_cli(job)
     except TrainingInterrupted as err:
         print(err.message(), file=sys.stderr)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (signals_interrupt), before training
         print("interrupted before training started; nothing was saved", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(interrupted_exit_code(err))
     return float(result["best_val_bleu"])
 
 

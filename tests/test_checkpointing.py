@@ -130,13 +130,17 @@ def test_malformed_best_json_falls_back_to_last(tmp_path: Path, text: str, caplo
     assert "best.json" in caplog.text
 
 
-def test_run_dir_resolves_to_the_best_listed_checkpoint_that_exists(tmp_path: Path) -> None:
+def test_a_missing_best_checkpoint_is_named_and_the_newest_is_used(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     ckpt = tmp_path / "checkpoints"
     CheckpointManager(ckpt).save_last(_payload(1))
     (ckpt / "best-9.pt").write_bytes((ckpt / "last.pt").read_bytes())
-    (ckpt / "best.json").write_text('[{"file": "best-12.pt"}, {"file": "best-9.pt"}]')
+    (ckpt / "best.json").write_text('[{"file": "best-9.pt"}, {"file": "best-7.pt"}]')
     assert evaluation_candidates(tmp_path)[0] == ckpt / "best-9.pt"
-    assert evaluation_candidates(ckpt)[0] == ckpt / "best-9.pt"
+    (ckpt / "best.json").write_text('[{"file": "best-12.pt"}, {"file": "best-9.pt"}]')
+    # best-12.pt is gone: the newer last.pt, not the older, worse best-9.pt
+    assert evaluation_candidates(tmp_path) == [ckpt / "last.pt", ckpt / "best-9.pt"]
+    assert evaluation_candidates(ckpt)[0] == ckpt / "last.pt"
+    assert f"lists {ckpt / 'best-12.pt'} but it is missing" in caplog.text
 
 
 def test_resuming_a_checkpoint_without_training_state_says_what_to_do() -> None:
@@ -271,7 +275,7 @@ def test_an_explicitly_named_file_is_not_replaced_by_another(tmp_path: Path) -> 
     assert load_resume("auto", tmp_path / "no-outputs", tmp_path / "new") == (None, None)
 
 
-def test_evaluating_a_run_takes_best_json_order_then_last_past_unreadable_files(
+def test_evaluating_a_run_takes_the_best_then_the_newest_past_unreadable_files(
     tmp_path: Path, caplog
 ) -> None:  # type: ignore[no-untyped-def]
     run = _run(tmp_path / "run", 10, 20, last=25)
@@ -279,12 +283,12 @@ def test_evaluating_a_run_takes_best_json_order_then_last_past_unreadable_files(
     (ckpt / "best.json").write_text('[{"file": "best-20.pt"}, {"file": "best-10.pt"}]')
     assert load_resolved(run)[0] == ckpt / "best-20.pt"
     _truncate(ckpt / "best-20.pt")
-    path, payload = load_resolved(run)
-    assert path == ckpt / "best-10.pt" and payload["step"] == 10
+    path, payload = load_resolved(run)  # the newest state, not the older best-10.pt
+    assert path == ckpt / "last.pt" and payload["step"] == 25
     assert f"skipping {ckpt / 'best-20.pt'}" in caplog.text
-    _truncate(ckpt / "best-10.pt")
-    assert load_resolved(ckpt)[0] == ckpt / "last.pt"
     _truncate(ckpt / "last.pt")
+    assert load_resolved(ckpt)[0] == ckpt / "best-10.pt"
+    _truncate(ckpt / "best-10.pt")
     with pytest.raises(CheckpointError, match=r"tried 3 file\(s\)") as info:
         load_resolved(run)
     assert all(str(ckpt / n) in str(info.value) for n in ("best-20.pt", "best-10.pt", "last.pt"))

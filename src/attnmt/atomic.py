@@ -119,6 +119,33 @@ def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
         _fsync_dir(path.parent)
 
 
+def check_writable_dir(path: str | Path, setting: str = "") -> Path:
+    """Before any long work that would write into ``path``: create it (with its parents),
+    write and remove a small file in it, and remove again the directories this created;
+    :class:`WriteError` naming ``path`` (and the ``setting`` that chooses it, if given)
+    when that fails (read-only filesystem, full disk, no permission)."""
+    path = Path(path)
+    created = [p for p in [path, *path.parents] if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=path)
+        try:
+            os.write(fd, b"attnmt write check\n")
+        finally:
+            os.close(fd)
+            os.unlink(name)
+    except OSError as err:
+        message = str(write_error(path, err)).replace(" (nothing there was changed)", "")
+        raise WriteError(f"{message}{f' ({setting})' if setting else ''}") from None
+    finally:
+        for directory in created:  # deepest first
+            try:
+                directory.rmdir()
+            except OSError:
+                break
+    return path
+
+
 def write_bytes(path: str | Path, data: bytes) -> Path:
     """Replace ``path`` with ``data`` atomically."""
     with atomic_path(path) as tmp:

@@ -23,7 +23,7 @@ Finding the file: a run directory offers several checkpoints, and an unreadable 
 truncated copy, a full disk) is skipped with a warning naming it and why, in favour of the
 next (:func:`load_first_readable`):
 
-    evaluate / translate   best.json's order, then last.pt        :func:`load_resolved`
+    evaluate / translate   best.json's best, then as resume=RUN    :func:`load_resolved`
     resume=RUN             last.pt, then best-<step>.pt, newest first   :func:`load_resume`
     resume=auto            the same for every run under outputs/, newest run first;
                            runs without a checkpoint are passed over
@@ -34,6 +34,7 @@ writes leave behind are removed when a :class:`CheckpointManager` opens the dire
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import re
@@ -67,8 +68,35 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
     A crash at any point leaves either the old file or the new one, never half of one.
     """
     with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+        try:
+            torch.save(payload, tmp)
+        except RuntimeError as err:  # torch's zip writer reports a full disk this way
+            if "write" not in str(err).lower():
+                raise
+            raise OSError(errno.ENOSPC, f"writing failed ({str(err).splitlines()[0]})") from None
     return Path(path)
+
+
+def load_weights(model: torch.nn.Module, state: dict[str, Any], source: str | Path) -> None:
+    """``model.load_state_dict(state)``; a CheckpointError naming ``source`` and the first
+    tensor that is missing, unexpected or of another shape, instead of torch's long list."""
+    own = model.state_dict()
+    for name, tensor in state.items():
+        if name in own and tuple(own[name].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{source}: tensor {name} has shape {tuple(tensor.shape)} but the model "
+                f"expects {tuple(own[name].shape)}; the checkpoint belongs to another model "
+                "or vocabulary (resume/finetune it with its own settings, or start afresh)"
+            )
+    missing = [n for n in own if n not in state]
+    unexpected = [n for n in state if n not in own]
+    if missing or unexpected:
+        what = f"lacks tensor {missing[0]}" if missing else f"has unexpected tensor {unexpected[0]}"
+        raise CheckpointError(
+            f"{source}: {what}; the checkpoint belongs to another model (resume/finetune it "
+            "with its own settings, or start afresh)"
+        )
+    model.load_state_dict(state)
 
 
 def _mtime(path: Path) -> float:
@@ -195,15 +223,30 @@ def _best_files(best: Path) -> list[str]:
 
 def evaluation_candidates(path: str | Path) -> list[Path]:
     """What to evaluate, in order: a file as given; for a run directory (``<run>`` or
-    ``<run>/checkpoints``) the files of its best.json that exist, best first, then last.pt."""
+    ``<run>/checkpoints``) the best checkpoint of its best.json, then, should that one be
+    missing or unreadable, the newest training state first (:func:`resume_candidates`:
+    last.pt, then best-<step>.pt by step, descending), then any other listed file.
+
+    A listed file that is missing is reported by name (a warning): an older, worse best
+    checkpoint is never taken silently in place of the newer last.pt."""
     path = Path(path)
     if path.is_file():
         return [path]
     if not path.exists():
         raise CheckpointError(f"checkpoint or run directory not found: {path}")
     ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    names = [*_best_files(ckpt_dir / "best.json"), "last.pt"]
-    found = [ckpt_dir / n for n in dict.fromkeys(names) if (ckpt_dir / n).is_file()]
+    listed = _best_files(ckpt_dir / "best.json")
+    missing = [n for n in listed if not (ckpt_dir / n).is_file()]
+    if missing:
+        log.warning(
+            "%s lists %s but %s missing; using the newest readable checkpoint of the run",
+            ckpt_dir / "best.json",
+            ", ".join(str(ckpt_dir / n) for n in missing),
+            "it is" if len(missing) == 1 else "they are",
+        )
+    best = [ckpt_dir / listed[0]] if listed and listed[0] not in missing else []
+    rest = [ckpt_dir / n for n in listed[1:] if n not in missing]
+    found = list(dict.fromkeys([*best, *resume_candidates(ckpt_dir), *rest]))
     if not found:
         raise CheckpointError(
             f"no checkpoint in {path}: expected {ckpt_dir}/best.json or {ckpt_dir}/last.pt"

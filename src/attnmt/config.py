@@ -82,6 +82,11 @@ class _Scalars:
     resume: str | None = None
     finetune: str | None = None
 
+    def check(self, prefix: str = "") -> None:
+        """``seed`` must be one that numpy and torch accept: checked before any data work."""
+        if not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed={self.seed} must be between 0 and 2**32 - 1 (e.g. seed=1)")
+
 
 def _model_schema(container: Mapping[str, Any]) -> type:
     name = container.get("name")

@@ -1,8 +1,18 @@
 """``python evaluate.py``: decode a split (or the user's files) and score it with sacrebleu.
 
-Outputs go to a folder of their own, ``<run>/eval/<ckpt-stem>-<split or src file name>-beam<k>/``
-(beside the checkpoint's ``checkpoints/`` folder; ``out_dir=`` chooses another):
+Outputs go to a folder of their own,
+``<run>/eval/<ckpt-stem>-<split or src file name>-beam<k>-<key>/`` (beside the checkpoint's
+``checkpoints/`` folder; ``out_dir=`` chooses another). ``<key>`` is a short hash of
+everything that changes the output (:func:`evaluation_key`): the checkpoint file (path,
+size, modification time), every decode setting, the metrics, and the source and reference
+lines themselves. So another file of the same name, another ``alpha`` or ``max_len_b``
+gets a new folder and never replaces an earlier result; a folder that exists already holds
+the same evaluation, and a re-run refreshes it with the same output. An ``out_dir=`` that
+holds another evaluation's ``hyps.txt`` is refused. The folder is created and written
+(``evaluation.json``: the settings and key) before decoding, so an unwritable location
+fails at once:
 
+* ``evaluation.json``      the key and the settings it was computed from
 * ``hyps.txt``             one detokenised hypothesis per source line
 * ``refs.txt``             the references (corpus splits only; for files, ``ref_file`` is named)
 * ``scores.json``          ``{<tag>: {"metrics": {bleu: {...}, ...}, "hyp_file": ..., ...}}``
@@ -15,6 +25,7 @@ format with its signature.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sys
@@ -27,15 +38,16 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from attnmt import EOS_ID
-from attnmt.atomic import write_json
+from attnmt.atomic import check_writable_dir, write_json
 from attnmt.checkpoint import run_dir_of
 from attnmt.cli.common import parse_settings
 from attnmt.data.textio import read_lines, write_lines
-from attnmt.decode.metrics import MetricResult, corpus_scores
+from attnmt.decode.config import DecodeConfig
+from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores
 from attnmt.decode.plots import save_attention_png
 from attnmt.decode.search import Hypothesis
 from attnmt.decode.translator import Translator, load_translator
-from attnmt.errors import ConfigError, DataError
+from attnmt.errors import ConfigError, DataError, WriteError
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +73,17 @@ class EvalSettings:
             raise ConfigError(
                 "give both src_file=... and ref_file=..., or neither (then split=...)"
             )
+        unknown = [m for m in self.metrics if m.lower() not in METRICS]
+        if unknown or not self.metrics:
+            raise ConfigError(
+                f"metrics={self.metrics}: unknown metric {unknown[0] if unknown else '(none)'!r}"
+                f"; choose from: {', '.join(sorted(METRICS))}"
+            )
+        if self.out_dir is not None and Path(self.out_dir).is_file():
+            raise ConfigError(
+                f"out_dir={self.out_dir} is an existing file, not a folder; "
+                "choose a folder for the evaluation's outputs"
+            )
 
 
 def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[str], list[str]]:
@@ -82,6 +105,55 @@ def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[s
         )
     src, ref = prepare_corpus(data_cfg, log).read(s.split)
     return s.split, src, ref
+
+
+def evaluation_key(
+    ckpt: Path, s: EvalSettings, decode: DecodeConfig, sources: list[str], refs: list[str]
+) -> tuple[str, dict[str, Any]]:
+    """(8 hex digits, the record they hash): everything that changes hyps.txt or
+    scores.json, i.e. the checkpoint file (absolute path, size, mtime), the decode settings,
+    the metrics, the split or file names and the source and reference lines."""
+    stat = ckpt.stat()
+    text = hashlib.sha256()
+    for line in [*sources, "\0", *refs]:
+        text.update(line.encode("utf-8", "surrogatepass") + b"\n")
+    record: dict[str, Any] = {
+        "checkpoint": {
+            "path": str(ckpt.resolve()),
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+        },
+        "decode": asdict(decode),
+        "metrics": [m.lower() for m in s.metrics],
+        "split": None if s.src_file else s.split,
+        "src_file": str(Path(s.src_file).resolve()) if s.src_file else None,
+        "ref_file": str(Path(s.ref_file).resolve()) if s.ref_file else None,
+        "lines_sha256": text.hexdigest(),
+    }
+    digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:8]
+    return digest, record
+
+
+def open_out_dir(out_dir: Path, key: str, record: dict[str, Any], chosen: bool) -> None:
+    """Before decoding: make sure ``out_dir`` is writable (WriteError naming it) and holds no
+    other evaluation (ConfigError), then write its ``evaluation.json``."""
+    marker = out_dir / "evaluation.json"
+    if (out_dir / "hyps.txt").exists():
+        try:
+            same = json.loads(marker.read_text(encoding="utf-8")).get("key") == key
+        except (OSError, ValueError, AttributeError):
+            same = False
+        if not same:
+            raise ConfigError(
+                f"{'out_dir=' if chosen else ''}{out_dir} holds another evaluation's hyps.txt; "
+                "choose another out_dir (nothing there was changed)"
+            )
+    where = "out_dir" if chosen else "the run directory; pass out_dir=DIR to write elsewhere"
+    try:
+        check_writable_dir(out_dir, where)
+        write_json(marker, {"key": key, **record}, indent=2)
+    except WriteError as err:
+        raise WriteError(f"{err}; nothing was decoded") from None
 
 
 def write_scores(path: Path, tag: str, entry: dict[str, Any]) -> None:
@@ -148,8 +220,10 @@ def run(
     translator = load_translator(s.ckpt, s.device, decode)
     label, sources, refs = read_eval_data(s, translator)
     ckpt = translator.checkpoint_path
-    tag = f"{ckpt.stem}-{label}-beam{decode.beam}"
+    key, record = evaluation_key(ckpt, s, decode, sources, refs)
+    tag = f"{ckpt.stem}-{label}-beam{decode.beam}-{key}"
     out_dir = Path(s.out_dir) if s.out_dir else (run_dir_of(ckpt) or ckpt.parent) / "eval" / tag
+    open_out_dir(out_dir, key, record, chosen=bool(s.out_dir))
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
     start = time.perf_counter()
     hyps = translator.hypotheses(sources)
@@ -163,7 +237,6 @@ def run(
     )
     texts = translator.detokenize(hyps)
     scores = corpus_scores(texts, refs, s.metrics)
-    out_dir.mkdir(parents=True, exist_ok=True)
     hyp_path = out_dir / "hyps.txt"
     write_lines(hyp_path, texts)
     written = [hyp_path]
@@ -187,7 +260,7 @@ def run(
         "metrics": {k: r.to_dict() for k, r in scores.items()},
     }
     write_scores(out_dir / "scores.json", tag, entry)
-    for path in [*written, out_dir / "scores.json", *plots]:
+    for path in [out_dir / "evaluation.json", *written, out_dir / "scores.json", *plots]:
         log.info("wrote %s", path)
     out = stdout or sys.stdout
     for result in scores.values():

@@ -8,19 +8,23 @@ the translations (logs, the prompt) goes to stderr.
 
 from __future__ import annotations
 
+import io
 import logging
+import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from omegaconf import DictConfig
 
+from attnmt.atomic import write_error
 from attnmt.cli.common import parse_settings
 from attnmt.data.textio import utf8_lines
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.translator import Translator, load_translator
-from attnmt.errors import ConfigError
+from attnmt.errors import ConfigError, WriteError
 from attnmt.schema import check_choice
 
 if TYPE_CHECKING:
@@ -67,6 +71,42 @@ def load_backend(s: TranslateSettings, decode: DecodeConfig) -> Translator | CT2
     return load_translator(s.ckpt, s.device, decode)
 
 
+def std_stream(stream: TextIO | None, name: str, advice: str) -> BinaryIO:
+    """The binary buffer of ``sys.stdin``/``sys.stdout``; ConfigError when it is closed
+    (``translate.py ... <&-`` leaves ``sys.stdin`` None)."""
+    if stream is None or getattr(stream, "buffer", None) is None:
+        raise ConfigError(f"{name} is closed; {advice}")
+    return stream.buffer
+
+
+def check_room(out: BinaryIO) -> None:
+    """Before decoding: WriteError when ``out`` is a file on a full filesystem."""
+    try:
+        fd = out.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return  # a pipe or a terminal: nothing to check up front
+        stats = os.fstatvfs(fd)
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return  # a test's buffer
+    if stats.f_bavail == 0:
+        raise WriteError(
+            f"cannot write the translations: no space left on the device of "
+            f"{getattr(out, 'name', 'stdout')}; free some space or write elsewhere "
+            "(nothing was translated)"
+        )
+
+
+def write_out(out: BinaryIO, data: bytes) -> None:
+    """Write to stdout; a full disk or other write error is one WriteError line."""
+    try:
+        out.write(data)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        raise write_error(getattr(out, "name", "stdout"), err) from None
+
+
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
     """UTF-8 lines without their line ending; DataError naming the line if invalid."""
     return utf8_lines(raw_lines, "stdin line ", "convert the input to UTF-8")
@@ -111,9 +151,8 @@ def translate_stream(
     ``kw``: ``n_best`` and ``scores`` of :func:`output_lines`."""
     count = 0
     for chunk in chunks(lines, chunk_lines):
-        for text in output_lines(translator, chunk, count + 1, **kw):
-            out.write((text + "\n").encode("utf-8"))
-        out.flush()
+        texts = output_lines(translator, chunk, count + 1, **kw)
+        write_out(out, "".join(text + "\n" for text in texts).encode("utf-8"))
         count += len(chunk)
     return count
 
@@ -130,8 +169,7 @@ def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: An
                 break
             (line,) = decode_lines([raw])
             (text,) = output_lines(translator, [line], **kw)
-            out.write((text + "\n").encode("utf-8"))
-            out.flush()
+            write_out(out, (text + "\n").encode("utf-8"))
     except KeyboardInterrupt:
         pass
     sys.stderr.write("\n")
@@ -144,8 +182,11 @@ def run(
 ) -> None:
     """Translate stdin to stdout as configs/translate.yaml describes."""
     s, decode = parse_settings(cfg, TranslateSettings)
-    stdin = stdin or sys.stdin.buffer
-    stdout = stdout or sys.stdout.buffer
+    stdin = stdin or std_stream(sys.stdin, "stdin", "give input, e.g. translate.py ... < in.txt")
+    stdout = stdout or std_stream(
+        sys.stdout, "stdout", "give it somewhere to write, e.g. > out.txt"
+    )
+    check_room(stdout)
     translator = load_backend(s, decode)
     if not 1 <= s.n_best <= decode.beam:
         raise ConfigError(f"n_best={s.n_best} must be between 1 and beam={decode.beam}")

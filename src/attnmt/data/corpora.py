@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from attnmt.atomic import atomic_dir
+from attnmt.atomic import atomic_dir, check_writable_dir
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.recipes import bible, custom, ding, hf, multi30k, toy
 from attnmt.data.recipes.common import SPLITS, Built
@@ -259,6 +259,7 @@ def prepare_corpus(
     if (final / "counts.json").is_file():
         log.info("%s: using the cache %s", data.name, final)
         return _load(final, data)
+    check_writable_dir(final.parent, f"data.root={data.root}")  # before any download
     log.info("%s: preparing into %s", data.name, final)
     built = recipe(data, Path(data.root) / "raw", log)
     _write(built, langs, key, final, log)

@@ -34,13 +34,20 @@ def utf8_lines(raw_lines: Iterable[bytes], where: str, advice: str) -> Iterator[
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a UTF-8 file without their line endings (a leading BOM is dropped).
 
-    Raises DataError for a missing file (its path) or invalid UTF-8 (file, line, column).
+    Raises DataError for a missing or unreadable file (its path) or invalid UTF-8 (file,
+    line, column).
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found; check the path (data.path / data.root)")
-    with path.open("rb") as f:
-        return list(utf8_lines(f, f"{path}:", "convert the file to UTF-8"))
+    try:
+        with path.open("rb") as f:
+            return list(utf8_lines(f, f"{path}:", "convert the file to UTF-8"))
+    except OSError as err:  # no read permission, an I/O error of the disk
+        raise DataError(
+            f"{path}: cannot read it ({err.strerror or err}); check its permissions "
+            "(chmod u+r) or copy it somewhere readable"
+        ) from None
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:

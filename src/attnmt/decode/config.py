@@ -23,7 +23,9 @@ class DecodeConfig:
 
     beam: int = 1  # beam size; 1 = greedy search (beam 5 scored lower on Ding valid)
     alpha: float = 0.6  # GNMT length penalty ((5 + |Y|) / 6)^alpha (beam search only)
-    max_len_a: float = 1.5  # a hypothesis holds at most a·|x| + b pieces
+    # a hypothesis holds at most a·|x| + b pieces, and never more than the model's hard cap
+    # (Seq2Seq.max_target_length: Transformer max_positions - 1, RNNs 1024; warned)
+    max_len_a: float = 1.5
     max_len_b: int = 10
     max_src_len: int = 250  # source pieces decoded per line; longer lines are cut (warned)
     batch_tokens: int = 4000  # padded source pieces per batch (beams multiply the rows)

@@ -304,6 +304,38 @@ def vocabularies(tokenizer: Tokenizer) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------- export
 
 
+RUN_MARKERS = ("checkpoints", ".hydra", "train.log")
+"""What makes a directory a training run's (any one of them)."""
+
+
+def _is_run_dir(path: Path) -> bool:
+    return any((path / marker).exists() for marker in RUN_MARKERS)
+
+
+def refuse_run_output(out: Path) -> None:
+    """ConfigError when writing ``out`` could destroy a training run or a checkpoint: ``out``
+    is a checkpoint file, a run directory, inside one, or holds one (``force=true``
+    included, since an export replaces ``out`` whole)."""
+    out = out.resolve()
+    if out.is_file() and out.suffix == ".pt":
+        raise ConfigError(
+            f"out={out} is a checkpoint file; an export would destroy it. Choose a new "
+            "directory, e.g. out=ct2-model"
+        )
+    inside = next((p for p in [out, *out.parents] if _is_run_dir(p)), None)
+    held = None
+    if inside is None and out.is_dir():
+        held = next((p for p in out.rglob("*") if p.name in RUN_MARKERS or p.suffix == ".pt"), None)
+    if inside is not None or held is not None:
+        if held is not None and held.name in RUN_MARKERS:
+            held = held.parent  # name the run, not its marker
+        what = f"is or is inside the run directory {inside}" if inside else f"holds {held}"
+        raise ConfigError(
+            f"out={out} {what}; an export replaces out whole and would delete its "
+            "checkpoints and logs (force=true too). Choose a new directory, e.g. out=ct2-model"
+        )
+
+
 def export(
     checkpoint_path: str | Path,
     out_dir: str | Path,
@@ -315,8 +347,11 @@ def export(
     """Convert a Transformer checkpoint (a file, or a run directory: its best checkpoint)
     into the CTranslate2 model directory ``out_dir``; returns what was written (the
     content of ``attnmt_export.json``, with ``files``). ConfigError for a model or option
-    CTranslate2 cannot express, an existing ``out_dir`` (unless ``force``), a bad
-    ``quantization``; written to a temporary directory first, renamed into place."""
+    CTranslate2 cannot express, an existing ``out_dir`` (unless ``force``), an ``out_dir``
+    that is, holds or lies in a run directory or is a checkpoint (even with ``force``:
+    :func:`refuse_run_output`), a bad ``quantization``; written to a temporary directory
+    first, renamed into place."""
+    refuse_run_output(Path(out_dir))
     ct2 = require_ctranslate2()
     if quantization in ("", "none", "None"):
         quantization = None

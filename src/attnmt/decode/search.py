@@ -8,8 +8,12 @@ Conventions shared by both searches:
 
 * Call ``model.eval()`` first; the searches run under ``torch.no_grad()``.
 * The source length ``|x|`` of a sentence counts its real (non-pad) tokens, EOS included.
-  A hypothesis holds at most ``max_len = floor(a·|x| + b)`` target pieces; one that reaches
-  the limit without EOS is kept as it is (``finished=False``).
+  A hypothesis holds at most ``max_len = floor(a·|x| + b)`` target pieces, and never more
+  than the model's hard cap ``model.max_target_length()`` (Transformer: its
+  ``max_positions - 1``; RNNs: ``MAX_DECODE_LENGTH``); one that reaches the limit without
+  EOS is kept as it is (``finished=False``).
+* ``should_stop``: a callable checked before every decoder step; when it returns True the search
+  raises KeyboardInterrupt (a signal during a long decode is honoured within one step).
 * PAD and BOS are never produced.
 * ``Hypothesis.attention`` has one row per decoder step: ``len(tokens) + 1`` rows when EOS
   was produced, ``len(tokens)`` otherwise; columns are the real source positions.
@@ -18,6 +22,7 @@ Conventions shared by both searches:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +62,28 @@ def max_length(src_len: int, max_len_a: float, max_len_b: int) -> int:
     return max(1, math.floor(max_len_a * src_len + max_len_b))
 
 
-def max_lengths(src_pad_mask: Tensor, max_len_a: float, max_len_b: int) -> list[int]:
-    """Per-sentence :func:`max_length` from src_pad_mask [B,S]."""
+def max_lengths(
+    src_pad_mask: Tensor, max_len_a: float, max_len_b: int, cap: int | None = None
+) -> list[int]:
+    """Per-sentence :func:`max_length` from src_pad_mask [B,S], at most ``cap``."""
     src_lens = (~src_pad_mask).sum(dim=1).tolist()
-    return [max_length(n, max_len_a, max_len_b) for n in src_lens]
+    limit = cap if cap is not None else math.inf
+    return [int(min(max_length(n, max_len_a, max_len_b), limit)) for n in src_lens]
+
+
+def length_cap(model: Seq2Seq) -> int | None:
+    """The model's hard cap on a hypothesis' length (``Seq2Seq.max_target_length``)."""
+    cap = getattr(model, "max_target_length", None)
+    return int(cap()) if callable(cap) else None
+
+
+StopCheck = Callable[[], bool]
+"""Called between decoder steps; True asks the search to stop (it raises KeyboardInterrupt)."""
+
+
+def _check_stop(should_stop: StopCheck | None) -> None:
+    if should_stop is not None and should_stop():
+        raise KeyboardInterrupt
 
 
 def _banned(log_probs: Tensor) -> Tensor:
@@ -81,7 +104,11 @@ def _start(model: Seq2Seq, batch: Batch) -> tuple[Any, list[int], int]:
 
 @torch.no_grad()
 def greedy_search(
-    model: Seq2Seq, batch: Batch, max_len_a: float = 1.5, max_len_b: int = 10
+    model: Seq2Seq,
+    batch: Batch,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    should_stop: StopCheck | None = None,
 ) -> list[Hypothesis]:
     """y_t = argmax_v log p(v | y_<t, x) until EOS or the length limit, batched.
 
@@ -91,7 +118,7 @@ def greedy_search(
     """
     device = batch.src.device
     state, src_lens, _ = _start(model, batch)
-    limits = max_lengths(batch.src_pad_mask, max_len_a, max_len_b)
+    limits = max_lengths(batch.src_pad_mask, max_len_a, max_len_b, length_cap(model))
     n = len(batch)
     tokens: list[list[int]] = [[] for _ in range(n)]
     attns: list[list[Tensor]] = [[] for _ in range(n)]
@@ -100,6 +127,7 @@ def greedy_search(
     alive = list(range(n))  # sentence ids of the state rows, in order
     prev = torch.full((n,), BOS_ID, dtype=torch.long, device=device)
     while alive:
+        _check_stop(should_stop)
         log_probs, state, attn = model.decode_step(state, prev)
         best_lp, best = _banned(log_probs).max(dim=-1)  # [A]
         attn_cpu, best_cpu, lp_cpu = attn.float().cpu(), best.tolist(), best_lp.tolist()
@@ -135,6 +163,7 @@ def beam_search(
     max_len_a: float = 1.5,
     max_len_b: int = 10,
     n_best: int = 1,
+    should_stop: StopCheck | None = None,
 ) -> list[list[Hypothesis]]:
     """Batched beam search with the GNMT length penalty; n-best lists per sentence.
 
@@ -153,7 +182,7 @@ def beam_search(
         raise ConfigError(f"n_best must be between 1 and beam={beam_size}, got {n_best}")
     k, device = beam_size, batch.src.device
     state, src_lens, src_width = _start(model, batch)
-    limits = max_lengths(batch.src_pad_mask, max_len_a, max_len_b)
+    limits = max_lengths(batch.src_pad_mask, max_len_a, max_len_b, length_cap(model))
     n = len(batch)
     state = select_state(state, torch.arange(n, device=device).repeat_interleave(k))
     alive = list(range(n))  # sentence of each group of k rows
@@ -165,6 +194,7 @@ def beam_search(
     ranks = torch.arange(2 * k, device=device)
     step = 0
     while alive:
+        _check_stop(should_stop)
         a_size = len(alive)
         log_probs, state, attn = model.decode_step(state, tokens[:, -1])
         log_probs = _banned(log_probs)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
-from attnmt.decode.search import Hypothesis, beam_search, greedy_search
+from attnmt.decode.search import Hypothesis, beam_search, greedy_search, length_cap, max_length
 from attnmt.devices import resolve_device
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
@@ -87,6 +87,10 @@ class Translator:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     config: dict[str, Any] = field(default_factory=dict)
     checkpoint_path: Path | None = None
+    #: checked between batches and decoder steps; True stops decoding (KeyboardInterrupt),
+    #: e.g. the trainer's signal flag, so a signal during a long decode is honoured at once
+    should_stop: Callable[[], bool] | None = field(default=None, repr=False)
+    _cap_warned: bool = field(default=False, init=False, repr=False)
 
     def encode(self, sentences: Sequence[str], first_line: int = 1) -> list[list[int]]:
         """Source piece ids (no specials) after the training whitespace normalisation,
@@ -118,6 +122,7 @@ class Translator:
             raise ConfigError(f"n_best={n} must be between 1 and beam={decode.beam}")
         ids = self.encode(sentences, first_line)
         todo = [i for i, s in enumerate(sentences) if s.strip() and ids[i]]
+        self._warn_length_cap(decode, max((len(ids[i]) + 1 for i in todo), default=0))
         out: list[list[Hypothesis]] = [[] for _ in sentences]
         was_training = self.model.training
         self.model.eval()
@@ -126,17 +131,48 @@ class Translator:
                 chosen = [todo[j] for j in group]
                 batch = make_batch([ids[i] for i in chosen]).to(self.device)
                 limits = {"max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b}
+                if self.should_stop is not None and self.should_stop():
+                    raise KeyboardInterrupt
+                stop = self.should_stop
                 if decode.beam == 1:
-                    found = [[h] for h in greedy_search(self.model, batch, **limits)]
+                    found = [
+                        [h] for h in greedy_search(self.model, batch, **limits, should_stop=stop)
+                    ]
                 else:
                     found = beam_search(
-                        self.model, batch, decode.beam, decode.alpha, n_best=n, **limits
+                        self.model,
+                        batch,
+                        decode.beam,
+                        decode.alpha,
+                        n_best=n,
+                        **limits,
+                        should_stop=stop,
                     )
                 for i, hyps in zip(chosen, found):
                     out[i] = hyps
         finally:
             self.model.train(was_training)
         return out
+
+    def _warn_length_cap(self, decode: DecodeConfig, longest_src: int) -> None:
+        """Warn once when ``max_len_a·|x| + max_len_b`` asks for more pieces than the
+        model's hard cap (``Seq2Seq.max_target_length``), which then applies."""
+        cap = length_cap(self.model)
+        asked = max_length(longest_src, decode.max_len_a, decode.max_len_b)
+        if cap is None or asked <= cap or self._cap_warned:
+            return
+        self._cap_warned = True
+        log.warning(
+            "decode.max_len_a=%g, decode.max_len_b=%d allow %d pieces for a %d-piece source, "
+            "more than this %s model's limit of %d (its positions); hypotheses are cut at %d",
+            decode.max_len_a,
+            decode.max_len_b,
+            asked,
+            longest_src,
+            self.model.name or type(self.model).__name__,
+            cap,
+            cap,
+        )
 
     def text(self, hyp: Hypothesis) -> str:
         """One hypothesis as one line of text."""

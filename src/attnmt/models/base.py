@@ -47,11 +47,23 @@ def select_state(state: Any, index: Tensor) -> Any:
     return map_state(state, lambda t: t.index_select(0, index))
 
 
+MAX_DECODE_LENGTH = 1024
+"""Hard cap on a hypothesis' length for models without a position table (RNNs): the
+Transformer's default ``max_positions``, far beyond any sentence (``decode.max_src_len``
+is 250 pieces), so an untrained model that never emits </s> stops in bounded time."""
+
+
 class Seq2Seq(nn.Module, ABC):
     """Base class of every registered model (see module docstring for the contract)."""
 
     #: registry name, set by the registry; stored in checkpoints
     name: str = ""
+
+    def max_target_length(self) -> int:
+        """The most target pieces a hypothesis may hold (EOS not counted): the hard cap on
+        decoding, whatever ``decode.max_len_a/b`` ask for. Models without a position table
+        (RNNs) get :data:`MAX_DECODE_LENGTH`."""
+        return MAX_DECODE_LENGTH
 
     @abstractmethod
     def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:

@@ -205,6 +205,12 @@ class Transformer(Seq2Seq):
             "cross_v": [v for _, v in cross],
         }
 
+    def max_target_length(self) -> int:
+        """``max_positions - 1``: decoder inputs are BOS and the pieces before the last, at
+        positions 0..L, so L pieces plus EOS fit the position table (learned positions);
+        sinusoidal ones keep the same cap, the length the model is configured for."""
+        return max(1, self.config.max_positions - 1)
+
     def decode_step(self, state: State, prev_tokens: Tensor) -> tuple[Tensor, State, Tensor]:
         """prev_tokens [B] -> (log_probs [B,V] float32, new state, attn [B,S]: the last
         layer's cross-attention averaged over heads, 0 on padding)."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -91,3 +93,55 @@ class TrainingInterrupted(KeyboardInterrupt):
             f"interrupted at step {self.step}: {self.checkpoint} {what}; "
             f"continue with resume={self.checkpoint.parent.parent}"
         )
+
+
+class FinalTestInterrupted(TrainingInterrupted):
+    """Ctrl-C or SIGTERM during the final test decoding: training is complete and its
+    checkpoints stay; the message lists them and how to redo the test."""
+
+    def __init__(self, step: int, run_dir: Path, signum: int = signal.SIGINT) -> None:
+        last = run_dir / "checkpoints" / "last.pt"
+        super().__init__(step, last if last.is_file() else None, True, signum)
+        self.run_dir = run_dir
+
+    def message(self) -> str:
+        ckpt_dir = self.run_dir / "checkpoints"
+        files = sorted(p.name for p in ckpt_dir.glob("*.pt")) if ckpt_dir.is_dir() else []
+        kept = f"checkpoints kept in {ckpt_dir}: {', '.join(files)}" if files else "no checkpoint"
+        return (
+            f"interrupted during the final test decoding (training finished at step "
+            f"{self.step}); {kept}; redo the test with: python evaluate.py "
+            f"ckpt={self.run_dir} split=test"
+        )
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal turned into KeyboardInterrupt by :func:`signals_interrupt`; ``signum``
+    says which (so the exit status is 128 + it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """While active (main thread only), SIGTERM raises :class:`Interrupted` as Ctrl-C
+    raises KeyboardInterrupt, instead of ending the process without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_exit_code(err: KeyboardInterrupt) -> int:
+    """128 + the signal that raised ``err`` (SIGINT for a plain KeyboardInterrupt)."""
+    return exit_code(getattr(err, "signum", signal.SIGINT))

@@ -38,7 +38,7 @@ from attnmt.schema import plain
 from attnmt.train import distributed as ddp
 from attnmt.train.averaging import average_payloads
 from attnmt.train.evaluation import score_checkpoint, validate
-from attnmt.train.interrupt import StopFlag, TrainingInterrupted
+from attnmt.train.interrupt import FinalTestInterrupted, StopFlag, TrainingInterrupted
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.meter import TrainMeter
 from attnmt.train.reporting import (
@@ -109,7 +109,7 @@ class Trainer:
             self.cfg.to_dict(),
         )
         if settings.resumed is not None:
-            restore(self.parts, settings.resumed, self.state, self.dist.rank)
+            restore(self.parts, settings.resumed, self.state, self.dist.rank, settings.resume_from)
             log.info(
                 "resumed from %s at step %d (run dir %s)",
                 settings.resume_from,
@@ -127,6 +127,7 @@ class Trainer:
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
         self.stop_flag = StopFlag()
+        self.translator.should_stop = lambda: self.stop_flag.requested  # long decodes stop too
         self.mid_update = False  # True from the first backward until the step is recorded
         log.info(
             "model %s: %.2fM parameters on %s, precision %s, %d rank(s)",
@@ -315,21 +316,28 @@ class Trainer:
         on a KeyboardInterrupt outside an update, e.g. during validation) ``last.pt`` is saved
         and :class:`~attnmt.train.interrupt.TrainingInterrupted` raised. A second signal
         inside an update aborts without saving, since weights and position would disagree.
+        A signal during validation or the final test stops the decoding between two
+        decoder steps; during the test it raises :class:`FinalTestInterrupted` (what exists,
+        how to redo the test).
         """
         try:
             with self.stop_flag, _bar_safe_logging(self.tcfg.progress_bar):
                 reason = self.fit()
-            if reason == "interrupted":
-                raise KeyboardInterrupt
-            if reason == "non_finite":
-                raise self.diverged()
-            if self.state.val_step != self.step and self.step > 0:
-                self.validation_round()  # also rewrites last.pt at the final step
-            if self.dist.is_main and self.tcfg.average_best:
-                self.average_best()
+                if reason == "interrupted":
+                    raise KeyboardInterrupt
+                if reason == "non_finite":
+                    raise self.diverged()
+                if self.state.val_step != self.step and self.step > 0:
+                    self.validation_round()  # also rewrites last.pt at the final step
+                if self.dist.is_main and self.tcfg.average_best:
+                    self.average_best()
         except KeyboardInterrupt:
             raise self.interrupted() from None
-        result = self.conclude(reason)
+        try:
+            with self.stop_flag:  # a signal during the test decode stops it at once
+                result = self.conclude(reason)
+        except KeyboardInterrupt:
+            raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
         ddp.barrier()
         return result

@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from attnmt.checkpoint import FORMAT
+from attnmt.checkpoint import FORMAT, load_weights
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import CheckpointError
@@ -133,7 +134,11 @@ def make_payload(
 
 
 def restore(
-    parts: TrainingParts, payload: dict[str, Any], state: TrainState, rank: int = 0
+    parts: TrainingParts,
+    payload: dict[str, Any],
+    state: TrainState,
+    rank: int = 0,
+    source: str | Path = "the checkpoint",
 ) -> None:
     """Load a payload into ``parts`` and ``state``; the RNGs last (after model building).
 
@@ -146,7 +151,7 @@ def restore(
             f"the checkpoint holds no training state ({', '.join(missing)} missing; e.g. an "
             "averaged checkpoint): evaluate it with evaluate.py, or resume from last.pt"
         )
-    parts.model.load_state_dict(payload["model"])
+    load_weights(parts.model, payload["model"], source)
     parts.optimizer.load_state_dict(payload["optimizer"])
     parts.schedule.load_state_dict(payload["scheduler"])
     parts.scaler.load_state_dict(payload["scaler"])
