@@ -113,3 +113,16 @@ def test_a_failing_job_of_a_sweep_is_reported_and_the_sweep_goes_on(tmp_path: Pa
         log = next((tmp_path / "sweep").glob(f"{n}_*/train.log")).read_text()
         assert "the sweep goes on" in log
     assert "Traceback" not in proc.stderr
+
+
+def test_valid_identical_to_train_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    corpus = _custom(tmp_path, {"train": 60})
+    for lang in ("xx", "yy"):
+        (corpus / f"valid.{lang}").write_bytes((corpus / f"train.{lang}").read_bytes())
+    Trainer(_custom_cfg(tmp_path, corpus), tmp_path / "run").close()
+    assert "is identical to the train split" in caplog.text
+    caplog.clear()
+    other = tmp_path / "other"
+    other.mkdir()
+    Trainer(_custom_cfg(other, _custom(other, {"train": 60, "valid": 5})), other / "run").close()
+    assert "identical to the train split" not in caplog.text

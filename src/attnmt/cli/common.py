@@ -76,6 +76,14 @@ def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tupl
     return parse(own, schema, ""), parse(decode, DecodeConfig, "")
 
 
+def _unquoted(value: str) -> str:
+    """A Hydra override value without the quotes that its grammar allows around it
+    (``hydra.run.dir='/a b'``): Hydra strips them, so the pre-check must too."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def check_output_dirs(argv: list[str]) -> str | None:
     """Before Hydra starts: a ``hydra.run.dir=`` / ``hydra.sweep.dir=`` given on the command
     line that cannot be created; the error line to print, or None.
@@ -88,7 +96,7 @@ def check_output_dirs(argv: list[str]) -> str | None:
         key, _, value = arg.partition("=")
         if key.lstrip("+") not in ("hydra.run.dir", "hydra.sweep.dir") or not value:
             continue
-        fixed = Path(value.split("${", 1)[0] or ".")
+        fixed = Path(_unquoted(value).split("${", 1)[0] or ".")
         try:
             fixed.mkdir(parents=True, exist_ok=True)
             if not os.access(fixed, os.W_OK):

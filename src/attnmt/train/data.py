@@ -11,15 +11,16 @@ and the files' size and mtime; the tokenizer's key still hashes the files' bytes
 
 from __future__ import annotations
 
+import filecmp
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 from torch.utils.data import DataLoader
 
 from attnmt.data.config import DataConfig
-from attnmt.data.corpora import prepare_corpus, require_splits
+from attnmt.data.corpora import PreparedCorpus, prepare_corpus, require_splits
 from attnmt.data.dataset import filter_lengths, make_loader
 from attnmt.data.idcache import cached_token_array
 from attnmt.data.indexed import IndexedDataset
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 class TrainingData:
     """The prepared corpus and what the loop iterates."""
 
-    corpus: Any  # attnmt.data.corpora.PreparedCorpus
+    corpus: PreparedCorpus
     tokenizer: Tokenizer
     train: IndexedDataset
     sampler: TokenBatchSampler
@@ -99,6 +100,25 @@ def build_data(
     )
     loader = make_loader(train, sampler)  # num_workers=0: exact sampler position
     valid_src, valid_ref = corpus.read("valid")
+    warn_suspicious_valid(corpus)
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
     return TrainingData(corpus, tokenizer, train, sampler, loader, valid)
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (sizes first, so usually no read)."""
+    return a.stat().st_size == b.stat().st_size and filecmp.cmp(a, b, shallow=False)
+
+
+def warn_suspicious_valid(corpus: PreparedCorpus) -> None:
+    """One warning line when the valid split is the train split (validation would measure
+    memorisation). (All-blank splits already fail in the pre-flight checks.)"""
+    (train_src, train_tgt), (valid_src, valid_tgt) = corpus.files("train"), corpus.files("valid")
+    if _same_bytes(train_src, valid_src) and _same_bytes(train_tgt, valid_tgt):
+        log.warning(
+            "the valid split (%s, %s) is identical to the train split: validation BLEU "
+            "measures memorisation, not translation; give held-out valid files",
+            valid_src,
+            valid_tgt,
+        )

@@ -320,24 +320,24 @@ class Trainer:
         decoder steps; during the test it raises :class:`FinalTestInterrupted` (what exists,
         how to redo the test).
         """
-        try:
-            with self.stop_flag, _bar_safe_logging(self.tcfg.progress_bar):
-                reason = self.fit()
-                if reason == "interrupted":
-                    raise KeyboardInterrupt
-                if reason == "non_finite":
-                    raise self.diverged()
-                if self.state.val_step != self.step and self.step > 0:
-                    self.validation_round()  # also rewrites last.pt at the final step
-                if self.dist.is_main and self.tcfg.average_best:
-                    self.average_best()
-        except KeyboardInterrupt:
-            raise self.interrupted() from None
-        try:
-            with self.stop_flag:  # a signal during the test decode stops it at once
-                result = self.conclude(reason)
-        except KeyboardInterrupt:
-            raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
+        with self.stop_flag:  # one handler from the first update to the end of the test
+            try:
+                with _bar_safe_logging(self.tcfg.progress_bar):
+                    reason = self.fit()
+                    if reason == "interrupted":
+                        raise KeyboardInterrupt
+                    if reason == "non_finite":
+                        raise self.diverged()
+                    if self.state.val_step != self.step and self.step > 0:
+                        self.validation_round()  # also rewrites last.pt at the final step
+                    if self.dist.is_main and self.tcfg.average_best:
+                        self.average_best()
+            except KeyboardInterrupt:
+                raise self.interrupted() from None
+            try:
+                result = self.conclude(reason)  # a signal stops the test decode at once
+            except KeyboardInterrupt:
+                raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
         ddp.barrier()
         return result
