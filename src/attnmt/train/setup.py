@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from attnmt.checkpoint import load_resolved, load_resume, run_dir_of
+from attnmt.checkpoint import load_resolved, load_resume, load_weights, run_dir_of
 from attnmt.config import (
     RunConfig,
     check_exclusive,
@@ -58,6 +58,7 @@ class Settings:
     resume_from: Path | None = None  # resume: the checkpoint file
     resumed: dict[str, Any] | None = None  # resume: its payload
     start: dict[str, Any] | None = None  # finetune: the payload whose weights start the run
+    start_from: Path | None = None  # finetune: its file
 
 
 @dataclass
@@ -91,7 +92,7 @@ def compose_settings(
     resume, finetune = raw.get("resume"), raw.get("finetune")
     check_exclusive(resume, finetune)
     ckpt_path, payload = load_resume(resume, OUTPUTS, run_dir)
-    start = None
+    start, source = None, None
     if payload is not None:
         raw = resumed_settings(raw, payload["config"], explicit, str(ckpt_path), setting_keys)
     elif resume == "auto":
@@ -101,7 +102,7 @@ def compose_settings(
         raw = finetuned_settings(raw, start["config"], explicit, str(source), setting_keys)
         log.info("finetune: a new run from the weights and tokenizer of %s", source)
     run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or run_dir
-    return Settings(validate_config(raw), run_dir, ckpt_path, payload, start)
+    return Settings(validate_config(raw), run_dir, ckpt_path, payload, start, source)
 
 
 def start_run(
@@ -147,7 +148,7 @@ def _build(
     model_cfg = plain(cfg.model)
     model = build_model(model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
     if settings.start is not None:
-        model.load_state_dict(settings.start["model"])
+        load_weights(model, settings.start["model"], settings.start_from or "finetune=")
     model = model.to(device)
     precision = choose_precision(
         tcfg.precision,
