@@ -1,0 +1,327 @@
+"""Docs that cannot drift: README.md and docs/*.md are read and checked against the repository.
+
+What is checked, in every markdown file of ``DOCS``:
+
+(a) **Paths.** Candidates are the words of inline code spans (`...`), of fenced code blocks,
+    and markdown link targets ``(...)``; a ``key=value`` word is split at ``=`` and each side
+    is a candidate. A candidate is a repository path when it ends in one of ``EXTENSIONS``
+    (.py .yaml .md .sh .png) or when its first component is a top-level entry of the
+    repository (``src/``, ``configs/``, ``docs/``, ``tests/``, ``scripts/``, ``benchmarks/``,
+    ...). Such a path must exist: relative to the repository root, or (for a bare file name
+    or a path that starts inside a package, such as ``train/loop.py``) as the ending of some
+    file or folder of the repository, or, for links, relative to the doc's own folder; a
+    name that is the stem of an existing file counts (an output prefix such as
+    ``--out docs/bleu_minutes`` for docs/bleu_minutes.png).
+    Skipped: URLs (``://``), absolute and home paths (``/``, ``~``, ``$``), run and data
+    paths (``outputs/``, ``data/``, ``.venv``), placeholders (a word holding ``<``, ``>``,
+    ``...``, ``…``, or a part between ``/ _ . : -`` that is one of ``PLACEHOLDERS`` such as RUN,
+    DIR, DATE), glob and brace
+    examples (``*``, ``{``, ``}``, ``[``), and the files a run writes (``RUN_OUTPUTS``).
+(b) **make targets.** Every ``make <target>`` in a code span or block names a target of the
+    Makefile.
+(c) **Command lines.** Every ``python train.py|evaluate.py|translate.py ...`` (or
+    ``torchrun ... train.py ...``) line in a fenced code block composes with Hydra
+    (``configs/``, config ``train``/``evaluate``/``translate``) and validates:
+    ``attnmt.config.validate_config`` for train.py, ``attnmt.cli.common.parse_settings`` with
+    the entry point's settings schema for evaluate.py and translate.py (what their ``run``
+    does first). Nothing is trained, prepared or loaded: ``ckpt=RUN`` stays a string, and a
+    ``<placeholder>`` in a value is replaced by a plain word first. A multirun (``-m``)
+    value list ``a,b,c`` is checked one value at a time.
+(d) **Config keys.** Every dotted key of a section (``data.``, ``model.``, ``trainer.``,
+    ``decode.``) written in a code span or a code block (``trainer.max_steps``,
+    ``decode.beam=5``) is a key of the schema: ``attnmt.config.setting_keys`` of some
+    registered model. A code span quoting an error about an unknown key
+    (``trainer.max_stpes: unknown key; ...``) is left out.
+
+``test_the_checker_bites`` plants a broken path, a bad key, an unknown make target and a
+command line with an unknown setting into a copy of README.md, and each must be reported.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
+from attnmt.cli.common import parse_settings
+from attnmt.cli.evaluate import EvalSettings
+from attnmt.cli.translate import TranslateSettings
+from attnmt.config import setting_keys, validate_config
+from attnmt.errors import AttnmtError
+from attnmt.models.registry import MODELS
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+EXTENSIONS = (".py", ".yaml", ".md", ".sh", ".png")
+PLACEHOLDERS = ("RUN", "DIR", "DATE", "TIME", "MODEL", "CORPUS", "PATH", "HEAD", "FILE")
+SKIP_PREFIXES = ("outputs/", "data/", ".venv", "/", "~", "$", "multirun/")
+RUN_OUTPUTS = {"results.png", "compare.md", "compare.png", "avg.pt"}
+SECTIONS = ("data", "model", "trainer", "decode")
+KEY = re.compile(r"(?<![\w./@-])((?:data|model|trainer|decode)(?:\.[a-z_][a-z0-9_]*)+)")
+MAKE = re.compile(r"(?<![\w-])make ([a-z][\w-]*)")
+ENTRY = re.compile(r"(?:python3? |torchrun .*?)\b(train|evaluate|translate)\.py\b(.*)")
+
+
+# --- reading the docs ------------------------------------------------------------------------
+
+
+def split_markdown(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(inline code spans, lines of fenced code blocks, link targets) of a markdown text."""
+    spans: list[str] = []
+    block_lines: list[str] = []
+    prose: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        (block_lines if fenced else prose).append(line)
+    body = "\n".join(prose)
+    spans = re.findall(r"`([^`\n]+)`", body)
+    links = re.findall(r"\]\(([^)\s]+)\)", body)
+    return spans, block_lines, links
+
+
+def words(chunks: list[str]) -> Iterator[str]:
+    for chunk in chunks:
+        for word in chunk.split():
+            word = word.strip("\"'(),;:")
+            yield from (part for part in word.split("=") if part)
+
+
+# --- (a) paths -------------------------------------------------------------------------------
+
+
+@cache
+def repo_entries() -> tuple[frozenset[str], frozenset[str]]:
+    """(top-level names, every file and folder path relative to the root), git-ignored
+    and hidden build folders left out."""
+    skip = {".git", ".venv", "outputs", "__pycache__", ".pytest_cache", ".ruff_cache"}
+    top = frozenset(p.name for p in ROOT.iterdir() if p.name not in skip)
+    paths: set[str] = set()
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if rel.parts and (rel.parts[0] in skip or "__pycache__" in rel.parts):
+            continue
+        paths.add(rel.as_posix())
+    return top, frozenset(paths)
+
+
+def is_path_candidate(word: str) -> bool:
+    top, _ = repo_entries()
+    if "://" in word or word.startswith(SKIP_PREFIXES) or word in RUN_OUTPUTS:
+        return False
+    if any(c in word for c in "<>*{}[]…") or "..." in word:
+        return False
+    if any(part in PLACEHOLDERS for part in re.split(r"[/_.:-]", word)):
+        return False
+    if word.endswith(EXTENSIONS) and not word.startswith("-"):
+        return True
+    return "/" in word and word.split("/", 1)[0] in top
+
+
+def path_exists(word: str, doc: Path) -> bool:
+    _, paths = repo_entries()
+    rel = word.rstrip("/").removeprefix("./")
+    if rel in paths:
+        return True
+    if (doc.parent / rel).resolve().exists() and ROOT in (doc.parent / rel).resolve().parents:
+        return True
+    if any(p.startswith(rel + ".") and "/" not in p[len(rel) :] for p in paths):
+        return True  # an output prefix: `--out docs/bleu_minutes` names docs/bleu_minutes.png
+    return any(p == rel or p.endswith("/" + rel) for p in paths)
+
+
+def broken_paths(text: str, doc: Path) -> list[str]:
+    spans, block, links = split_markdown(text)
+    found = [w for w in words(spans + block) if is_path_candidate(w) and not path_exists(w, doc)]
+    for link in links:
+        target = link.split("#", 1)[0]
+        if target and "://" not in target and not (doc.parent / target).exists():
+            found.append(link)
+    return found
+
+
+# --- (b) make targets ------------------------------------------------------------------------
+
+
+@cache
+def make_targets() -> frozenset[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^([A-Za-z][\w-]*):", text, flags=re.M))
+
+
+def unknown_targets(text: str) -> list[str]:
+    spans, block, _ = split_markdown(text)
+    named = [t for chunk in spans + block for t in MAKE.findall(chunk)]
+    return [t for t in named if t not in make_targets()]
+
+
+# --- (c) command lines -----------------------------------------------------------------------
+
+
+def command_lines(text: str) -> list[tuple[str, list[str], bool]]:
+    """(entry point, overrides, multirun) of every train/evaluate/translate line in a code
+    block; continuation lines (ending in a backslash) are joined first."""
+    _, block, _ = split_markdown(text)
+    joined: list[str] = []
+    carry = ""
+    for line in block:
+        if line.rstrip().endswith("\\"):
+            carry += line.rstrip()[:-1] + " "
+            continue
+        joined.append(carry + line)
+        carry = ""
+    found = []
+    for line in joined:
+        match = ENTRY.search(line.split(" #", 1)[0])
+        if not match:
+            continue
+        rest = re.split(r"\s(?:\||<|>|&&|;)\s?", match.group(2))[0]
+        args = [re.sub(r"<[^<>]*>", "PLACEHOLDER", a) for a in shlex.split(rest)]
+        multirun = "-m" in args or "--multirun" in args
+        found.append((match.group(1), [a for a in args if a not in ("-m", "--multirun")], multirun))
+    return found
+
+
+def expand(overrides: list[str], multirun: bool) -> list[list[str]]:
+    """A multirun's value lists, one value at a time (the others at their first value)."""
+    if not multirun:
+        return [overrides]
+    first = [o.split(",")[0] if "," in o else o for o in overrides]
+    runs = [first]
+    for i, o in enumerate(overrides):
+        if "," in o:
+            key, _, values = o.partition("=")
+            for value in values.split(",")[1:]:
+                runs.append([*first[:i], f"{key}={value}", *first[i + 1 :]])
+    return runs
+
+
+def check_command(entry: str, overrides: list[str]) -> str | None:
+    """None if the line composes and validates, else the error."""
+    try:
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+            cfg = compose(entry, overrides=overrides)
+        if entry == "train":
+            validate_config(cfg)
+        else:
+            parse_settings(cfg, EvalSettings if entry == "evaluate" else TranslateSettings)
+    except (AttnmtError, HydraException, OmegaConfBaseException, ValueError) as err:
+        return f"{type(err).__name__}: {err}".splitlines()[0]
+    return None
+
+
+def bad_commands(text: str) -> list[str]:
+    bad = []
+    for entry, overrides, multirun in command_lines(text):
+        for run in expand(overrides, multirun):
+            error = check_command(entry, run)
+            if error:
+                bad.append(f"{entry}.py {' '.join(run)}: {error}")
+    return bad
+
+
+# --- (d) config keys -------------------------------------------------------------------------
+
+
+@cache
+def known_keys() -> frozenset[str]:
+    keys: set[str] = set()
+    for name in MODELS:
+        keys |= setting_keys(name)
+    return frozenset(keys)
+
+
+def unknown_keys(text: str) -> list[str]:
+    spans, block, _ = split_markdown(text)
+    quoted_errors = [c for c in spans + block if "unknown key" in c]  # a misspelling on purpose
+    named = {k for chunk in spans + block if chunk not in quoted_errors for k in KEY.findall(chunk)}
+    return sorted(k for k in named if k not in known_keys())
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def doc(request: pytest.FixtureRequest) -> Path:
+    return request.param
+
+
+def test_the_docs_exist_and_readme_is_short() -> None:
+    assert len(DOCS) >= 6
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme) <= 12_000, f"README.md has {len(readme)} characters (at most 12,000)"
+    assert "make train" in "\n".join(readme.splitlines()[:40])
+    assert "make test" in "\n".join(readme.splitlines()[:40])
+
+
+def test_every_path_exists(doc: Path) -> None:
+    assert broken_paths(doc.read_text(encoding="utf-8"), doc) == []
+
+
+def test_every_make_target_exists(doc: Path) -> None:
+    assert unknown_targets(doc.read_text(encoding="utf-8")) == []
+
+
+def test_every_command_line_composes_and_validates(doc: Path) -> None:
+    assert bad_commands(doc.read_text(encoding="utf-8")) == []
+
+
+def test_every_config_key_exists(doc: Path) -> None:
+    assert unknown_keys(doc.read_text(encoding="utf-8")) == []
+
+
+def test_the_checker_sees_the_docs() -> None:
+    """The rules find what the docs hold (so an empty result above means something)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    spans, block, _ = split_markdown(readme)
+    assert "src/attnmt/train/loop.py" in [w for w in words(spans) if is_path_candidate(w)]
+    assert {"train", "test"} <= set(MAKE.findall("\n".join(block)))
+    assert {e for e, _, _ in command_lines(readme)} == {"train", "evaluate", "translate"}
+    assert "data.tokenizer.vocab_size" in unknown_keys(readme) + sorted(known_keys())
+
+
+def test_the_checker_bites(tmp_path: Path) -> None:
+    """A planted broken path, bad key, unknown target and bad command line each fail."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    planted = tmp_path / "README.md"
+    planted.write_text(
+        readme
+        + "\nSee `src/attnmt/train/no_such_module.py` and [gone](docs/gone.md).\n"
+        + "Set `trainer.max_stpes` or `make deploy`.\n"
+        + "```bash\npython train.py trainer.lr=0.1 trainer.no_such_key=3\n"
+        + "python evaluate.py ckpt=RUN beem=5\n```\n",
+        encoding="utf-8",
+    )
+    text = planted.read_text(encoding="utf-8")
+    doc = ROOT / "README.md"  # resolve links as the real README would
+    assert broken_paths(text, doc) == ["src/attnmt/train/no_such_module.py", "docs/gone.md"]
+    assert unknown_keys(text) == ["trainer.max_stpes", "trainer.no_such_key"]
+    assert unknown_targets(text) == ["deploy"]
+    bad = bad_commands(text)
+    assert len(bad) == 2, bad
+    assert "trainer.no_such_key" in bad[0] and "beem" in bad[1]
+    assert broken_paths(readme, doc) == [] and unknown_keys(readme) == []
+
+
+def test_training_md_lists_what_may_change_on_resume() -> None:
+    """docs/training.md's resume list is MAY_CHANGE (src/attnmt/train/continuation.py)."""
+    from attnmt.train.continuation import MAY_CHANGE
+
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    section = text.split("## Resume", 1)[1].split("\n## ", 1)[0]
+    listed = section.split("may differ from the checkpoint", 1)[1].split("Any other", 1)[0]
+    keys = set(re.findall(r"`([a-z_]+(?:\.[a-z_]+)*)`", listed))
+    if "every `decode` key" in listed:
+        keys = {k for k in keys if not k.startswith("decode")} | {"decode.*"}
+    assert keys == set(MAY_CHANGE)
