@@ -4,7 +4,7 @@ Every reader of the models and the loss can read the plain version (``*_referenc
 trust that the fast one computes the same thing: ``tests/test_kernels.py`` checks that the
 two agree (values, gradients, keep rates), and ``make benchmark ARGS="--benches kernels"``
 (benchmarks/bench/kernels.py) measures what the fast one saves; the figures of record are
-its rows in README.md's Performance table, not repeated here.
+its rows in docs/performance.md, not repeated here.
 
 **Dropout** (Srivastava et al. 2014), inverted:
 
