@@ -136,3 +136,29 @@ def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path: Path) 
         assert old.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(umask)
+
+
+def test_a_killed_writers_staging_dir_is_removed_at_the_next_start(tmp_path: Path) -> None:
+    """A preparation killed mid-write (SIGKILL: no cleanup runs) leaves its staging
+    directory; the next atomic_dir of the same target removes it at once (its owner, named
+    in the directory's name, is gone), while a live process's staging directory stays."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "corpus-abc"
+    code = (
+        "import os, signal, sys; from attnmt.atomic import atomic_dir\n"
+        "with atomic_dir(sys.argv[1]) as d:\n"
+        "    (d / 'train.de').write_text('x' * 1000)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", code, str(target)], check=False)
+    assert killed.returncode == -9
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".corpus-abc.")]
+    assert len(left) == 1 and (left[0] / "train.de").is_file()
+    live = tmp_path / f".corpus-abc.{atomic.host_tag()}-{os.getpid()}-beef.tmpdir"
+    live.mkdir()  # this (live) process's: kept
+    with atomic.atomic_dir(target) as d:
+        (d / "train.de").write_text("ok")
+    assert (target / "train.de").read_text() == "ok"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "corpus-abc"])

@@ -19,12 +19,14 @@ staging directories of the same target that killed processes left (untouched for
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import os
 import re
 import secrets
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -192,9 +194,35 @@ def remove_stale_tmp(
 
 
 def _staging_name(name: str) -> re.Pattern[str]:
-    """:func:`atomic_dir`'s staging names for target ``name``: ``.<name>.<random>.tmpdir``,
-    and the ``.<name>.<8 random>`` that ``mkdtemp`` gave before this module existed."""
-    return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}(\.tmpdir)?")
+    """:func:`atomic_dir`'s staging names for target ``name``:
+    ``.<name>.<host tag>-<pid>-<4 hex>.tmpdir``, and the older ``.<name>.<8 random>.tmpdir``
+    and ``.<name>.<8 random>`` (``mkdtemp``) that carry no owner."""
+    return re.compile(
+        rf"\.{re.escape(name)}\.(?:(?P<host>[0-9a-f]{{8}})-(?P<pid>\d+)-[0-9a-f]{{4}}\.tmpdir"
+        rf"|[a-z0-9_]{{8}}(?:\.tmpdir)?)"
+    )
+
+
+def host_tag() -> str:
+    """8 hex digits naming this host in staging names (a hash: any hostname is safe)."""
+    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owner_gone(match: re.Match[str]) -> bool:
+    """The staging directory's owner ran on this host and has ended."""
+    pid = match.group("pid")
+    return pid is not None and match.group("host") == host_tag() and not process_alive(int(pid))
 
 
 def _newest_mtime(directory: Path) -> float:
@@ -210,18 +238,23 @@ def _newest_mtime(directory: Path) -> float:
 
 
 def remove_stale_staging(path: str | Path, min_age_s: float = STALE_DIR_AGE_S) -> list[Path]:
-    """Delete the staging directories of ``path`` (see :func:`atomic_dir`) in which nothing
-    has changed for ``min_age_s``: what killed processes left. Logs and returns them."""
+    """Delete the staging directories that killed processes left for ``path`` (see
+    :func:`atomic_dir`): at once when the owner named in the directory ran on this host and
+    has ended; otherwise (another host, an older name) once nothing in it has changed for
+    ``min_age_s``. Logs and returns them."""
     path = Path(path)
     if not path.parent.is_dir():
         return []
     pattern, now = _staging_name(path.name), time.time()
     removed: list[Path] = []
     for staging in sorted(path.parent.iterdir()):
-        if not pattern.fullmatch(staging.name) or staging.is_symlink():
+        match = pattern.fullmatch(staging.name)
+        if match is None or staging.is_symlink():
             continue
         try:
-            if not staging.is_dir() or now - _newest_mtime(staging) < min_age_s:
+            if not staging.is_dir():
+                continue
+            if not _owner_gone(match) and now - _newest_mtime(staging) < min_age_s:
                 continue
             shutil.rmtree(staging)
         except OSError as err:
@@ -241,10 +274,12 @@ def _remove(path: Path) -> None:
 
 
 def _new_staging(path: Path) -> Path:
-    """A new empty ``.<name>.<8 hex>.tmpdir`` beside ``path``. ``os.mkdir`` applies the
-    umask (``mkdtemp``'s private 0700 would hide a shared cache from the user's group)."""
+    """A new empty ``.<name>.<host tag>-<pid>-<4 hex>.tmpdir`` beside ``path`` (the owner in
+    the name lets the next start remove it at once if this process is killed). ``os.mkdir``
+    applies the umask (``mkdtemp``'s private 0700 would hide a shared cache)."""
+    owner = f"{host_tag()}-{os.getpid()}"
     for _ in range(100):
-        staging = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmpdir"
+        staging = path.parent / f".{path.name}.{owner}-{secrets.token_hex(2)}.tmpdir"
         try:
             staging.mkdir()
         except FileExistsError:

@@ -16,21 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnmt.atomic import process_alive
 from attnmt.errors import ConfigError
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -81,7 +71,7 @@ def _take_over_if_stale(path: Path) -> None:
         return  # released meanwhile
     except (OSError, ValueError, KeyError, TypeError):
         owner, pid, host = {}, -1, ""  # unreadable: treated as stale
-    if host == socket.gethostname() and _alive(pid):
+    if host == socket.gethostname() and process_alive(pid):
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(owner.get("since", 0)))
         raise ConfigError(
             f"hydra.run.dir={path.parent}: another training (pid {pid} on {host}, since "
