@@ -7,30 +7,14 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
-# make results: seeds and per-run budgets (minutes) of the README's tables; RESULTS_QUICK=1
-# is a smoke run (5 updates a run, seeds 1,2, into outputs/results-quick, README untouched)
-ifeq ($(RESULTS_QUICK),1)
-RESULTS_DIR ?= outputs/results-quick
-RESULTS_SEEDS ?= 1,2
-RESULTS_TOY := trainer.max_steps=5 trainer.val_every_steps=5 trainer.val_subset=20 \
-  trainer.num_heatmaps=0 decode.max_len_a=0.5 decode.max_len_b=5
-endif
-RESULTS_DIR ?= outputs/results
-RESULTS_SEEDS ?= 1,2,3
-RESULTS_BUDGET ?= 12
-RESULTS_ATTN_BUDGET ?= 3
-# RESULTS_PARTS=main: the presets' table only; with RESULTS_SEEDS=1 that is 6 runs (~80 min)
-RESULTS_PARTS ?= main attention
-DO_MAIN = $(filter main,$(RESULTS_PARTS))
-DO_ATTN = $(filter attention,$(RESULTS_PARTS))
-RESULTS_MAIN = experiment=results_main hydra.sweep.dir=$(RESULTS_DIR)/main seed=$(RESULTS_SEEDS) \
-  trainer.time_budget_min=$(RESULTS_BUDGET) $(RESULTS_TOY) $(ARGS)
-RESULTS_ATTN = experiment=results_attention hydra.sweep.dir=$(RESULTS_DIR)/attention \
-  trainer.time_budget_min=$(RESULTS_ATTN_BUDGET) $(RESULTS_TOY) $(ARGS)
-RESULTS_README = $(if $(filter 1,$(RESULTS_QUICK)),,--readme README.md)
+# make results: runs what the ledger results/runs/ lacks, in priority order, for RESULTS_HOURS
+# (0 = until done), then writes docs/results.md and docs/attention.md from it;
+# RESULTS_QUICK=1 is a smoke run (5 updates a run, seed 1) wholly under outputs/results-quick
+RESULTS_HOURS ?= 0
+RESULTS_FLAGS = --hours $(RESULTS_HOURS) $(if $(filter 1,$(RESULTS_QUICK)),--quick)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup data train test test-fast lint format tensorboard benchmark results clean
+.PHONY: help setup data train test test-fast lint format tensorboard benchmark results results-docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -71,14 +55,13 @@ tensorboard: setup ## serve the dashboards of every run under outputs/ on 127.0.
 benchmark: setup ## speed and memory benchmarks (python -m benchmarks.benchmark)
 	$(PY) -m benchmarks.benchmark $(ARGS)
 
-results: setup ## train and write README's results tables (~6 h; RESULTS_QUICK=1: smoke run)
-	@if [ "$(RESULTS_QUICK)" = 1 ] && [ "$(RESULTS_DIR)" = outputs/results-quick ]; then rm -rf $(RESULTS_DIR); fi
-	$(PY) -m benchmarks.results_table plan $(RESULTS_README) $(if $(DO_MAIN),--sweep "$(RESULTS_MAIN)") \
-	  $(if $(DO_ATTN),--sweep "$(RESULTS_ATTN)")
-	$(if $(DO_MAIN),-$(PY) train.py -m $(RESULTS_MAIN))
-	$(if $(DO_ATTN),-$(PY) train.py -m $(RESULTS_ATTN))
-	$(PY) -m benchmarks.results_table table $(if $(DO_MAIN),--main $(RESULTS_DIR)/main) \
-	  $(if $(DO_ATTN),--attention $(RESULTS_DIR)/attention) --out $(RESULTS_DIR)/results $(RESULTS_README)
+results: setup ## train what results/runs/ lacks for RESULTS_HOURS, then make results-docs
+	@if [ "$(RESULTS_QUICK)" = 1 ]; then rm -rf outputs/results-quick; fi
+	$(PY) -m benchmarks.results_run $(RESULTS_FLAGS) $(ARGS)
+
+results-docs: setup ## docs/results.md and docs/attention.md from the ledger results/runs/
+	$(PY) -m benchmarks.results_table docs
+	$(PY) -m benchmarks.attention_guide
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis

@@ -1,240 +1,43 @@
-"""The README's results tables from the Hydra sweeps that ``make results`` runs.
+"""docs/results.md from the results ledger (results/runs/, benchmarks/ledger.py).
 
-    python -m benchmarks.results_table plan --readme README.md \\
-        --sweep "experiment=results_main hydra.sweep.dir=outputs/results/main seed=1,2,3" \\
-        --sweep "experiment=results_attention hydra.sweep.dir=outputs/results/attention"
-    python -m benchmarks.results_table table --main outputs/results/main \\
-        --attention outputs/results/attention --out outputs/results/results --readme README.md
+    python -m benchmarks.results_table docs       # = make results-docs
+    python -m benchmarks.results_table docs --ledger outputs/results-quick/runs \\
+        --out outputs/results-quick/results.md QUICK_OVERRIDE ...
 
-``plan`` runs before training: it checks that README.md has the marker comments, that the
-sweep directories are new, records the machine (:mod:`attnmt.machine`, cores, the git
-commit) in ``<sweep dir>/machine.json`` and prints the number of runs and the expected
-duration. ``table`` reads every job of the sweeps (``train.log`` as scripts/compare_runs.py
-does, ``.hydra/overrides.yaml`` and ``.hydra/config.yaml``; the grid that was asked for from
-``multirun.yaml``), writes OUT.md and OUT.json, and replaces what lies between
-
-    <!-- results:main:start -->       and  <!-- results:main:end -->
-    <!-- results:attention:start -->  and  <!-- results:attention:end -->
-
-in the README (atomically). Runs without a test result are listed as failed, runs of the
-grid without a directory as not run; either makes the exit status 1 (after writing).
+The whole file is generated: the main table (each preset on each corpus at a fixed number of
+updates, test BLEU and chrF as mean ± sample std over the seeds recorded, the median
+minutes, the machines), the attention table (scorer × alignment mode), validation BLEU
+against updates and against minutes (scripts/compare_runs.py's figure, one PNG per corpus
+beside the file), which machine produced which record, the runs still missing and the stale
+records (whose settings the configs no longer give). Hand-written results live in
+docs/experiments.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import math
-import os
-import platform
-import re
-import shlex
 import statistics
-import subprocess
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from attnmt.atomic import atomic_path, write_text
+from benchmarks.ledger import Record, read_records
+from benchmarks.results_plan import Cell, Plan, make_plan
+from scripts.compare_runs import Run, figure
 
-from attnmt.atomic import atomic_path
-from attnmt.machine import this_machine
-from scripts.compare_runs import TEST, Run, read_run
-
-ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ROOT / "configs" / "experiment"
-MODEL = re.compile(r"\] - model (\S+): ([\d.]+)M parameters on (\S+), precision (\S+)")
-PROBLEM = re.compile(r"\]\[(?:WARNING|ERROR|CRITICAL)\] - (.*)")
-JOB_NUM = re.compile(r"^(\d+)_")
-SECTIONS = ("main", "attention")
-ALIASES = {"data": "data.name", "model": "model.name"}  # config group -> the value it sets
-LEFT_OUT = ("seed", "resume")  # overrides that do not make a different configuration
-OVERHEAD_MIN = 1.5  # per run: start-up, final validation, test decoding (CPU, rough)
-
-
-def marker(section: str, end: str) -> str:
-    return f"<!-- results:{section}:{end} -->"
-
-
-# ---- the grid a sweep asks for ------------------------------------------------------------
-
-
-def sweep_axes(params: dict[str, str], overrides: Iterable[str]) -> dict[str, list[str]]:
-    """Key -> values of a BasicSweeper sweep: ``hydra.sweeper.params`` then the command
-    line's task overrides (a later one replaces an earlier key, in place, as Hydra does)."""
-    parser = OverridesParser.create()
-    axes: dict[str, list[str]] = {}
-    for text in [f"{k}={v}" for k, v in params.items()] + list(overrides):
-        override = parser.parse_override(text)
-        key = override.get_key_element()
-        if key.lstrip("+~").startswith("hydra."):
-            continue  # Hydra's own settings, not the job's
-        if override.is_sweep_override():
-            axes[key] = [str(v) for v in override.sweep_string_iterator()]
-        else:
-            axes[key] = [override.get_value_element_as_str()]
-    return axes
-
-
-def expand(axes: dict[str, list[str]]) -> list[dict[str, str]]:
-    """The jobs of a sweep in Hydra's order (the last key varies fastest)."""
-    keys = list(axes)
-    return [dict(zip(keys, values)) for values in itertools.product(*axes.values())]
-
-
-def _plain(node: Any) -> Any:
-    if isinstance(node, DictConfig | ListConfig):
-        return OmegaConf.to_container(node, resolve=False)
-    return node
-
-
-def asked_grid(sweep_dir: Path) -> list[dict[str, str]] | None:
-    """The jobs ``<sweep_dir>/multirun.yaml`` asked for, or None without one."""
-    file = sweep_dir / "multirun.yaml"
-    if not file.is_file():
-        return None
-    cfg = OmegaConf.load(file)
-    params = _plain(OmegaConf.select(cfg, "hydra.sweeper.params", default=None)) or {}
-    task = _plain(OmegaConf.select(cfg, "hydra.overrides.task", default=None)) or []
-    return expand(sweep_axes({str(k): str(v) for k, v in params.items()}, map(str, task)))
-
-
-# ---- the jobs of a sweep ------------------------------------------------------------------
-
-
-@dataclass
-class Job:
-    """One job of a sweep: found on disk (``path``) or only asked for (``path`` None)."""
-
-    overrides: dict[str, str]
-    path: Path | None = None
-    config: DictConfig | None = None
-    run: Run | None = None
-    params_m: float = math.nan
-    device: str = ""
-    chrf_signature: str = ""
-    problem: str = ""  # why it has no result
-
-    @property
-    def status(self) -> str:
-        if self.path is None:
-            return "not run"
-        return "ok" if self.run is not None and {"bleu", "chrf"} <= set(self.run.test) else "failed"
-
-    @property
-    def seed(self) -> str:
-        return self.overrides.get("seed") or str(self.value("seed"))
-
-    @property
-    def updates(self) -> float:
-        return float(self.run.valid[-1][0]) if self.run and self.run.valid else math.nan
-
-    def value(self, key: str) -> Any:
-        """``key``'s value for this job: its override, else its composed config, else '?'."""
-        for spelling in (key, f"+{key}", f"++{key}"):
-            if spelling in self.overrides:
-                return self.overrides[spelling]
-        if self.config is not None:
-            found = OmegaConf.select(
-                self.config, ALIASES.get(key, key), default=None, throw_on_resolution_failure=False
-            )
-            if found is not None:
-                return found
-        return "?"
-
-    def label(self, keys: Iterable[str]) -> str:
-        """Seed and the ``keys`` this job was given, and its directory."""
-        shown = [f"{k}={self.value(k)}" for k in keys]
-        where = f" ({self.path})" if self.path is not None else ""
-        return f"seed {self.seed}{''.join(', ' + s for s in shown)}{where}"
-
-
-def _overrides(path: Path) -> dict[str, str]:
-    file = path / ".hydra" / "overrides.yaml"
-    if not file.is_file():
-        return {}
-    items = _plain(OmegaConf.load(file)) or []
-    pairs = (str(item).split("=", 1) for item in items if "=" in str(item))
-    return {k: v for k, v in pairs if not k.lstrip("+~").startswith("hydra.")}
-
-
-def read_job(path: Path) -> Job:
-    """A job directory: overrides, composed config and what its train.log says."""
-    config_file = path / ".hydra" / "config.yaml"
-    config = OmegaConf.load(config_file) if config_file.is_file() else None
-    job = Job(_overrides(path), path, config if isinstance(config, DictConfig) else None)
-    if not (path / "train.log").is_file():
-        job.problem = "no train.log"
-        return job
-    job.run = read_run(path)
-    problems = []
-    for line in (path / "train.log").read_text(encoding="utf-8", errors="replace").splitlines():
-        if m := MODEL.search(line):
-            job.params_m, job.device = float(m.group(2)), m.group(3)
-        elif (m := TEST.search(line)) and m.group(2).lower().startswith("chrf"):
-            job.chrf_signature = f"{m.group(2)}|{m.group(3)}"
-        elif m := PROBLEM.search(line):
-            problems.append(m.group(1).strip())
-    if job.status != "ok":
-        last = f"; last warning: {problems[-1][:200]}" if problems else ""
-        step = f" (last validation at step {int(job.updates)})" if job.run.valid else ""
-        job.problem = f"no test result in train.log{step}{last}"
-    return job
-
-
-def _job_dirs(sweep_dir: Path) -> list[Path]:
-    """Job directories of a sweep (a folder with train.log or .hydra/), in job order."""
-    found = {p for p in sweep_dir.iterdir() if p.is_dir() and JOB_NUM.match(p.name)}
-    found |= {log.parent for log in sweep_dir.rglob("train.log")}
-    found |= {h.parent for h in sweep_dir.rglob(".hydra") if h.parent != sweep_dir}
-
-    def order(p: Path) -> tuple[int, str]:
-        m = JOB_NUM.match(p.name)
-        return (int(m.group(1)) if m else 1 << 30, str(p))
-
-    return sorted(found, key=order)
-
-
-def _sibling_config(job: Job, jobs: list[Job]) -> DictConfig | None:
-    """The composed config of a job that ran with the same overrides but the seed (else the
-    same config groups): what a job that never started would have had, seed aside."""
-
-    def same(other: Job, keys: Iterable[str]) -> bool:
-        return all(other.overrides.get(k) == job.overrides.get(k) for k in keys)
-
-    ran = [j for j in jobs if j.config is not None]
-    keys = set(job.overrides) - {"seed"}
-    for other in ran:
-        if same(other, keys | set(other.overrides) - {"seed"}):
-            return other.config
-    groups = {k for j in [job, *ran] for k in j.overrides if "." not in k and k != "seed"}
-    return next((other.config for other in ran if same(other, groups)), None)
-
-
-def read_sweep(sweep_dir: Path) -> list[Job]:
-    """Every job of a sweep: those on disk, then those of its grid that never started."""
-    if not sweep_dir.is_dir():
-        raise SystemExit(f"error: {sweep_dir}: no such sweep directory (run make results)")
-    jobs = [read_job(p) for p in _job_dirs(sweep_dir)]
-    for wanted in asked_grid(sweep_dir) or []:
-        if not any(all(j.overrides.get(k) == v for k, v in wanted.items()) for j in jobs):
-            missing = Job(wanted, problem="no job directory (the multirun stopped before it)")
-            missing.config = _sibling_config(missing, jobs)
-            jobs.append(missing)
-    if not jobs:
-        raise SystemExit(f"error: {sweep_dir}: no jobs there (no train.log, no multirun.yaml)")
-    return jobs
+GENERATED = (
+    "<!-- generated by `make results-docs` (python -m benchmarks.results_table docs) from "
+    "results/runs/: do not edit by hand -->"
+)
 
 
 # ---- numbers -------------------------------------------------------------------------------
 
 
-def mean_std(values: list[float], digits: int = 2) -> str:
+def mean_std(values: Sequence[float], digits: int = 2) -> str:
     """'m ± s' (sample standard deviation) over ≥ 2 values, the value alone for 1, '–'."""
     values = [v for v in values if not math.isnan(v)]
     if not values:
@@ -244,8 +47,12 @@ def mean_std(values: list[float], digits: int = 2) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def median(values: Sequence[float], digits: int = 1) -> str:
+    return f"{statistics.median(values):.{digits}f}" if values else "–"
+
+
 def span(values: Iterable[float], unit: str = "", digits: int = 2) -> str:
-    """One value, or 'lo–hi' when they differ (parameters of a group's runs, ...)."""
+    """One value, or 'lo–hi' when they differ."""
     found = sorted({round(v, digits) for v in values if not math.isnan(v)})
     if not found:
         return "–"
@@ -254,425 +61,226 @@ def span(values: Iterable[float], unit: str = "", digits: int = 2) -> str:
     return f"{found[0]:.{digits}f}–{found[-1]:.{digits}f}{unit}"
 
 
-def summary(jobs: list[Job]) -> dict[str, Any]:
-    """The figures of one group of seeds (one table row or cell)."""
-    ok = [j for j in jobs if j.status == "ok"]
-    return {
-        "seeds_asked": len(jobs),
-        "seeds_ok": len(ok),
-        "seeds": [j.seed for j in ok],
-        "bleu": [j.run.test["bleu"] for j in ok if j.run],
-        "chrf": [j.run.test["chrf"] for j in ok if j.run],
-        "params_m": [j.params_m for j in jobs if not math.isnan(j.params_m)],
-        "minutes": [j.run.minutes for j in ok if j.run and j.run.valid],
-        "updates": [j.updates for j in ok if j.run and j.run.valid],
-    }
+# ---- machines ------------------------------------------------------------------------------
 
 
-def _stats(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"mean": None, "std": None}
-    std = statistics.stdev(values) if len(values) > 1 else None
-    return {"mean": statistics.mean(values), "std": std}
+def machine_labels(records: Iterable[Record]) -> dict[str, str]:
+    """Machine line -> 'M1', 'M2', ... in the order records first name them."""
+    labels: dict[str, str] = {}
+    for record in sorted(records, key=lambda r: r.recorded):
+        labels.setdefault(record.machine_line, f"M{len(labels) + 1}")
+    return labels
 
 
-def varying(jobs: list[Job]) -> list[str]:
-    """The overridden keys whose values differ between the jobs (seed and paths left out)."""
-    keys = dict.fromkeys(k for j in jobs for k in j.overrides if k.lstrip("+~") not in LEFT_OUT)
-    return [k for k in keys if len({j.overrides.get(k) for j in jobs}) > 1]
-
-
-def group(
-    jobs: list[Job], key: Callable[[Job], tuple[str, ...]]
-) -> dict[tuple[str, ...], list[Job]]:
-    groups: dict[tuple[str, ...], list[Job]] = {}
-    for job in jobs:
-        groups.setdefault(key(job), []).append(job)
-    return groups
-
-
-# ---- what a table says under it -------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    """The machine this runs on (:func:`attnmt.machine.this_machine`), cores, the commit."""
-    m = this_machine()
-    try:
-        commit = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return {
-        "cpu": m.cpu_line(),
-        "machine": m.to_dict(),
-        "cpu_capability": m.kernels,  # the kernels torch uses
-        "cores": os.cpu_count(),
-        "torch_threads": m.threads,
-        "gpu": m.cuda,
-        "torch": m.torch_version,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "commit": commit,
-        "recorded": datetime.now().isoformat(timespec="seconds"),
-    }
-
-
-def sweep_machine(sweep_dir: Path) -> dict[str, Any]:
-    """``<sweep_dir>/machine.json`` (written by ``plan`` before training), else this machine."""
-    file = sweep_dir / "machine.json"
-    if file.is_file():
-        return dict(json.loads(file.read_text(encoding="utf-8")), source="recorded before training")
-    return dict(machine(), source="recorded when the table was made, not by make results")
-
-
-def ran_on(info: dict[str, Any], jobs: list[Job]) -> str:
-    devices = sorted({j.device for j in jobs if j.device})
-    isa = f", {info['cpu_capability']}" if info.get("cpu_capability") else ""
-    where = f"CPU {info['cpu']} ({info['cores']} cores{isa}, torch {info['torch']} with "
-    where += f"{info['torch_threads']} threads)"
-    if info.get("gpu") and any(d.startswith("cuda") for d in devices):
-        where += f", GPU {info['gpu']}"
-    commit = f", attnmt {info['commit']}" if info.get("commit") else ""
-    return (
-        f"Ran on: {where}; device {', '.join(devices) or '?'}{commit}; "
-        f"{info['recorded'][:10]} ({info['source']})."
-    )
-
-
-def signatures(jobs: list[Job]) -> str:
-    bleu = sorted({j.run.signature for j in jobs if j.run and j.run.signature})
-    chrf = sorted({j.chrf_signature for j in jobs if j.chrf_signature})
-    parts = [f"BLEU `{s}`" for s in bleu] + [f"`{s}`" for s in chrf]
-    return "sacrebleu signatures: " + ("; ".join(parts) if parts else "none (no test results)")
-
-
-def problems(jobs: list[Job]) -> list[str]:
-    keys = varying(jobs)
-    bad = [j for j in jobs if j.status != "ok"]
-    return [f"- {j.status}: {j.label(keys)}: {j.problem}" for j in bad]
-
-
-def _extra(job: Job, keys: list[str]) -> tuple[str, ...]:
-    return tuple(f"{k}={job.value(k)}" for k in keys)
-
-
-def _common(jobs: list[Job], key: str) -> str:
-    values = sorted({str(j.value(key)) for j in jobs if j.path is not None} - {"?"})
-    return ", ".join(values) or "?"
-
-
-def _budget(jobs: list[Job]) -> str:
-    budget = _common(jobs, "trainer.time_budget_min")
-    steps = _common(jobs, "trainer.max_steps")
-    text = f"{budget} min wall-clock training budget per run (trainer.time_budget_min)"
-    if steps not in ("0", "?"):
-        text += f", at most {steps} updates (trainer.max_steps)"
-    return text
-
-
-# ---- the two tables ------------------------------------------------------------------------
-
-
-def _corpus(jobs: list[Job]) -> str:
-    name = str(jobs[0].value("data"))
-    src, tgt = (_common(jobs, f"data.{k}") for k in ("src_lang", "tgt_lang"))
-    return f"{name} ({src}→{tgt})" if "?" not in (src, tgt) else name
-
-
-def main_table(jobs: list[Job], info: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """One row per corpus × model preset: test BLEU / chrF mean ± std over the seeds."""
-    rows = [
-        "| corpus | model | seeds | test BLEU | test chrF | parameters | train min | updates |",
-        "|---|---|---|---|---|---|---|---|",
+def machines_section(records: list[Record], labels: dict[str, str]) -> list[str]:
+    if not records:
+        return ["No record yet."]
+    lines = [
+        "| machine | CPU, torch, threads | records | recorded | commits |",
+        "|---|---|---:|---|---|",
     ]
-    data = []
-    extra = [k for k in varying(jobs) if k not in ("data", "model")]  # a sweep beyond the grid
-    for (corpus, model, *more), members in group(
-        jobs, lambda j: (str(j.value("data")), str(j.value("model")), *_extra(j, extra))
-    ).items():
-        s = summary(members)
-        missing = [j.status for j in members if j.status != "ok"]
-        why = ", ".join(f"{missing.count(w)} {w}" for w in ("failed", "not run") if w in missing)
-        seeds = f"{s['seeds_ok']} of {s['seeds_asked']}" + (f" ({why})" if why else "")
+    for line, label in labels.items():
+        mine = [r for r in records if r.machine_line == line]
+        dates = sorted(r.recorded[:10] for r in mine)
+        commits = sorted({r.commit for r in mine if r.commit})
+        when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} – {dates[-1]}"
+        lines.append(f"| {label} | {line} | {len(mine)} | {when} | {', '.join(commits)} |")
+    return lines
+
+
+# ---- the tables ----------------------------------------------------------------------------
+
+
+def _of(cell: Cell, plan: Plan, records: list[Record]) -> list[Record]:
+    return sorted((r for r in records if r.key == plan.keys[cell]), key=lambda r: r.seed)
+
+
+def _trainer(plan: Plan, table: str, key: str) -> Any:
+    cells = [c for c in plan.cells if c.table == table]
+    values = {plan.settings[c].get("trainer", {}).get(key) for c in cells} if cells else set()
+    return ", ".join(str(v) for v in sorted(values, key=str)) or "?"
+
+
+def main_table(plan: Plan, records: list[Record], labels: dict[str, str]) -> list[str]:
+    rows = [
+        "| corpus | model | seeds | test BLEU | test chrF | parameters | updates "
+        "| minutes (median) | machines |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    wanted = len(plan.seeds.get("main", []))
+    for cell in (c for c in plan.cells if c.table == "main"):
+        got = _of(cell, plan, records)
+        data = plan.settings[cell].get("data", {})
+        corpus = f"{cell.label['data']} ({data.get('src_lang', '?')}→{data.get('tgt_lang', '?')})"
+        seeds = ", ".join(str(r.seed) for r in got)
         rows.append(
-            f"| {_corpus(members)} | {' '.join([model, *more])} | {seeds} | {mean_std(s['bleu'])} "
-            f"| {mean_std(s['chrf'])} | {span(s['params_m'], 'M')} | {mean_std(s['minutes'], 1)} "
-            f"| {mean_std(s['updates'], 0)} |"
+            f"| {corpus} | {cell.label['model']} | {len(got)} of {wanted}"
+            + (f" ({seeds})" if got else "")
+            + f" | {mean_std([r.test['bleu'] for r in got])} "
+            f"| {mean_std([r.test['chrf'] for r in got])} | {span([r.params_m for r in got], 'M')} "
+            f"| {span([r.updates for r in got], digits=0)} "
+            f"| {median([r.train_minutes for r in got])} "
+            f"| {', '.join(sorted({labels[r.machine_line] for r in got})) or 'not yet run'} |"
         )
-        key = {"corpus": corpus, "model": model, **dict(m.split("=", 1) for m in more)}
-        data.append(_row_json(key, s, members))
-    ok = [j for j in jobs if j.status == "ok"]
-    beams = sorted({str(j.run.beam) for j in ok if j.run})
-    seeds = sorted({j.seed for j in jobs}, key=lambda s: (len(s), s))
-    notes = [
-        "",
-        f"Test BLEU and chrF of each run's best-validation checkpoint (beam "
-        f"{', '.join(beams) or '?'}): mean ± sample standard deviation over the seeds that "
-        f"finished (asked: {', '.join(seeds)}); {_budget(jobs)}. *train min*: first update to "
-        "last validation; *updates*: optimizer steps.",
-    ]
-    return "\n".join(rows + _notes(notes, jobs, info)) + "\n", data
+    return rows
 
 
-def attention_table(jobs: list[Job], info: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """Scorers (rows) × alignment modes (columns): test BLEU / chrF per cell."""
-    score_key, mode_key = "model.attention.score", "model.attention.mode"
-    extra = [k for k in varying(jobs) if k not in (score_key, mode_key)]
-    cells = group(
-        jobs,
-        lambda j: (" ".join([str(j.value(score_key)), *_extra(j, extra)]), str(j.value(mode_key))),
-    )
-    scores = list(dict.fromkeys(k[0] for k in cells))
-    modes = list(dict.fromkeys(k[1] for k in cells))
+def attention_table(plan: Plan, records: list[Record], labels: dict[str, str]) -> list[str]:
+    cells = [c for c in plan.cells if c.table == "attention"]
+    modes = list(dict.fromkeys(c.label["mode"] for c in cells))
+    rows_of = list(dict.fromkeys((c.label["model"], c.label["score"]) for c in cells))
     rows = [
-        "| score \\ mode | " + " | ".join(modes) + " | parameters |",
-        "|---|" + "---|" * (len(modes) + 1),
+        "| model | score \\ mode | " + " | ".join(modes) + " | machines |",
+        "|---|---|" + "---:|" * len(modes) + "---|",
     ]
-    data = []
-    for score in scores:
-        line, params = [], []
+    for model, score in rows_of:
+        line, seen = [], set()
         for mode in modes:
-            members = cells.get((score, mode), [])
-            s = summary(members)
-            params += s["params_m"]
-            if not members:
-                line.append("")
-            elif not s["seeds_ok"]:
-                line.append(members[0].status)
-            else:
-                line.append(f"{mean_std(s['bleu'])} / {mean_std(s['chrf'])}")
-            if members:
-                data.append(_row_json({"score": score, "mode": mode}, s, members))
-        rows.append(f"| {score} | " + " | ".join(line) + f" | {span(params, 'M')} |")
-    ran = [j for j in jobs if j.path is not None]
-    seeds = sorted({j.seed for j in jobs}, key=lambda s: (len(s), s))
-    minutes = [j.run.minutes for j in ran if j.status == "ok" and j.run]
-    notes = [
-        "",
-        f"Test BLEU / chrF of {_common(ran, 'model')} on {_corpus(ran) if ran else '?'} for each "
-        f"attention scorer (`model.attention.score`) and alignment mode "
-        f"(`model.attention.mode`); seed {', '.join(seeds)} (mean ± std over seeds when more "
-        f"than one); {_budget(ran)}, {span(minutes, ' min', 1)} from first update to last "
-        "validation.",
-    ]
-    return "\n".join(rows + _notes(notes, jobs, info)) + "\n", data
-
-
-def _notes(described: list[str], jobs: list[Job], info: dict[str, Any]) -> list[str]:
-    """The lines under a table: its description, the signatures, the machine, failures."""
-    notes = [*described, "", signatures(jobs), "", ran_on(info, jobs)]
-    bad = problems(jobs)
-    return notes + (["", "Runs without a result:", "", *bad] if bad else [])
-
-
-def _row_json(key: dict[str, str], s: dict[str, Any], members: list[Job]) -> dict[str, Any]:
-    return {
-        **key,
-        "seeds_asked": s["seeds_asked"],
-        "seeds_ok": s["seeds_ok"],
-        "test_bleu": _stats(s["bleu"]),
-        "test_chrf": _stats(s["chrf"]),
-        "params_m": s["params_m"][0] if s["params_m"] else None,
-        "train_minutes": _stats(s["minutes"]),
-        "updates": _stats(s["updates"]),
-        "runs": [
-            {
-                "seed": j.seed,
-                "status": j.status,
-                "path": str(j.path) if j.path else None,
-                "test_bleu": j.run.test.get("bleu") if j.run else None,
-                "test_chrf": j.run.test.get("chrf") if j.run else None,
-                "train_minutes": j.run.minutes if j.run and j.run.valid else None,
-                "updates": j.updates if j.run and j.run.valid else None,
-                "params_m": None if math.isnan(j.params_m) else j.params_m,
-                "device": j.device or None,
-                "problem": j.problem or None,
-            }
-            for j in members
-        ],
-    }
-
-
-# ---- writing -------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """:mod:`attnmt.atomic`'s replace, keeping an existing file's permissions (README.md)."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-        if mode is not None:
-            tmp.chmod(mode)
-
-
-def check_markers(text: str, sections: Iterable[str], name: str) -> None:
-    """Each section's start and end marker once, start first; else SystemExit saying so."""
-    for section in sections:
-        start, end = marker(section, "start"), marker(section, "end")
-        counts = (text.count(start), text.count(end))
-        if counts != (1, 1) or text.index(start) > text.index(end):
-            raise SystemExit(
-                f"error: {name}: the {section} results table goes between the lines\n"
-                f"  {start}\n  {end}\n"
-                f"which must each appear once, in this order (found {counts[0]} and "
-                f"{counts[1]}); add them where the table belongs and run this again"
+            cell = next(
+                c
+                for c in cells
+                if (c.label["model"], c.label["score"], c.label["mode"]) == (model, score, mode)
             )
-
-
-def replace_between(text: str, section: str, body: str) -> str:
-    start, end = marker(section, "start"), marker(section, "end")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    note = "<!-- written by `make results` (benchmarks/results_table.py): do not edit by hand -->"
-    return f"{head}{start}\n{note}\n\n{body.rstrip()}\n\n{end}{tail}"
-
-
-def update_readme(readme: Path, tables: dict[str, str]) -> None:
-    if not readme.is_file():
-        raise SystemExit(f"error: {readme}: no such file")
-    text = readme.read_text(encoding="utf-8")
-    check_markers(text, tables, str(readme))
-    for section, body in tables.items():
-        text = replace_between(text, section, body)
-    write_atomic(readme, text)
-
-
-# ---- the commands --------------------------------------------------------------------------
-
-
-def _experiment(overrides: list[str]) -> tuple[str, DictConfig]:
-    names = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith("experiment=")]
-    if not names:
-        raise SystemExit(f"error: --sweep {' '.join(overrides)!r}: no experiment=NAME in it")
-    file = EXPERIMENTS / f"{names[-1]}.yaml"
-    if not file.is_file():
-        raise SystemExit(f"error: experiment={names[-1]}: no {file}")
-    cfg = OmegaConf.load(file)
-    assert isinstance(cfg, DictConfig)
-    return names[-1], cfg
-
-
-def _setting(cfg: DictConfig, overrides: list[str], key: str, default: Any) -> Any:
-    for item in reversed(overrides):
-        if item.lstrip("+").startswith(f"{key}="):
-            return item.split("=", 1)[1]
-    return OmegaConf.select(cfg, key, default=default)
-
-
-def plan(sweeps: list[str], readme: Path | None, record: bool = True) -> int:
-    """Before training: markers, fresh sweep directories, machine.json, the duration."""
-    if readme is not None:
-        if not readme.is_file():
-            raise SystemExit(f"error: {readme}: no such file")
-        check_markers(readme.read_text(encoding="utf-8"), SECTIONS, str(readme))
-    info = machine() if record else {}
-    total_runs, total_min, lines, capped, unbounded = 0, 0.0, [], False, False
-    for text in sweeps:
-        overrides = shlex.split(text)
-        name, cfg = _experiment(overrides)
-        params = _plain(OmegaConf.select(cfg, "hydra.sweeper.params", default=None)) or {}
-        axes = sweep_axes({str(k): str(v) for k, v in params.items()}, overrides)
-        runs = len(expand(axes))
-        budget = float(_setting(cfg, overrides, "trainer.time_budget_min", 12.0))
-        steps = int(_setting(cfg, overrides, "trainer.max_steps", 0))
-        sweep_dir = Path(str(_setting(cfg, overrides, "hydra.sweep.dir", "?")))
-        if sweep_dir.is_dir() and any(p.name != "machine.json" for p in sweep_dir.iterdir()):
-            raise SystemExit(
-                f"error: {sweep_dir} already holds a sweep; move it away or set RESULTS_DIR= "
-                f"to a new folder (remake its tables with: python -m benchmarks.results_table "
-                f"table --{'main' if 'main' in name else 'attention'} {sweep_dir})"
-            )
-        if record:
-            write_atomic(sweep_dir / "machine.json", json.dumps(info, indent=2) + "\n")
-        shape = " × ".join(f"{k} ({len(v)})" for k, v in axes.items() if len(v) > 1)
-        cap = f"{budget:g} min" if budget else "no time budget"
-        if steps:
-            cap += f" or {steps} updates, whichever comes first"
-        lines.append(f"  {name}: {runs} runs = {shape or '1'}, {cap} each -> {sweep_dir}")
-        total_runs += runs
-        total_min += runs * budget
-        capped |= bool(steps)
-        unbounded |= not budget and not steps
-    overhead = total_runs * OVERHEAD_MIN
-    print(f"make results: {total_runs} training runs in {len(sweeps)} Hydra multiruns")
-    print("\n".join(lines))
-    if info:
-        gpu = f"; GPU {info['gpu']}" if info.get("gpu") else ""
-        print(
-            f"  on CPU {info['cpu']} ({info['cores']} cores, {info['torch_threads']} torch "
-            f"threads){gpu}"
+            got = _of(cell, plan, records)
+            seen |= {labels[r.machine_line] for r in got}
+            if not got:
+                line.append("not yet run")
+                continue
+            n = f" ({len(got)} seeds)" if len(got) > 1 else ""
+            bleu = mean_std([r.test["bleu"] for r in got])
+            line.append(f"{bleu} / {mean_std([r.test['chrf'] for r in got], 1)}{n}")
+        rows.append(
+            f"| {model} | {score} | " + " | ".join(line) + f" | {', '.join(sorted(seen))} |"
         )
-    if unbounded:
-        print("expected duration: unknown (a sweep has neither a time budget nor max_steps)")
-        return 0
-    print(
-        f"expected duration{' at most' if capped else ''}: {total_min / 60:.1f} h of training "
-        f"budgets ({total_min:.0f} min) + ~{overhead:.0f} min of start-up, final validation "
-        f"and test decoding ≈ {(total_min + overhead) / 60:.1f} h"
-        + (" (trainer.max_steps ends runs sooner)" if capped else "")
-    )
-    return 0
+    return rows
 
 
-def table(main: Path | None, attention: Path | None, out: Path | None, readme: Path | None) -> int:
-    """Read the sweeps, write OUT.md / OUT.json and the README's tables; 1 if runs failed."""
-    if main is None and attention is None:
-        raise SystemExit("error: nothing to tabulate: give --main DIR and/or --attention DIR")
-    if readme is not None:  # before any work: a README without markers fails at once
-        if not readme.is_file():
-            raise SystemExit(f"error: {readme}: no such file")
-        wanted = [s for s, d in (("main", main), ("attention", attention)) if d is not None]
-        check_markers(readme.read_text(encoding="utf-8"), wanted, str(readme))
-    tables: dict[str, str] = {}
-    data: dict[str, Any] = {"generated": datetime.now().isoformat(timespec="seconds")}
-    bad = 0
-    makers = {"main": main_table, "attention": attention_table}
-    for section, sweep_dir in (("main", main), ("attention", attention)):
-        if sweep_dir is None:
+# ---- curves --------------------------------------------------------------------------------
+
+
+def curve_runs(plan: Plan, records: list[Record], corpus: str) -> list[Run]:
+    """compare_runs Runs (validation step, minutes, BLEU, chrF) of the main table's records
+    on ``corpus``, one line per record."""
+    runs = []
+    for cell in (c for c in plan.cells if c.table == "main" and c.label["data"] == corpus):
+        for r in _of(cell, plan, records):
+            valid = [(int(row[0]), row[1], row[3], row[4]) for row in r.curve]
+            runs.append(Run(Path(r.stem), f"{cell.label['model']} seed {r.seed}", valid))
+    return runs
+
+
+def write_curves(plan: Plan, records: list[Record], folder: Path) -> list[tuple[str, str]]:
+    """One PNG per corpus of the main table with records: (corpus, file name)."""
+    written = []
+    corpora = dict.fromkeys(c.label["data"] for c in plan.cells if c.table == "main")
+    for corpus in corpora:
+        runs = curve_runs(plan, records, corpus)
+        if not runs:
             continue
-        jobs = read_sweep(sweep_dir)
-        info = sweep_machine(sweep_dir)
-        tables[section], rows = makers[section](jobs, info)
-        data[section] = {"sweep_dir": str(sweep_dir), "machine": info, "rows": rows}
-        bad += sum(j.status != "ok" for j in jobs)
-    titles = {"main": "Model presets", "attention": "Attention scorers × alignment modes"}
-    md = "\n".join(f"## {titles[s]}\n\n{t}" for s, t in tables.items())
-    print(md, end="")
-    if out is not None:
-        write_atomic(out.with_suffix(".md"), md)
-        write_atomic(out.with_suffix(".json"), json.dumps(data, indent=2) + "\n")
-        print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", file=sys.stderr)
-    if readme is not None:
-        update_readme(readme, tables)
-        print(f"wrote the {' and '.join(tables)} table(s) into {readme}", file=sys.stderr)
-    if bad:
-        print(f"{bad} run(s) have no result: listed under the tables", file=sys.stderr)
-        return 1
-    return 0
+        fig = figure(runs)
+        fig.set_size_inches(9, fig.get_size_inches()[1] * 0.8)
+        fig.suptitle(f"validation BLEU on {corpus}", fontsize=10)
+        name = f"results_{corpus}.png"
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(folder / name) as tmp:
+            fig.savefig(tmp, format="png", dpi=70)
+        written.append((corpus, name))
+    return written
+
+
+# ---- the page ------------------------------------------------------------------------------
+
+
+def signatures(records: list[Record]) -> str:
+    found = sorted(
+        {r.test.get(k, "") for r in records for k in ("bleu_signature", "chrf_signature")} - {""}
+    )
+    return "; ".join(f"`{s}`" for s in found) or "none yet"
+
+
+def page(plan: Plan, records: list[Record], curves: list[tuple[str, str]], bad: list[str]) -> str:
+    """The whole of docs/results.md."""
+    labels = machine_labels(records)
+    beams = sorted({str(r.test.get("beam", "?")) for r in records})
+    missing = [r.describe() for r in plan.todo]
+    out = [
+        "# Results",
+        "",
+        GENERATED,
+        "",
+        "Every figure here comes from the ledger `results/runs/`: one JSON record per finished "
+        "run (settings and their key, seed, commit, machine, validation curve, test scores), "
+        "written by `make results` (benchmarks/results_run.py) and turned into this page by "
+        "`make results-docs`. Runs train for a fixed number of updates (no wall-clock budget), so "
+        "records from different machines compare; minutes say how long they took and where. "
+        "Measurements by hand, and what was tried and did not help, are in "
+        "[experiments.md](experiments.md); the attention mechanisms beside their code and "
+        "heatmaps in [attention.md](attention.md).",
+        "",
+        f"Test BLEU and chrF (sacrebleu: {signatures(records)}) of each run's best-validation "
+        f"checkpoint, beam {', '.join(beams) or '1'}; mean ± sample standard deviation over "
+        "the seeds recorded. *minutes*: the trainer's wall clock from the first update to the "
+        "end of training; *machines*: see the list below.",
+        "",
+        "## Model presets",
+        "",
+        f"`experiment=results_main`: {_trainer(plan, 'main', 'max_steps')} updates per run, "
+        f"seeds {', '.join(map(str, plan.seeds.get('main', [])))}.",
+        "",
+        *main_table(plan, records, labels),
+        "",
+        "## Attention scorers × alignment modes",
+        "",
+        f"`experiment=results_attention` on ding_de_en: {_trainer(plan, 'attention', 'max_steps')} "
+        "updates per run; each cell is test BLEU / chrF, seed 1 first, seeds 2 and 3 for the "
+        "five cells best at seed 1. rnn_bahdanau's additive scorer is the reference row.",
+        "",
+        *attention_table(plan, records, labels),
+        "",
+        "## Validation BLEU against updates and minutes",
+        "",
+    ]
+    if curves:
+        for corpus, name in curves:
+            out += [f"![validation BLEU on {corpus} against updates and minutes]({name})", ""]
+    else:
+        out += ["No record yet.", ""]
+    out += ["## Machines", "", *machines_section(records, labels), ""]
+    out += ["## Still missing", ""]
+    out += [f"- {m}" for m in missing] or ["Nothing: every run the plan asks for is recorded."]
+    out += [f"- {w}" for w in plan.waiting]
+    if plan.stale or bad:
+        out += ["", "## Stale records (left out)", ""]
+        out += [
+            f"- `{r.stem}.json`: its settings are no longer what the configs give"
+            for r in plan.stale
+        ]
+        out += [f"- {b}" for b in bad]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_docs(
+    ledger: Path, out: Path, extra: Sequence[str] = (), plan: Plan | None = None
+) -> Path:
+    """Read the ledger, plan against it, write ``out`` and its curve PNGs beside it."""
+    records, bad = read_records(ledger)
+    plan = plan or make_plan(records, extra)
+    curves = write_curves(plan, plan.current, out.parent)
+    write_text(out, page(plan, plan.current, curves, bad))
+    print(f"wrote {out} ({len(plan.current)} records, {len(plan.stale)} stale)", file=sys.stderr)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("plan", help="before training: check, record the machine, print the plan")
-    p.add_argument(
-        "--sweep", action="append", required=True, help="the overrides of one train.py -m run"
-    )
-    p.add_argument("--readme", type=Path, help="check its marker comments now")
-    t = sub.add_parser("table", help="the tables from the sweep directories")
-    t.add_argument("--main", type=Path, help="sweep dir of experiment=results_main")
-    t.add_argument("--attention", type=Path, help="sweep dir of experiment=results_attention")
-    t.add_argument("--out", type=Path, help="write OUT.md and OUT.json")
-    t.add_argument("--readme", type=Path, help="replace the tables between its markers")
+    d = sub.add_parser("docs", help="write docs/results.md from the ledger")
+    d.add_argument("--ledger", type=Path, default=Path("results/runs"))
+    d.add_argument("--out", type=Path, default=Path("docs/results.md"))
+    d.add_argument("extra", nargs="*", help="the overrides the runs had after their cell's")
     args = parser.parse_args(argv)
-    if args.command == "plan":
-        return plan(args.sweep, args.readme)
-    return table(args.main, args.attention, args.out, args.readme)
+    write_docs(args.ledger, args.out, args.extra)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""The results ledger: one small JSON record per *finished* run of a results sweep.
+
+    results/runs/<table>-<cell>-seed<N>-<key>.json
+
+A record holds the settings that define the run (the composed config less what does not
+change the result: paths, logging, the seed) and ``key``, a hash of them; the seed, the
+git commit, the machine (:func:`attnmt.machine.this_machine`), updates, minutes, the
+validation curve, test BLEU/chrF with their sacrebleu signatures and the parameter count.
+Records are written atomically (:func:`attnmt.atomic.write_json`) by the sweep driver
+(benchmarks/results_run.py) once ``train.py`` has exited 0 with a test result, so a run
+that was interrupted or lost leaves nothing. A record whose key is not a key the current
+plan asks for is *stale* (the configs changed since): reported, never tabulated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnmt.atomic import write_json
+
+log = logging.getLogger(__name__)
+
+SCHEMA = 1
+NOT_DEFINING = (
+    "seed",
+    "device",
+    "resume",
+    "finetune",
+    "data.root",
+    "trainer.progress_bar",
+    "trainer.num_heatmaps",
+    "trainer.heatmaps_every",
+    "trainer.num_samples",
+    "trainer.log_every_steps",
+    "trainer.precision_probe",
+)
+"""Dotted keys that do not change what a run learns or scores (left out of the key)."""
+
+
+def defining_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The composed config (plain data, unresolved) less ``hydra`` and :data:`NOT_DEFINING`."""
+    settings = json.loads(json.dumps({k: v for k, v in config.items() if k != "hydra"}))
+    for dotted in NOT_DEFINING:
+        *parents, leaf = dotted.split(".")
+        node = settings
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return settings
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    """12 hex digits of the SHA-256 of ``settings`` as canonical JSON."""
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@dataclass
+class Record:
+    """One finished run (see the module docstring)."""
+
+    table: str  # "main" | "attention"
+    cell: dict[str, str]  # the row/cell it belongs to, e.g. {"data": ..., "model": ...}
+    key: str
+    seed: int
+    settings: dict[str, Any]
+    commit: str
+    machine: dict[str, Any]
+    updates: int
+    train_minutes: float  # first update to the end of training (the trainer's wall clock)
+    wall_minutes: float  # train.py start to exit: preparation, training, test decoding
+    curve: list[list[float]]  # validation rows [step, minutes, nll, bleu, chrf]
+    test: dict[str, Any]  # bleu, chrf, bleu_signature, chrf_signature, beam
+    params_m: float
+    stop_reason: str = ""
+    recorded: str = ""  # ISO date and time
+    run_dir: str = ""
+    schema: int = SCHEMA
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stem(self) -> str:
+        return record_stem(self.table, self.cell, self.seed, self.key)
+
+    @property
+    def machine_line(self) -> str:
+        """CPU name, family/model, SIMD flags, torch and threads (and the GPU), one line."""
+        m = self.machine
+        cpu = m.get("cpu", {})
+        ids = " ".join(f"{k} {cpu[k]}" for k in ("family", "model") if cpu.get(k) is not None)
+        flags = " ".join(cpu.get("flags", []))
+        name = f"{cpu.get('name', '?')}" + (f" ({ids})" if ids else "")
+        gpu = f", GPU {m['cuda']}" if m.get("cuda") else ""
+        cores = f", {m['cores']} cores" if m.get("cores") else ""
+        return (
+            f"{name} {flags}".strip()
+            + f"{cores}, torch {m.get('torch_version', '?')}, {m.get('threads', '?')} threads{gpu}"
+        )
+
+
+def record_stem(table: str, cell: dict[str, str], seed: int, key: str) -> str:
+    """``<table>-<cell values>-seed<N>-<key>`` (file-name safe)."""
+    parts = [table, *(str(v).replace("/", "_").replace(" ", "_") for v in cell.values())]
+    return f"{'-'.join(parts)}-seed{seed}-{key}"
+
+
+def write_record(directory: Path, record: Record) -> Path:
+    """``directory/<stem>.json``, atomically."""
+    return write_json(Path(directory) / f"{record.stem}.json", asdict(record))
+
+
+def read_records(directory: Path) -> tuple[list[Record], list[str]]:
+    """Every record under ``directory`` (sorted by file name) and the files that are not
+    records (bad JSON, another schema), as lines saying why."""
+    records, bad = [], []
+    if not Path(directory).is_dir():
+        return records, bad
+    names = {f.name for f in Record.__dataclass_fields__.values()}
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("schema") != SCHEMA:
+                raise ValueError(f"schema {data.get('schema')!r}, expected {SCHEMA}")
+            records.append(Record(**{k: v for k, v in data.items() if k in names}))
+        except (OSError, ValueError, TypeError, AttributeError) as err:
+            bad.append(f"{path}: not a ledger record ({err})")
+    return records, bad
+
+
+def split_current(
+    records: Iterable[Record], keys: Iterable[str]
+) -> tuple[list[Record], list[Record]]:
+    """(records whose key the plan asks for, stale records)."""
+    wanted = set(keys)
+    current, stale = [], []
+    for record in records:
+        (current if record.key in wanted else stale).append(record)
+    return current, stale
+
+
+def done(records: Iterable[Record]) -> set[tuple[str, int]]:
+    """The (key, seed) pairs the ledger holds."""
+    return {(r.key, int(r.seed)) for r in records}

@@ -1,0 +1,233 @@
+"""The whole set of results runs, in priority order, against what the ledger holds.
+
+The grids are ``hydra.sweeper.params`` of configs/experiment/results_main.yaml and
+results_attention.yaml (seeds, then the axes); the attention table adds a reference row,
+:data:`REFERENCE` in every alignment mode. Each cell's settings are composed with Hydra
+exactly as ``python train.py experiment=... <cell> <extra>`` would, and keyed
+(:func:`benchmarks.ledger.settings_key`).
+
+Priority: seed 1 of every row of every table before any seed 2, seed 2 before seed 3; within
+a seed the main table before the attention table, rows in grid order. The attention table's
+seeds after the first go to the :data:`TOP_CELLS` cells with the best seed-1 test BLEU, so
+they wait until every attention cell has seed 1.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from benchmarks.ledger import Record, defining_settings, done, settings_key, split_current
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+TABLES = {"main": "results_main", "attention": "results_attention"}
+"""Table -> its experiment config, in priority order."""
+REFERENCE = {"model": "rnn_bahdanau", "model.attention.score": "additive"}
+"""The attention table's reference row (over its grid's model): one cell per mode."""
+TOP_CELLS = 5
+FIRST_GUESS_MIN = {"main": 40.0, "attention": 10.0}
+"""Minutes a run is assumed to take, end to end, before the ledger has timed its settings
+(2-core CPU: 1,500 updates of the slowest preset on bible_en_fr, 400 RNN updates on Ding)."""
+SAFETY = 1.25
+"""A timed run's estimate: the slowest recorded wall time of its settings × this."""
+LABELS = {"model.attention.score": "score", "model.attention.mode": "mode"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row (main table) or cell (attention table): what the overrides name."""
+
+    table: str
+    labels: tuple[tuple[str, str], ...]  # ("data", "ding_de_en"), ("model", "transformer")
+    overrides: tuple[str, ...]  # experiment=..., then the cell's own
+
+    @property
+    def label(self) -> dict[str, str]:
+        return dict(self.labels)
+
+    def text(self) -> str:
+        return " ".join(v for _, v in self.labels)
+
+
+@dataclass
+class PlannedRun:
+    """A cell at one seed; ``estimate_min`` is set by :func:`make_plan`."""
+
+    cell: Cell
+    seed: int
+    key: str
+    settings: dict[str, Any] = field(repr=False)
+    extra: tuple[str, ...] = ()
+    estimate_min: float = 0.0
+
+    @property
+    def overrides(self) -> list[str]:
+        """train.py's command line (the run directory aside)."""
+        return [*self.cell.overrides, *self.extra, f"seed={self.seed}"]
+
+    def describe(self) -> str:
+        return f"{self.cell.table}: {self.cell.text()}, seed {self.seed} [{self.key}]"
+
+
+@dataclass
+class Plan:
+    """Every run the tables want; what the ledger holds; what is left, in order."""
+
+    cells: list[Cell]
+    keys: dict[Cell, str]
+    seeds: dict[str, list[int]]
+    todo: list[PlannedRun]
+    waiting: list[str]  # why some runs are not planned yet
+    current: list[Record]
+    stale: list[Record]
+    settings: dict[Cell, dict[str, Any]] = field(repr=False, default_factory=dict)
+
+    def summary(self) -> str:
+        wanted = sum(len(self.seeds[c.table]) for c in self.cells)
+        lines = [
+            f"results plan: {len(self.cells)} cells, {len(self.current)} runs in the ledger, "
+            f"{len(self.todo)} to run now ({sum(r.estimate_min for r in self.todo):.0f} min "
+            f"estimated), at most {wanted} in all",
+        ]
+        lines += [f"  waiting: {w}" for w in self.waiting]
+        if self.stale:
+            lines.append(f"  {len(self.stale)} stale record(s) (settings changed since): left out")
+        return "\n".join(lines)
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, DictConfig | ListConfig):
+        return OmegaConf.to_container(node, resolve=False)
+    return node
+
+
+def _values(text: Any) -> list[str]:
+    return [v.strip() for v in str(text).split(",") if v.strip()]
+
+
+def grid(table: str, experiment: DictConfig) -> tuple[list[int], list[Cell]]:
+    """(seeds, cells) of one table from its experiment's ``hydra.sweeper.params``."""
+    params = _plain(OmegaConf.select(experiment, "hydra.sweeper.params", default={})) or {}
+    seeds = [int(s) for s in _values(params.get("seed", "1"))]
+    axes = {k: _values(v) for k, v in params.items() if k != "seed"}
+    base = (f"experiment={TABLES[table]}",)
+    combos: list[dict[str, str]] = [{}]
+    for key, values in axes.items():
+        combos = [{**c, key: v} for c in combos for v in values]
+    if table == "attention":
+        modes = axes.get("model.attention.mode", ["global"])
+        combos += [{**REFERENCE, "model.attention.mode": m} for m in modes]
+    cells = []
+    for combo in combos:
+        model = combo.get("model", _default_model(experiment))
+        labels = {"model": model} if table == "attention" else {}
+        labels.update({LABELS.get(k, k): v for k, v in combo.items() if k != "model"})
+        if table == "main":
+            labels = {"data": combo.get("data", "?"), "model": model}
+        overrides = base + tuple(f"{k}={v}" for k, v in combo.items())
+        cells.append(Cell(table, tuple(labels.items()), overrides))
+    return seeds, cells
+
+
+def _default_model(experiment: DictConfig) -> str:
+    for item in _plain(experiment.get("defaults", [])) or []:
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if str(k).endswith("/model"):
+                    return str(v)
+    return "?"
+
+
+def load_experiment(table: str) -> DictConfig:
+    cfg = OmegaConf.load(CONFIGS / "experiment" / f"{TABLES[table]}.yaml")
+    assert isinstance(cfg, DictConfig)
+    return cfg
+
+
+def compose_settings(overrides_list: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """The defining settings of ``python train.py <overrides>`` for each overrides list."""
+    out = []
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        for overrides in overrides_list:
+            cfg = compose(config_name="train", overrides=list(overrides))
+            out.append(defining_settings(_plain(cfg)))
+    return out
+
+
+def estimate(key: str, table: str, records: Iterable[Record]) -> float:
+    """Minutes to allow for a run: :data:`SAFETY` × the slowest recorded run of the same
+    settings, else :data:`FIRST_GUESS_MIN` (never less than a minute)."""
+    timed = [r.wall_minutes for r in records if r.key == key and r.wall_minutes > 0]
+    if timed:
+        return max(1.0, SAFETY * max(timed))
+    return FIRST_GUESS_MIN[table]
+
+
+def best_cells(
+    cells: list[Cell], keys: dict[Cell, str], records: list[Record], n: int
+) -> list[Cell]:
+    """The ``n`` cells with the best mean seed-1 test BLEU (grid order breaks ties)."""
+    first = {}
+    for cell in cells:
+        bleu = [r.test["bleu"] for r in records if r.key == keys[cell] and r.seed == 1]
+        if bleu:
+            first[cell] = statistics.mean(bleu)
+    ranked = sorted(first, key=lambda c: (-first[c], cells.index(c)))
+    return ranked[:n]
+
+
+def make_plan(
+    records: list[Record],
+    extra: Sequence[str] = (),
+    tables: Sequence[str] = tuple(TABLES),
+    seeds_limit: Sequence[int] | None = None,
+    experiments: dict[str, DictConfig] | None = None,
+    settings_of: Any = compose_settings,
+) -> Plan:
+    """The plan (see the module docstring); ``extra`` overrides go after each cell's own
+    (RESULTS_QUICK's toy sizes); ``seeds_limit`` keeps only those seeds."""
+    cells: list[Cell] = []
+    seeds: dict[str, list[int]] = {}
+    for table in tables:
+        cfg = (experiments or {}).get(table) or load_experiment(table)
+        table_seeds, table_cells = grid(table, cfg)
+        seeds[table] = [s for s in table_seeds if seeds_limit is None or s in seeds_limit]
+        cells += table_cells
+    settings = dict(zip(cells, settings_of([[*c.overrides, *extra] for c in cells])))
+    keys = {c: settings_key(s) for c, s in settings.items()}
+    current, stale = split_current(records, keys.values())
+    have = done(current)
+    todo: list[tuple[tuple[int, int, int], PlannedRun]] = []
+    waiting: list[str] = []
+    order = list(tables)
+    for table in tables:
+        table_cells = [c for c in cells if c.table == table]
+        top = table_cells
+        if table == "attention" and len(seeds[table]) > 1:
+            first = seeds[table][0]
+            missing = [c for c in table_cells if (keys[c], first) not in have]
+            if missing:
+                top = []
+                waiting.append(
+                    f"attention seeds {', '.join(map(str, seeds[table][1:]))} of the best "
+                    f"{TOP_CELLS} cells: {len(missing)} cell(s) still lack seed {first}"
+                )
+            else:
+                top = best_cells(table_cells, keys, current, TOP_CELLS)
+        for rank, seed in enumerate(seeds[table]):
+            chosen = table_cells if rank == 0 else top
+            for index, cell in enumerate(table_cells):
+                if cell not in chosen or (keys[cell], seed) in have:
+                    continue
+                run = PlannedRun(cell, seed, keys[cell], settings[cell], tuple(extra))
+                run.estimate_min = estimate(run.key, table, records)
+                todo.append(((rank, order.index(table), index), run))
+    todo.sort(key=lambda item: item[0])
+    return Plan(cells, keys, seeds, [r for _, r in todo], waiting, current, stale, settings)

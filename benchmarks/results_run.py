@@ -1,0 +1,348 @@
+"""``make results``: run what the ledger lacks, in priority order, while time is left.
+
+    python -m benchmarks.results_run --hours 1.5           # results/runs/, docs/*.md
+    python -m benchmarks.results_run --dry-run             # the plan only
+    python -m benchmarks.results_run --quick               # toy-sized smoke run in outputs/
+
+Each run is ``python train.py <cell> seed=N hydra.run.dir=outputs/results/<table>/<stem>``,
+a subprocess in its own session. It gets a record in the ledger (benchmarks/ledger.py) only
+when train.py exits 0 with a test result; then, for runs on the fixed sentence's corpus, the
+attention maps of that sentence go beside it (benchmarks/attention_map.py). A run is started
+only if its estimate (benchmarks/results_plan.py) fits in the hours left; SIGINT or SIGTERM
+is passed to the running train.py (which saves last.pt and exits non-zero: no record, the run
+is redone next time) and no further run starts. At the end, stopped or not, the tables and
+the attention guide are regenerated from the ledger. Nothing is committed: records are
+plain files under results/runs/, to ``git add`` as they come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from attnmt.machine import this_machine
+from benchmarks.ledger import (
+    Record,
+    defining_settings,
+    read_records,
+    record_stem,
+    settings_key,
+    write_record,
+)
+from benchmarks.results_plan import Plan, PlannedRun, make_plan
+from scripts.compare_runs import TEST
+
+log = logging.getLogger("results")
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = re.compile(r"\] - model (\S+): ([\d.]+)M parameters on (\S+), precision (\S+)")
+FINISHED = re.compile(r"run finished \((\w+)\)")
+QUICK = (
+    "trainer.max_steps=5",
+    "trainer.val_every_steps=5",
+    "trainer.val_subset=20",
+    "trainer.num_heatmaps=0",
+    "decode.max_len_a=0.5",
+    "decode.max_len_b=5",
+)
+"""RESULTS_QUICK=1's toy sizes (over every cell's settings: other keys, other ledger)."""
+
+Launch = Callable[[PlannedRun, Path], int]
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """The short commit, ``-dirty`` when tracked files differ from it ('' without git)."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+        return out.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return commit + ("-dirty" if commit and dirty else "")
+
+
+def machine_dict() -> dict[str, Any]:
+    """:func:`attnmt.machine.this_machine` as plain data, with the core count."""
+    return {**this_machine().to_dict(), "cores": os.cpu_count()}
+
+
+# ---- one finished run -> its record ------------------------------------------------------
+
+
+def read_log(run_dir: Path) -> dict[str, Any]:
+    """Test scores, signatures and beam, parameters and the stop reason from train.log."""
+    found: dict[str, Any] = {"test": {}}
+    path = run_dir / "train.log"
+    if not path.is_file():
+        return found
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if m := TEST.search(line):
+            name = {"BLEU": "bleu", "chrF2": "chrf"}.get(m.group(2), m.group(2).lower())
+            found["test"][name] = float(m.group(4))
+            found["test"][f"{name}_signature"] = f"{m.group(2)}|{m.group(3)}"
+            found["test"]["beam"] = int(m.group(1))
+        elif m := MODEL.search(line):
+            found["params_m"], found["device"] = float(m.group(2)), m.group(3)
+            found["precision"] = m.group(4).rstrip(",")
+        elif m := FINISHED.search(line):
+            found["stop_reason"] = m.group(1)
+    return found
+
+
+def collect(
+    run: PlannedRun, run_dir: Path, wall_minutes: float, commit: str, machine: dict[str, Any]
+) -> Record | None:
+    """The record of a run that finished in ``run_dir``, or None when it has no test result
+    (or no checkpoint to read its curve from)."""
+    logged = read_log(run_dir)
+    last = run_dir / "checkpoints" / "last.pt"
+    if not {"bleu", "chrf"} <= set(logged["test"]) or not last.is_file():
+        return None
+    try:  # only the trainer state is read (weights_only: plain data)
+        state = torch.load(last, map_location="cpu", weights_only=True)["trainer_state"]
+    except Exception as err:  # torch raises many types for truncated or foreign files
+        log.warning("results: %s: no trainer state (%s)", last, err)
+        return None
+    history = state.get("history", {})
+    config_file = run_dir / ".hydra" / "config.yaml"
+    settings = run.settings
+    if config_file.is_file():
+        ran = defining_settings(OmegaConf.to_container(OmegaConf.load(config_file)))
+        if settings_key(ran) != run.key:
+            log.warning("%s: the run's .hydra/config.yaml keys differently; kept", run_dir)
+    return Record(
+        table=run.cell.table,
+        cell=run.cell.label,
+        key=run.key,
+        seed=run.seed,
+        settings=settings,
+        commit=commit,
+        machine=machine,
+        updates=int(state.get("step", 0)),
+        train_minutes=round(float(state.get("wall_s", 0.0)) / 60.0, 2),
+        wall_minutes=round(wall_minutes, 2),
+        curve=[[round(float(x), 4) for x in row] for row in history.get("valid", [])],
+        test=logged["test"],
+        params_m=float(logged.get("params_m", 0.0)),
+        stop_reason=str(logged.get("stop_reason", "")),
+        recorded=datetime.now().isoformat(timespec="seconds"),
+        run_dir=str(run_dir),
+        extra={k: logged[k] for k in ("device", "precision") if k in logged},
+    )
+
+
+# ---- the loop ------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one invocation did."""
+
+    recorded: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    interrupted: str = ""
+    stopped_for_time: str = ""
+
+
+@dataclass
+class Runner:
+    """Runs the plan's runs one at a time (see the module docstring).
+
+    ``launch(run, run_dir) -> exit status`` starts and waits for train.py (a fake in
+    tests); ``planner()`` re-plans from the ledger after every run (the attention table's
+    later seeds depend on its first); ``clock`` gives seconds.
+    """
+
+    ledger: Path
+    runs_dir: Path
+    planner: Callable[[], Plan]
+    hours: float = 0.0  # 0: no limit
+    launch: Launch | None = None
+    clock: Callable[[], float] = time.monotonic
+    keep_map: Callable[[Record, Path, Path], None] | None = None
+    max_runs: int = 0  # 0: no limit
+    stop_signal: int | None = None
+    child: subprocess.Popen[bytes] | None = None
+    machine: dict[str, Any] = field(default_factory=dict)
+    commit: str = ""
+
+    def request_stop(self, signum: int, frame: FrameType | None = None) -> None:
+        """A signal handler: pass it to train.py and start nothing after it."""
+        self.stop_signal = signum
+        if self.child is not None and self.child.poll() is None:
+            os.killpg(self.child.pid, signum)
+        log.warning(
+            "results: %s: the current run stops; no run starts after it",
+            signal.Signals(signum).name,
+        )
+
+    def train_subprocess(self, run: PlannedRun, run_dir: Path) -> int:
+        """``python train.py ...`` in its own session; its exit status."""
+        cmd = [sys.executable, "train.py", *run.overrides, f"hydra.run.dir={run_dir}"]
+        log.info("results: %s", " ".join(cmd[1:]))
+        self.child = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+        try:
+            return self.child.wait()
+        finally:
+            self.child = None
+
+    def run_one(self, run: PlannedRun) -> str:
+        """'recorded', 'failed' or 'interrupted'."""
+        stem = record_stem(run.cell.table, run.cell.label, run.seed, run.key)
+        run_dir = self.runs_dir / run.cell.table / stem
+        if run_dir.exists():  # a run an earlier invocation lost: start it afresh
+            shutil.rmtree(run_dir)
+        start = self.clock()
+        status = (self.launch or self.train_subprocess)(run, run_dir)
+        minutes = (self.clock() - start) / 60.0
+        if status != 0:
+            return (
+                "interrupted" if self.stop_signal is not None or status in (130, 143) else "failed"
+            )
+        record = collect(run, run_dir, minutes, self.commit, self.machine)
+        if record is None:
+            return "failed"
+        path = write_record(self.ledger, record)
+        log.info("results: recorded %s (test BLEU %.2f)", path, record.test["bleu"])
+        if self.keep_map is not None:
+            try:
+                self.keep_map(record, run_dir, self.ledger / f"{record.stem}.attn.json")
+            except Exception as err:  # a missing map must not lose the record
+                log.warning("results: no attention map for %s: %s", path.name, err)
+        return "recorded"
+
+    def run(self) -> Outcome:
+        """Until the plan is done, time is out, a signal came or ``max_runs`` ran."""
+        self.machine = self.machine or machine_dict()
+        self.commit = self.commit or git_commit()
+        deadline = self.clock() + self.hours * 3600.0 if self.hours > 0 else None
+        outcome, skip = Outcome(), set()
+        while self.stop_signal is None:
+            if self.max_runs and len(outcome.recorded) + len(outcome.failed) >= self.max_runs:
+                break
+            todo = [r for r in self.planner().todo if (r.key, r.seed) not in skip]
+            if not todo:
+                break
+            run = todo[0]
+            if deadline is not None:
+                left = (deadline - self.clock()) / 60.0
+                if run.estimate_min > left:
+                    outcome.stopped_for_time = (
+                        f"next run ({run.describe()}) is estimated at {run.estimate_min:.0f} "
+                        f"min; {max(left, 0):.0f} min of RESULTS_HOURS left"
+                    )
+                    break
+            log.info("results: starting %s (~%.0f min)", run.describe(), run.estimate_min)
+            result = self.run_one(run)
+            if result == "recorded":
+                outcome.recorded.append(run.describe())
+            elif result == "interrupted":
+                outcome.interrupted = run.describe()
+                break
+            else:
+                outcome.failed.append(run.describe())
+                skip.add((run.key, run.seed))
+        return outcome
+
+
+def keep_attention_map(record: Record, run_dir: Path, target: Path) -> None:
+    """The fixed sentence's maps at ``target``, for runs on the fixed sentence's corpus."""
+    from benchmarks.attention_map import FIXED_CORPUS, keep
+
+    if record.settings.get("data", {}).get("name") == FIXED_CORPUS:
+        keep(run_dir, target)
+
+
+def regenerate(ledger: Path, docs: Path | None, guide: Path | None, extra: Sequence[str]) -> None:
+    """The tables (``docs``) and the attention guide (``guide``) from the ledger."""
+    from benchmarks import attention_guide, results_table
+
+    if docs is not None:
+        results_table.write_docs(ledger, docs, extra=extra)
+    if guide is not None:
+        attention_guide.write_guide(ledger, guide, extra=extra)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hours", type=float, default=0.0, help="time to spend; 0: no limit")
+    parser.add_argument("--ledger", type=Path, default=Path("results/runs"))
+    parser.add_argument("--runs-dir", type=Path, default=Path("outputs/results"))
+    parser.add_argument("--docs", type=Path, default=Path("docs/results.md"))
+    parser.add_argument("--guide", type=Path, default=Path("docs/attention.md"))
+    parser.add_argument("--seeds", type=int, nargs="+", help="only these seeds")
+    parser.add_argument("--max-runs", type=int, default=0, help="stop after N runs; 0: no limit")
+    parser.add_argument("--quick", action="store_true", help="toy sizes, all under outputs/")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("extra", nargs="*", help="overrides after every cell's (key=value)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    extra = list(args.extra)
+    if args.quick:
+        quick = Path("outputs/results-quick")
+        args.ledger, args.runs_dir = quick / "runs", quick
+        args.docs, args.guide = quick / "results.md", quick / "attention.md"
+        extra = [*QUICK, *extra]
+        args.seeds = args.seeds or [1]
+
+    def planner() -> Plan:
+        return make_plan(read_records(args.ledger)[0], extra, seeds_limit=args.seeds)
+
+    plan = planner()
+    print(plan.summary(), flush=True)
+    if args.dry_run:
+        for run in plan.todo:
+            print(f"  {run.describe()}  ~{run.estimate_min:.0f} min")
+        return 0
+    runner = Runner(
+        ledger=args.ledger,
+        runs_dir=args.runs_dir,
+        planner=planner,
+        hours=args.hours,
+        keep_map=keep_attention_map,
+        max_runs=args.max_runs,
+    )
+    previous = {s: signal.signal(s, runner.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        outcome = runner.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    print(report(outcome), flush=True)
+    regenerate(args.ledger, args.docs, args.guide, extra)
+    return 0 if not outcome.failed and not outcome.interrupted else 1
+
+
+def report(outcome: Outcome) -> str:
+    """What this invocation did, a few lines."""
+    lines = [f"results: {len(outcome.recorded)} run(s) recorded"]
+    lines += [f"  failed (no record, retried next time): {f}" for f in outcome.failed]
+    if outcome.interrupted:
+        lines.append(f"  interrupted (no record, redone next time): {outcome.interrupted}")
+    if outcome.stopped_for_time:
+        lines.append(f"  stopped: {outcome.stopped_for_time}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""benchmarks/attention_guide.py: the sheet's worked example through attnmt's own scorer and
+attend, code quoted from the source, and docs/attention.md from toy records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.ledger_records import record_for, toy_plan
+
+from benchmarks import attention_guide as ag
+from benchmarks.ledger import write_record
+
+SHEET = {  # the attention reference sheet's worked example (shared/ATTENTION.md)
+    "scores": [927, 397, 148, 929],
+    "weights": [0.1192, 7.9e-232, 0.0, 0.8808],
+    "context": [3.881, 4.073, 45.264],
+}
+
+
+def test_the_worked_example_gives_the_sheets_numbers() -> None:
+    got = ag.worked_example()
+    assert got["scores"] == SHEET["scores"]
+    assert got["weights"][0] == pytest.approx(SHEET["weights"][0], abs=5e-5)
+    assert got["weights"][1] == pytest.approx(SHEET["weights"][1], rel=0.01)
+    assert got["weights"][2] == 0.0
+    assert got["weights"][3] == pytest.approx(SHEET["weights"][3], abs=5e-5)
+    assert got["context"] == pytest.approx(SHEET["context"], abs=5e-4)
+    assert sum(got["weights"]) == pytest.approx(1.0)
+
+
+def test_code_is_quoted_from_the_source() -> None:
+    path, name, line, text = ag.code_lines(ag.scorers.Dot.score)
+    assert (path, name) == ("src/attnmt/models/scorers.py", "Dot.score")
+    assert text == "return torch.matmul(query, pre.transpose(-1, -2))"
+    source = (ag.ROOT / path).read_text(encoding="utf-8").splitlines()
+    assert source[line - 1].lstrip().startswith("def score")
+    _, _, _, shift = ag.code_lines(ag.batching.make_batch)
+    assert "batch.tgt_input = full[:, :-1].clone()" in shift and '"""' not in shift
+
+
+def _maps(n_src: int, n_tgt: int, heads: int | None = None) -> dict:
+    row = [1.0 / n_src] * n_src
+    cross = [row] * n_tgt
+    data = {
+        "source": "a b",
+        "reference": "b a",
+        "hypothesis": "b a",
+        "src_pieces": [f"s{i}" for i in range(n_src)],
+        "tgt_input": [f"i{i}" for i in range(n_tgt)],
+        "tgt_out": [f"o{i}" for i in range(n_tgt)],
+        "layer": None if heads is None else 0,
+    }
+    if heads is None:
+        data["maps"] = {"cross": cross}
+    else:
+        causal = [[1.0 if j <= i else 0.0 for j in range(n_tgt)] for i in range(n_tgt)]
+        enc = [[1.0 / n_src] * n_src] * n_src
+        data["maps"] = {
+            "enc_self": [enc] * heads,
+            "self": [causal] * heads,
+            "cross": [cross] * heads,
+        }
+    return data
+
+
+def test_the_guide_from_toy_records(tmp_path: Path) -> None:
+    ledger, docs = tmp_path / "runs", tmp_path / "docs"
+    plan = toy_plan([])
+    dot = record_for(plan, "rnn_luong dot global", bleu=1.5)
+    luong = record_for(plan, "rnn_luong dot local_m", bleu=2.5)
+    transformer = record_for(plan, "ding_de_en transformer")
+    for record, maps in ((dot, _maps(3, 2)), (luong, _maps(3, 2)), (transformer, _maps(3, 4, 2))):
+        write_record(ledger, record)
+        (ledger / f"{record.stem}.attn.json").write_text(json.dumps(maps), encoding="utf-8")
+    out = docs / "attention.md"
+    ag.write_guide(ledger, out, plan=toy_plan([dot, luong, transformer]))
+    text = out.read_text(encoding="utf-8")
+    assert ag.GENERATED in text
+    for mech in ag.MECHANISMS:
+        assert f"## {mech.title}\n" in text
+    dot_part = text.split("## dot\n")[1].split("\n## ")[0]
+    assert "`score(s_t, h_i) = s_tᵀ h_i`" in dot_part
+    assert "`src/attnmt/models/scorers.py`, `Dot.score`" in dot_part
+    assert "| global | local_m | local_p | hard |" in dot_part
+    assert "| 1.50 / 21.5 | 2.50 / 22.5 | not yet run | not yet run |" in dot_part
+    assert "](attention/rnn_luong_dot_global.png)" in dot_part
+    assert "Heatmap: not yet run (rnn_luong cosine global" in text
+    assert "- dot scores sᵀh_i: 927, 397, 148, 929" in text
+    for name in ("rnn_luong_dot_global", "worked_example", "transformer_self", "transformer_cross"):
+        assert (docs / "attention" / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
+    assert "](attention/transformer_enc_self.png)" in text

@@ -1,0 +1,278 @@
+"""The results ledger, plan and runner (benchmarks/ledger.py, results_plan.py, results_run.py):
+keys, records only for finished runs, skip of recorded runs, priority order, the time limit,
+stale records; one real toy run through train.py."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
+from helpers.toy_train import TOY_OVERRIDES
+
+from attnmt.checkpoint import FORMAT
+from benchmarks import results_run
+from benchmarks.ledger import (
+    defining_settings,
+    read_records,
+    settings_key,
+    split_current,
+    write_record,
+)
+from benchmarks.results_plan import TOP_CELLS, Cell, PlannedRun, make_plan
+from benchmarks.results_run import Runner, collect
+
+TEST_LINES = (
+    "[2026-11-25 10:00:00,000][attnmt][INFO] - model transformer: 3.66M parameters on cpu, "
+    "precision fp32, 1 rank(s)\n"
+    "[2026-11-25 10:05:00,000][attnmt][INFO] - test (best-4.pt, beam 1): "
+    "BLEU|nrefs:1|case:mixed = 12.34 45/20/10/5 (BP = 1.000)\n"
+    "[2026-11-25 10:05:00,000][attnmt][INFO] - test (best-4.pt, beam 1): "
+    "chrF2|nrefs:1|nc:6 = 40.50\n"
+)
+
+
+def fake_run_dir(run_dir: Path, with_test: bool = True) -> None:
+    """What train.py leaves: train.log (with or without the test lines) and last.pt."""
+    (run_dir / "checkpoints").mkdir(parents=True)
+    log = TEST_LINES if with_test else TEST_LINES.splitlines(keepends=True)[0]
+    (run_dir / "train.log").write_text(log, encoding="utf-8")
+    history = {"train": [], "valid": [[2, 0.1, 3.0, 1.0, 10.0], [4, 0.2, 2.5, 2.0, 12.0]]}
+    state = {"step": 4, "wall_s": 12.0, "history": history}
+    torch.save(
+        {"format": FORMAT, "trainer_state": state, "step": 4}, run_dir / "checkpoints" / "last.pt"
+    )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def runner(tmp_path: Path, launch, hours: float = 0.0, clock=None) -> Runner:
+    ledger = tmp_path / "runs"
+    return Runner(
+        ledger=ledger,
+        runs_dir=tmp_path / "outputs",
+        planner=lambda: toy_plan(read_records(ledger)[0]),
+        hours=hours,
+        launch=launch,
+        clock=clock or Clock(),
+        machine=MACHINE,
+        commit="abc1234",
+    )
+
+
+# ---- keys and records ------------------------------------------------------------------------
+
+
+def test_the_key_ignores_what_does_not_define_a_run() -> None:
+    config = {"seed": 1, "device": "cpu", "data": {"name": "d", "root": "/x"}, "hydra": {}}
+    config["trainer"] = {"max_steps": 1500, "progress_bar": False}
+    settings = defining_settings(config)
+    assert settings == {"data": {"name": "d"}, "trainer": {"max_steps": 1500}}
+    other = defining_settings({**config, "seed": 2, "device": "cuda", "data": {"name": "d"}})
+    assert settings_key(other) == settings_key(settings)
+    config["trainer"] = {"max_steps": 400}
+    assert settings_key(defining_settings(config)) != settings_key(settings)
+
+
+def test_records_round_trip_and_bad_files_are_named(tmp_path: Path) -> None:
+    plan = toy_plan([])
+    record = record_for(plan, "ding_de_en transformer")
+    path = write_record(tmp_path, record)
+    assert path.name == f"main-ding_de_en-transformer-seed1-{record.key}.json"
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    records, bad = read_records(tmp_path)
+    assert records == [record]
+    assert len(bad) == 1 and "broken.json" in bad[0]
+    assert "Toy CPU (family 25 model 1) avx2, 2 cores" in record.machine_line
+
+
+# ---- the plan ------------------------------------------------------------------------------
+
+
+def test_the_real_configs_plan_every_cell_with_distinct_keys() -> None:
+    plan = make_plan([])
+    assert len([c for c in plan.cells if c.table == "main"]) == 6
+    assert len([c for c in plan.cells if c.table == "attention"]) == 7 * 4 + 4
+    assert len(set(plan.keys.values())) == len(plan.cells)
+    first = plan.settings[plan.cells[0]]
+    assert first["trainer"]["max_steps"] == 1500 and first["trainer"]["time_budget_min"] == 0
+    attention = plan.settings[plan.cells[-1]]
+    assert attention["trainer"]["max_steps"] == 400
+    assert attention["model"]["name"] == "rnn_bahdanau"
+    assert attention["model"]["attention"]["score"] == "additive"
+
+
+def test_priority_seed_one_of_every_row_first_main_before_attention() -> None:
+    plan = toy_plan([])
+    order = [(r.seed, r.cell.table) for r in plan.todo]
+    assert order[:6] == [(1, "main")] * 6
+    assert order[6 : 6 + 32] == [(1, "attention")] * 32
+    assert order[38:] == [(2, "main")] * 6 + [(3, "main")] * 6  # attention's later seeds wait
+    assert "lack seed 1" in plan.waiting[0]
+    assert [r.cell.label["data"] for r in plan.todo[:3]] == ["ding_de_en"] * 3
+
+
+def test_recorded_runs_are_skipped_and_the_best_five_cells_get_more_seeds() -> None:
+    plan = toy_plan([])
+    attention = [c for c in plan.cells if c.table == "attention"]
+    records = [record_for(plan, c.text(), bleu=float(i)) for i, c in enumerate(attention)]
+    records.append(record_for(plan, "ding_de_en transformer"))
+    plan = toy_plan(records)
+    assert plan.waiting == []
+    assert ("ding_de_en transformer", 1) not in {(r.cell.text(), r.seed) for r in plan.todo}
+    assert plan.todo[0].describe().startswith("main: ding_de_en rnn_bahdanau, seed 1")
+    later = [r for r in plan.todo if r.cell.table == "attention"]
+    best = {c.text() for c in attention[-TOP_CELLS:]}
+    assert {r.cell.text() for r in later} == best
+    assert [r.seed for r in later] == [2] * TOP_CELLS + [3] * TOP_CELLS
+
+
+def test_records_of_changed_settings_are_stale() -> None:
+    plan = toy_plan([])
+    old = record_for(plan, "ding_de_en transformer", key="0123456789ab")
+    current = record_for(plan, "ding_de_en rnn_luong")
+    plan = toy_plan([old, current])
+    assert plan.stale == [old] and plan.current == [current]
+    assert ("ding_de_en transformer", 1) in {(r.cell.text(), r.seed) for r in plan.todo}
+    assert split_current([old], {old.key}) == ([old], [])
+
+
+def test_a_timed_run_is_estimated_from_the_ledger() -> None:
+    plan = toy_plan([])
+    timed = toy_plan([record_for(plan, "ding_de_en transformer", seed=2, wall_minutes=20.0)])
+    assert timed.todo[0].seed == 1 and timed.todo[0].estimate_min == pytest.approx(25.0)
+    assert timed.todo[1].estimate_min == 40.0  # not timed yet: the first guess
+
+
+# ---- the runner ----------------------------------------------------------------------------
+
+
+def test_a_finished_run_is_recorded_with_its_curve(tmp_path: Path) -> None:
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        fake_run_dir(run_dir)
+        return 0
+
+    r = runner(tmp_path, launch)
+    r.max_runs = 2
+    outcome = r.run()
+    assert len(outcome.recorded) == 2 and not outcome.failed
+    records, _ = read_records(tmp_path / "runs")
+    first = next(x for x in records if x.cell == {"data": "ding_de_en", "model": "transformer"})
+    assert first.test["bleu"] == 12.34 and first.test["chrf"] == 40.5
+    assert first.test["chrf_signature"] == "chrF2|nrefs:1|nc:6" and first.test["beam"] == 1
+    assert first.updates == 4 and first.train_minutes == 0.2 and first.params_m == 3.66
+    assert first.curve == [[2, 0.1, 3.0, 1.0, 10.0], [4, 0.2, 2.5, 2.0, 12.0]]
+    assert first.machine == MACHINE and first.commit == "abc1234" and first.seed == 1
+
+
+def test_failed_runs_leave_no_record_and_the_next_run_goes_on(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        calls.append(run.cell.text())
+        if len(calls) == 1:
+            return 1  # train.py failed
+        fake_run_dir(run_dir, with_test=len(calls) != 2)  # the second: exit 0, no test
+        return 0
+
+    r = runner(tmp_path, launch)
+    r.max_runs = 3
+    outcome = r.run()
+    assert len(outcome.failed) == 2 and len(outcome.recorded) == 1
+    records, _ = read_records(tmp_path / "runs")
+    assert [x.cell["model"] for x in records] == ["rnn_luong"]
+    assert calls == ["ding_de_en transformer", "ding_de_en rnn_bahdanau", "ding_de_en rnn_luong"]
+
+
+def test_a_signal_interrupts_the_run_leaves_no_record_and_starts_nothing(tmp_path: Path) -> None:
+    calls: list[Path] = []
+
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        calls.append(run_dir)
+        fake_run_dir(run_dir)  # even a run dir that looks complete
+        r.request_stop(signal.SIGTERM)
+        return 143
+
+    r = runner(tmp_path, launch)
+    outcome = r.run()
+    assert len(calls) == 1 and outcome.interrupted and not outcome.recorded
+    assert read_records(tmp_path / "runs") == ([], [])
+    # the next invocation redoes it afresh (the old run directory is removed first)
+    r2 = runner(tmp_path, lambda run, d: (fake_run_dir(d), 0)[1])
+    r2.max_runs = 1
+    assert len(r2.run().recorded) == 1
+    assert read_records(tmp_path / "runs")[0][0].cell["model"] == "transformer"
+
+
+def test_a_run_starts_only_if_its_estimate_fits_the_hours_left(tmp_path: Path) -> None:
+    clock = Clock()
+
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        clock.now += 30 * 60  # each run takes 30 minutes
+        fake_run_dir(run_dir)
+        return 0
+
+    outcome = runner(tmp_path, launch, hours=1.0, clock=clock).run()
+    # 40-minute first guess: the first fits in 60, the second (24 min left) does not
+    assert len(outcome.recorded) == 1
+    assert "estimated at 40 min; 30 min of RESULTS_HOURS left" in outcome.stopped_for_time
+
+
+@pytest.mark.slow
+def test_a_real_toy_run_through_train_py_is_recorded(tmp_path: Path) -> None:
+    overrides = [
+        *TOY_OVERRIDES,
+        f"data.root={tmp_path / 'data'}",
+        "trainer.max_steps=4",
+        "trainer.val_every_steps=2",
+        "trainer.test=true",
+    ]
+    (settings,) = fake_settings([overrides])
+    cell = Cell("main", (("data", "toy_reverse"), ("model", "transformer_tiny")), tuple(overrides))
+    run = PlannedRun(cell, 1, settings_key(settings), settings)
+    r = runner(tmp_path, None, clock=time.monotonic)
+    r.planner = lambda: type("P", (), {"todo": [] if read_records(r.ledger)[0] else [run]})()
+    r.keep_map = lambda rec, run_dir, target: results_run.keep_attention_map(rec, run_dir, target)
+    outcome = r.run()
+    assert outcome.recorded and not outcome.failed, outcome
+    (record,), _ = read_records(tmp_path / "runs")
+    assert record.updates == 4 and [row[0] for row in record.curve] == [2, 4]
+    assert 0 <= record.test["bleu"] <= 100 and record.test["bleu_signature"].startswith("BLEU|")
+    assert record.params_m > 0 and record.wall_minutes > 0
+    # the fixed-sentence map of a toy run: captured by the same code the runner uses
+    from benchmarks.attention_map import capture
+
+    maps = capture(Path(record.run_dir), source="c a f", reference="f a c")
+    assert set(maps["maps"]) == {"enc_self", "self", "cross"}
+    assert len(maps["maps"]["self"]) == 2  # heads of the last layer
+    self_map = maps["maps"]["self"][0]
+    assert all(
+        self_map[i][j] == 0 for i in range(len(self_map)) for j in range(i + 1, len(self_map))
+    )
+
+
+def test_collect_needs_a_test_result(tmp_path: Path) -> None:
+    plan = toy_plan([])
+    run = plan.todo[0]
+    fake_run_dir(tmp_path / "a", with_test=False)
+    assert collect(run, tmp_path / "a", 1.0, "", {}) is None
+    fake_run_dir(tmp_path / "b")
+    assert collect(run, tmp_path / "b", 1.0, "", {}) is not None
+
+
+def test_the_runner_prints_the_plan_without_running(capsys: pytest.CaptureFixture[str]) -> None:
+    assert results_run.main(["--dry-run", "--ledger", "/nonexistent/ledger"]) == 0
+    out = capsys.readouterr().out
+    assert "results plan: 38 cells, 0 runs in the ledger" in out
+    assert out.index("main: ding_de_en transformer, seed 1") < out.index("attention:")
+    assert sys.executable  # the runs would use this interpreter
