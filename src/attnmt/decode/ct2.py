@@ -304,12 +304,13 @@ def vocabularies(tokenizer: Tokenizer) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------- export
 
 
-RUN_MARKERS = ("checkpoints", ".hydra", "train.log")
-"""What makes a directory a training run's (any one of them)."""
+RUN_MARKERS = ("checkpoints", ".hydra")
+"""What makes a directory a training run's: either subdirectory (a loose ``train.log``
+does not: any folder may hold a file of that name)."""
 
 
 def _is_run_dir(path: Path) -> bool:
-    return any((path / marker).exists() for marker in RUN_MARKERS)
+    return any((path / marker).is_dir() for marker in RUN_MARKERS)
 
 
 def refuse_run_output(out: Path) -> None:
@@ -325,10 +326,11 @@ def refuse_run_output(out: Path) -> None:
     inside = next((p for p in [out, *out.parents] if _is_run_dir(p)), None)
     held = None
     if inside is None and out.is_dir():
-        held = next((p for p in out.rglob("*") if p.name in RUN_MARKERS or p.suffix == ".pt"), None)
+        held = next(
+            (p for p in out.rglob("*") if p.suffix == ".pt" or (p.is_dir() and _is_run_dir(p))),
+            None,
+        )
     if inside is not None or held is not None:
-        if held is not None and held.name in RUN_MARKERS:
-            held = held.parent  # name the run, not its marker
         what = f"is or is inside the run directory {inside}" if inside else f"holds {held}"
         raise ConfigError(
             f"out={out} {what}; an export replaces out whole and would delete its "
