@@ -17,6 +17,10 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
+from attnmt.decode.attention_maps import attention_maps, source_ids
+from attnmt.decode.search import Hypothesis
+from attnmt.decode.translator import Translator
+
 WORD_START = "▁"
 SPECIALS = ("<s>", "</s>", "<pad>")
 
@@ -54,3 +58,31 @@ def word_alignment(
 def pharaoh(pairs: Sequence[tuple[int, int]]) -> str:
     """``"0-0 1-2 ..."``."""
     return " ".join(f"{i}-{j}" for i, j in pairs)
+
+
+def hypothesis_alignments(
+    translator: Translator,
+    sentences: Sequence[str],
+    found: Sequence[Sequence[Hypothesis]],
+    batch_size: int = 64,
+) -> list[list[str]]:
+    """Pharaoh alignments of every hypothesis in ``found`` (the Translator's ``n_best`` of
+    ``sentences``), in the same nesting; teacher-forced ``batch_size`` hypotheses at a time."""
+    ids = source_ids(translator.tokenizer, sentences, translator.decode.max_src_len)
+    flat = [(i, h) for i, hyps in enumerate(found) for h in hyps]
+    texts: list[str] = []
+    for start in range(0, len(flat), batch_size):
+        part = flat[start : start + batch_size]
+        maps = attention_maps(
+            translator.model,
+            translator.tokenizer,
+            translator.device,
+            [ids[i] for i, _ in part],
+            [(h.tokens, h.finished) for _, h in part],
+        )
+        texts += [
+            pharaoh(word_alignment(m.mean_last_cross(), m.source_pieces, m.target_pieces))
+            for m in maps
+        ]
+    it = iter(texts)
+    return [[next(it) for _ in hyps] for hyps in found]
