@@ -59,7 +59,7 @@ class AttentionMaps:
 
 
 def _rounded(t: Tensor | None, digits: int) -> list | None:
-    return None if t is None else torch.round(t.float(), decimals=digits).tolist()
+    return None if t is None else torch.round(t.double(), decimals=digits).tolist()
 
 
 def source_ids(tokenizer: Tokenizer, sentences: Sequence[str], limit: int) -> list[list[int]]:
