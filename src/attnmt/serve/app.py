@@ -107,6 +107,8 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
             raise ApiError(
                 503, None, f"decoding took longer than {settings.timeout_s:g} s (timeout_s)"
             ) from None
+        except Exception as err:  # the decode failed (logged by the worker); the server goes on
+            raise ApiError(500, None, f"decoding failed: {type(err).__name__}: {err}") from None
         return json_response(
             {
                 "model": req.model,
