@@ -14,7 +14,7 @@ RESULTS_HOURS ?= 0
 RESULTS_FLAGS = --hours $(RESULTS_HOURS) $(if $(filter 1,$(RESULTS_QUICK)),--quick)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup data train test test-fast lint format tensorboard benchmark results results-docs clean
+.PHONY: help setup data train test test-fast lint format tensorboard serve benchmark results results-docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -51,6 +51,10 @@ format: setup ## ruff autofix and format
 
 tensorboard: setup ## serve the dashboards of every run under outputs/ on 127.0.0.1 (PORT=6006)
 	$(VENV)/bin/tensorboard --logdir outputs --host 127.0.0.1 --port $${PORT:-6006}
+
+serve: setup ## the translation page and JSON API on 127.0.0.1 (CKPT=run or .pt, PORT=8000, ARGS)
+	@test -n "$(CKPT)" || { echo "make serve: give a checkpoint, e.g. make serve CKPT=outputs/<run>"; exit 2; }
+	$(PY) serve.py ckpt=$(CKPT) port=$${PORT:-8000} $(ARGS)
 
 benchmark: setup ## speed and memory benchmarks (python -m benchmarks.benchmark)
 	$(PY) -m benchmarks.benchmark $(ARGS)

@@ -1,6 +1,6 @@
 """The import contract of src/attnmt, read from the code with ast (function-local imports too).
 
-Data flows one way: entry points → cli/ → train/ → decode/ → models/, data/ → leaves
+Data flows one way: entry points → cli/ → serve/, train/ → decode/ → models/, data/ → leaves
 (errors, schema, kernels, machine, devices, checkpoint). The rules below fail naming the importing
 module, the line and the imported module.
 """
@@ -93,6 +93,8 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("attnmt.decode", ("attnmt.train", "attnmt.cli", "attnmt.config"),
      "decoding never reaches up into training"),
     ("attnmt.train", ("attnmt.cli",), "training never imports the entry points' code"),
+    ("attnmt.serve", ("attnmt.train", "attnmt.cli", "attnmt.config"),
+     "the server decodes through decode/, never through training or the entry points"),
     ("attnmt.errors", ("attnmt.",), "errors is a leaf"),
     ("attnmt.schema", ("attnmt.data", "attnmt.models", "attnmt.train", "attnmt.decode",
                        "attnmt.cli", "attnmt.config"), "the schema helper is a leaf"),

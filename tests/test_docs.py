@@ -19,11 +19,11 @@ What is checked, in every markdown file of ``DOCS``:
     examples (``*``, ``{``, ``}``, ``[``), and the files a run writes (``RUN_OUTPUTS``).
 (b) **make targets.** Every ``make <target>`` in a code span or block names a target of the
     Makefile.
-(c) **Command lines.** Every ``python train.py|evaluate.py|translate.py ...`` (or
+(c) **Command lines.** Every ``python train.py|evaluate.py|translate.py|serve.py ...`` (or
     ``torchrun ... train.py ...``) line in a fenced code block composes with Hydra
-    (``configs/``, config ``train``/``evaluate``/``translate``) and validates:
+    (``configs/``, config ``train``/``evaluate``/``translate``/``serve``) and validates:
     ``attnmt.config.validate_config`` for train.py, ``attnmt.cli.common.parse_settings`` with
-    the entry point's settings schema for evaluate.py and translate.py (what their ``run``
+    the entry point's settings schema (``SETTINGS``) for the others (what their ``run``
     does first). Nothing is trained, prepared or loaded: ``ckpt=RUN`` stays a string, and a
     ``<placeholder>`` in a value is replaced by a plain word first. A multirun (``-m``)
     value list ``a,b,c`` is checked one value at a time.
@@ -56,8 +56,10 @@ from attnmt.cli.translate import TranslateSettings
 from attnmt.config import setting_keys, validate_config
 from attnmt.errors import AttnmtError
 from attnmt.models.registry import MODELS
+from attnmt.serve.settings import ServeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = {"evaluate": EvalSettings, "translate": TranslateSettings, "serve": ServeSettings}
 CONFIGS = ROOT / "configs"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -68,7 +70,7 @@ RUN_OUTPUTS = {"results.png", "compare.md", "compare.png", "avg.pt"}
 SECTIONS = ("data", "model", "trainer", "decode")
 KEY = re.compile(r"(?<![\w./@-])((?:data|model|trainer|decode)(?:\.[a-z_][a-z0-9_]*)+)")
 MAKE = re.compile(r"(?<![\w-])make ([a-z][\w-]*)")
-ENTRY = re.compile(r"(?:python3? |torchrun .*?)\b(train|evaluate|translate)\.py\b(.*)")
+ENTRY = re.compile(r"(?:python3? |torchrun .*?)\b(train|evaluate|translate|serve)\.py\b(.*)")
 
 
 # --- reading the docs ------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def check_command(entry: str, overrides: list[str]) -> str | None:
         if entry == "train":
             validate_config(cfg)
         else:
-            parse_settings(cfg, EvalSettings if entry == "evaluate" else TranslateSettings)
+            parse_settings(cfg, SETTINGS[entry])
     except (AttnmtError, HydraException, OmegaConfBaseException, ValueError) as err:
         return f"{type(err).__name__}: {err}".splitlines()[0]
     return None
@@ -287,7 +289,7 @@ def test_the_checker_sees_the_docs() -> None:
     spans, block, _ = split_markdown(readme)
     assert "src/attnmt/train/loop.py" in [w for w in words(spans) if is_path_candidate(w)]
     assert {"train", "test"} <= set(MAKE.findall("\n".join(block)))
-    assert {e for e, _, _ in command_lines(readme)} == {"train", "evaluate", "translate"}
+    assert {e for e, _, _ in command_lines(readme)} == {"train", "evaluate", "translate", "serve"}
     assert "data.tokenizer.vocab_size" in unknown_keys(readme) + sorted(known_keys())
 
 

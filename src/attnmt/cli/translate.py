@@ -24,6 +24,7 @@ from attnmt.cli.common import parse_settings
 from attnmt.data.textio import utf8_lines
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.translator import Translator, load_translator
+from attnmt.decode.word_alignment import hypothesis_alignments
 from attnmt.errors import ConfigError, WriteError
 from attnmt.schema import check_choice
 
@@ -45,6 +46,7 @@ class TranslateSettings:
     device: str = "auto"
     interactive: bool | None = None  # None: when stdin is a terminal
     backend: str = "attnmt"  # attnmt | ctranslate2 (then ckpt is an exported directory)
+    alignments: bool = False  # also print each translation's Pharaoh word alignment (tab)
 
     def check(self, prefix: str = "") -> None:
         if self.chunk_lines < 0:
@@ -61,8 +63,11 @@ def load_backend(s: TranslateSettings, decode: DecodeConfig) -> Translator | CT2
     from attnmt.decode import ct2  # imports the ctranslate2 package only when used
 
     if s.backend == "ctranslate2":
-        if s.n_best != 1 or s.scores:
-            raise ConfigError("backend=ctranslate2 supports neither n_best > 1 nor scores=true")
+        if s.n_best != 1 or s.scores or s.alignments:
+            raise ConfigError(
+                "backend=ctranslate2 supports neither n_best > 1 nor scores=true nor "
+                "alignments=true (it gives no scores or attention)"
+            )
         return ct2.load_ct2_translator(s.ckpt, s.device, decode)
     if ct2.is_export_dir(s.ckpt):
         raise ConfigError(
@@ -130,18 +135,26 @@ def output_lines(
     first_line: int = 1,
     n_best: int = 1,
     scores: bool = False,
+    alignments: bool = False,
 ) -> list[str]:
     """One output line per input line: the translation, or with ``n_best > 1`` the n best
-    separated by tabs; ``scores`` puts each one's search score after it, tab-separated."""
-    if n_best == 1 and not scores:
+    separated by tabs; ``scores`` puts each one's search score after it, ``alignments`` its
+    Pharaoh word alignment (:mod:`attnmt.decode.word_alignment`) last, tab-separated."""
+    if n_best == 1 and not scores and not alignments:
         return translator.translate(lines, first_line)
     found = translator.n_best(lines, n_best, first_line)
-    return [
-        "\t".join(
-            f"{translator.text(h)}\t{h.score:.4f}" if scores else translator.text(h) for h in hyps
-        )
-        for hyps in found
-    ]
+    links = hypothesis_alignments(translator, lines, found) if alignments else None
+    out = []
+    for i, hyps in enumerate(found):
+        fields = []
+        for j, h in enumerate(hyps):
+            fields.append(translator.text(h))
+            if scores:
+                fields.append(f"{h.score:.4f}")
+            if links is not None:
+                fields.append(links[i][j])
+        out.append("\t".join(fields))
+    return out
 
 
 def translate_stream(
@@ -190,7 +203,7 @@ def run(
     translator = load_backend(s, decode)
     if not 1 <= s.n_best <= decode.beam:
         raise ConfigError(f"n_best={s.n_best} must be between 1 and beam={decode.beam}")
-    kw: dict[str, Any] = {"n_best": s.n_best, "scores": s.scores}
+    kw: dict[str, Any] = {"n_best": s.n_best, "scores": s.scores, "alignments": s.alignments}
     is_tty = s.interactive if s.interactive is not None else stdin.isatty()
     if is_tty:
         interactive(translator, stdin, stdout, **kw)

@@ -1,0 +1,44 @@
+"""Schema of configs/serve.yaml (besides the decode group's keys, which sit at the top level
+there, as for translate.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnmt.errors import ConfigError
+from attnmt.schema import check_choice
+
+BACKENDS = ("auto", "attnmt", "ctranslate2")
+
+
+@dataclass
+class ServeSettings:
+    """What ``python serve.py`` serves, where, and the limits that keep it responsive."""
+
+    ckpt: str = "???"  # a run directory, a .pt file, or a CTranslate2 export directory
+    ckpt2: str | None = None  # a second model, shown beside the first on the page
+    host: str = "127.0.0.1"  # 0.0.0.0 makes the server reachable from other machines
+    port: int = 8000  # 0: any free port
+    device: str = "auto"
+    backend: str = "auto"  # auto (an export directory: ctranslate2) | attnmt | ctranslate2
+    max_lines: int = 64  # lines per request (more: 413)
+    max_body_kb: int = 256  # request body size (more: 413)
+    max_beam: int = 16  # the largest beam a request may ask for
+    queue_size: int = 16  # requests waiting per model (more: 503)
+    batch_lines: int = 64  # lines of queued requests decoded together as one batch
+    timeout_s: float = 120.0  # a request waiting longer for its decode gets 503
+    log_level: str = "info"  # uvicorn's: critical | error | warning | info | debug
+
+    def check(self, prefix: str = "") -> None:
+        """Value checks that types cannot express; ConfigError naming the key."""
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port={self.port} must be between 0 and 65535")
+        if not self.host.strip():
+            raise ConfigError("host: empty; give an address such as 127.0.0.1")
+        for name in ("max_lines", "max_body_kb", "max_beam", "queue_size", "batch_lines"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"timeout_s={self.timeout_s} must be > 0")
+        check_choice("backend", self.backend, BACKENDS)
+        check_choice("log_level", self.log_level, ("critical", "error", "warning", "info", "debug"))

@@ -1,0 +1,142 @@
+"""serve.py's page in a real headless browser: Debian's chromium driven by Playwright.
+
+Skipped, with the reason, where Playwright or chromium is missing. To run it:
+``apt-get install -y chromium`` (Playwright's own browser download is not needed; the test
+uses ``/usr/bin/chromium`` or ``$ATTNMT_CHROMIUM``), then
+``python -m pytest tests/test_serve_page.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="serve.py needs attnmt[serve] (fastapi, uvicorn)")
+pytest.importorskip("uvicorn", reason="serve.py needs attnmt[serve] (fastapi, uvicorn)")
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+import uvicorn  # noqa: E402
+from helpers.tiny_checkpoint import make_run, shared_run  # noqa: E402
+
+from attnmt.decode.config import DecodeConfig  # noqa: E402
+from attnmt.serve.app import create_app  # noqa: E402
+from attnmt.serve.backend import load_model  # noqa: E402
+from attnmt.serve.settings import ServeSettings  # noqa: E402
+
+CHROMIUM = os.environ.get("ATTNMT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).is_file(),
+    reason=f"no chromium at {CHROMIUM}: apt-get install -y chromium (or set ATTNMT_CHROMIUM)",
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A uvicorn server on a free loopback port in a thread; its base URL."""
+    rnn = tmp_path_factory.getbasetemp() / "tiny-rnn-page"
+    if not (rnn / "run").is_dir():
+        make_run(rnn, "rnn_bahdanau")
+    decode = DecodeConfig()
+    models = [
+        load_model("ckpt", str(shared_run(tmp_path_factory)), "auto", "cpu", decode),
+        load_model("ckpt2", str(rnn / "run"), "auto", "cpu", decode),
+    ]
+    app = create_app(ServeSettings(ckpt="x", port=0), models)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}/"
+    srv.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+@pytest.fixture
+def page(server: str) -> Iterator[object]:
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_page(viewport={"width": 1200, "height": 800})
+        errors: list[str] = []
+        pg.on("pageerror", lambda err: errors.append(str(err)))
+        pg.goto(server)
+        pg.wait_for_function("document.getElementById('models').textContent.includes('step')")
+        yield pg
+        browser.close()
+        assert errors == [], errors
+
+
+def _translate(pg, text: str) -> None:  # type: ignore[no-untyped-def]
+    pg.fill("#src", text)
+    pg.click("#go")
+    pg.wait_for_selector("svg.attn-map")
+
+
+def test_type_translate_and_see_a_map_of_pieces(page) -> None:  # type: ignore[no-untyped-def]
+    pg = page
+    assert "transformer" in pg.text_content("#models")
+    pg.uncheck("#compare")
+    _translate(pg, "a b c")
+    translation = pg.text_content(".translation .text")
+    assert translation and translation.strip()
+    svg = pg.locator("svg.attn-map").first
+    rows, cols = int(svg.get_attribute("data-rows")), int(svg.get_attribute("data-cols"))
+    assert rows == svg.locator("text.row-label").count() and rows >= 2
+    assert cols == svg.locator("text.col-label").count() == 5  # ▁a ▁ b ▁c </s>
+    assert svg.locator("rect.cell").count() == rows * cols
+    # hovering a target piece lights the source pieces it attends to, by weight
+    before = [b.get_attribute("fill-opacity") for b in svg.locator("rect.col-bg").all()]
+    assert set(before) == {"0"}
+    svg.locator("text.row-label").nth(0).hover()
+    after = [float(b.get_attribute("fill-opacity")) for b in svg.locator("rect.col-bg").all()]
+    assert abs(sum(after) - 1) < 0.01
+    assert "hl" in (svg.locator("text.row-label").nth(0).get_attribute("class") or "")
+    # and a source piece the target pieces that attend to it
+    svg.locator("text.col-label").nth(2).hover()
+    lit = [float(b.get_attribute("fill-opacity")) for b in svg.locator("rect.row-bg").all()]
+    assert any(v > 0 for v in lit)
+    assert set(b.get_attribute("fill-opacity") for b in svg.locator("rect.col-bg").all()) == {"0"}
+
+
+def test_heads_kinds_and_a_second_model_side_by_side(page) -> None:  # type: ignore[no-untyped-def]
+    pg = page
+    _translate(pg, "a b c\nd e")
+    assert pg.locator("section.line").count() == 2
+    assert pg.locator("section.line").first.locator(".panel").count() == 2  # ckpt, ckpt2
+    assert pg.locator("#head option").count() == 3  # mean, head 1, head 2
+    first = pg.locator("svg.attn-map").first
+    mean = [c.get_attribute("fill") for c in first.locator("rect.cell").all()]
+    pg.select_option("#head", "0")
+    head = [
+        c.get_attribute("fill") for c in pg.locator("svg.attn-map").first.locator("rect.cell").all()
+    ]
+    assert head != mean
+    pg.select_option("#kind", "encoder_self")
+    svg = pg.locator("svg.attn-map").first
+    assert svg.get_attribute("data-rows") == svg.get_attribute("data-cols") == "5"
+    # the RNN has no encoder self-attention: its panel says so
+    assert "no encoder self attention" in pg.text_content("section.line .panel:nth-child(2)")
