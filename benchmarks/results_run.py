@@ -37,6 +37,7 @@ import torch
 from omegaconf import OmegaConf
 
 from attnmt.machine import this_machine
+from attnmt.train.run_lock import live_owner
 from benchmarks.ledger import (
     Record,
     defining_settings,
@@ -210,6 +211,10 @@ class Runner:
         """'recorded', 'failed' or 'interrupted'."""
         stem = record_stem(run.cell.table, run.cell.label, run.seed, run.key)
         run_dir = self.runs_dir / run.cell.table / stem
+        owner = live_owner(run_dir)
+        if owner is not None:  # another runner trains this cell now: never touch its folder
+            log.warning("results: %s is being trained by %s; skipped", run_dir, owner)
+            return "failed"
         if run_dir.exists():  # a run an earlier invocation lost: start it afresh
             shutil.rmtree(run_dir)
         start = self.clock()

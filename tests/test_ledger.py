@@ -19,6 +19,7 @@ from benchmarks import results_run
 from benchmarks.ledger import (
     defining_settings,
     read_records,
+    record_stem,
     settings_key,
     split_current,
     write_record,
@@ -276,3 +277,32 @@ def test_the_runner_prints_the_plan_without_running(capsys: pytest.CaptureFixtur
     assert "results plan: 38 cells, 0 runs in the ledger" in out
     assert out.index("main: ding_de_en transformer, seed 1") < out.index("attention:")
     assert sys.executable  # the runs would use this interpreter
+
+
+def test_a_cell_another_runner_is_training_is_skipped_and_its_folder_kept(
+    tmp_path: Path,
+) -> None:
+    """Two `make results` at once: the second never deletes the first's live run folder."""
+    import json
+    import os
+    import socket
+
+    calls: list[str] = []
+
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        calls.append(run.cell.text())
+        fake_run_dir(run_dir)
+        return 0
+
+    r = runner(tmp_path, launch)
+    first = r.planner().todo[0]  # the cell the other runner holds
+    stem = record_stem(first.cell.table, first.cell.label, first.seed, first.key)
+    busy = tmp_path / "outputs" / first.cell.table / stem
+    busy.mkdir(parents=True)
+    lock = {"pid": os.getpid(), "host": socket.gethostname(), "since": 0}
+    (busy / ".lock").write_text(json.dumps(lock))
+    (busy / "train.log").write_text("the other runner's run\n")
+    r.max_runs = 2
+    outcome = r.run()
+    assert first.cell.text() not in calls and len(calls) == 2 and len(outcome.failed) == 1
+    assert (busy / "train.log").read_text() == "the other runner's run\n"

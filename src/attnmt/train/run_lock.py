@@ -88,6 +88,19 @@ def _take_over_if_stale(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
+def live_owner(run_dir: Path) -> str | None:
+    """"pid P on HOST" when a live process on this host (or any process on another host)
+    holds ``run_dir``'s lock; None when the directory is free or its owner has ended."""
+    try:
+        owner = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8"))
+        pid, host = int(owner["pid"]), str(owner["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if host != socket.gethostname() or process_alive(pid):
+        return f"pid {pid} on {host}"
+    return None
+
+
 def check_fresh(run_dir: Path) -> None:
     """A new run refuses a directory that holds another run's checkpoints."""
     ckpts = run_dir / "checkpoints"
