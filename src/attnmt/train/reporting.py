@@ -114,6 +114,8 @@ def end_block(
             f"  test             BLEU {result['test_bleu']:.2f}, chrF {result['test_chrf']:.2f}"
             f"  ({result['test_signature']})"
         )
+        if result.get("test_ensemble"):
+            lines.append(f"  test ensemble    {', '.join(result['test_ensemble'])}")
     for i, (src, ref, hyp) in enumerate(samples):
         lines += [
             f"  test #{i + 1}          source     {src}",
