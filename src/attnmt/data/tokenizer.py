@@ -113,6 +113,13 @@ class Tokenizer:
     ) -> list[list[int]]:
         return sp.encode(list(texts), out_type=int, num_threads=num_threads) if len(texts) else []
 
+    def processor(self, side: str) -> spm.SentencePieceProcessor:
+        """The ``"src"`` or ``"tgt"`` side's SentencePiece processor (the same object for
+        both sides of a joint model); for encoders that need its own options (sampling)."""
+        if side not in ("src", "tgt"):
+            raise ValueError(f"side={side!r}: 'src' or 'tgt'")
+        return self._src if side == "src" else self._tgt
+
     def model_digest(self, side: str) -> str:
         """sha256 (hex) of the ``"src"`` or ``"tgt"`` side's serialized model: the identity
         that caches of encoded ids are keyed by (a joint model gives both sides one)."""
