@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnmt.data.tokenizer import NORMALIZATIONS
+from attnmt.data.vocab_size import AUTO
 from attnmt.errors import ConfigError
 from attnmt.schema import parse
 
@@ -35,7 +36,7 @@ class TokenizerConfig:
     """SentencePiece settings (trained on the train split only)."""
 
     model_type: str = "unigram"  # unigram | bpe
-    vocab_size: int = 8000
+    vocab_size: Any = 8000  # pieces per model, or auto: sized to the train split (vocab_size.py)
     joint: bool = True  # one model for both sides, else one per side
     character_coverage: float = 1.0
     normalization: str = "identity"  # identity (exact round trip) | nmt_nfkc | nfkc | ...
@@ -132,7 +133,14 @@ def validate(cfg: DataConfig) -> DataConfig:
         tok.model_type,
         "use unigram or bpe",
     )
-    _check(tok.vocab_size > 4, "tokenizer.vocab_size", tok.vocab_size, "must be > 4")
+    _check(
+        tok.vocab_size == AUTO
+        or (isinstance(tok.vocab_size, int) and not isinstance(tok.vocab_size, bool))
+        and tok.vocab_size > 4,
+        "tokenizer.vocab_size",
+        tok.vocab_size,
+        "must be an integer > 4 or auto (sized to the train split)",
+    )
     _check(
         tok.normalization in NORMALIZATIONS,
         "tokenizer.normalization",
