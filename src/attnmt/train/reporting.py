@@ -123,10 +123,12 @@ def end_block(
             f"                   model      {hyp}",
         ]
     quoted = shlex.quote(str(run))
+    members = result.get("test_ensemble") or []
+    ensemble = f" ensemble={len(members)}" if len(members) > 1 else ""
     lines += [
         f"  curves           {run / 'results.png'}",
         "  look at it       make tensorboard",
-        f"  score it         python evaluate.py ckpt={quoted} split=test",
+        f"  score it         python evaluate.py ckpt={quoted} split=test{ensemble}",
         f'  use it           echo "..." | python translate.py ckpt={quoted}',
     ]
     return "\n".join(lines)
