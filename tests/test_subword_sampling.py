@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from helpers.toy_train import toy_train_config
 
+from attnmt import PAD_ID
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.dataset import make_loader
 from attnmt.data.indexed import IndexedDataset, TokenArray
@@ -191,13 +192,21 @@ def test_sampling_off_reads_the_cached_ids_and_no_text(
     monkeypatch.setattr("attnmt.data.idcache.encode_file", no_sampling)  # warm: no encoding
     warm = build_data(dcfg, tcfg, 1, DistInfo())
     assert warm.loader.dataset is warm.train and warm.sampler.segmentation is None
+    assert _pairs(warm.loader) == _pairs(warm.loader)  # epochs 0 and 1: the same ids
     monkeypatch.undo()
     sampled = {**data, "tokenizer": {"sampling": {"enabled": True, "dropout": 0.5}}}
     on = build_data(to_data_config(sampled), tcfg, 1, DistInfo())
     assert isinstance(on.loader.dataset, EpochSegmentations)
-    e0 = [b.src.tolist() for b in on.loader]
-    e1 = [b.src.tolist() for b in on.loader]
-    assert e0 != e1
+    assert _pairs(on.loader) != _pairs(on.loader)
+
+
+def _pairs(loader: object) -> dict[int, list[int]]:
+    """One epoch of the loader: pair index -> its source ids (padding dropped)."""
+    return {
+        int(i): [t for t in row if t != PAD_ID]
+        for batch in loader  # type: ignore[attr-defined]
+        for i, row in zip(batch.index.tolist(), batch.src.tolist())
+    }
 
 
 def test_a_short_run_with_sampling_trains(tmp_path: Path) -> None:
