@@ -150,6 +150,27 @@ def test_every_experiment_validates_and_builds(experiment: str, tmp_path: Path) 
     assert isinstance(cfg.trainer, TrainerConfig)
 
 
+def test_small_data_recipe_sets_every_lever_and_yields_to_the_command_line(
+    tmp_path: Path,
+) -> None:
+    """experiment=small_data (docs/training.md): regularisers on, vocabulary sized to the
+    corpus, averaging and beam search; any corpus, and command-line keys still win."""
+    cfg = validated([experiment_override("small_data")], tmp_path)
+    assert cfg.model.name == "transformer" and cfg.model.attention_dropout > 0
+    assert cfg.data.name == "ding_de_en" and cfg.data.tokenizer.vocab_size == "auto"
+    assert cfg.data.tokenizer.sampling.enabled
+    t = cfg.trainer
+    assert t.src_word_dropout > 0 and t.tgt_word_dropout > 0 and t.label_smoothing > 0.1
+    assert t.average_best and t.keep_best >= 2 and t.time_budget_min == 120
+    assert cfg.decode.beam > 1
+    custom = validated(
+        [experiment_override("small_data"), "data=bible_en_fr", "trainer.time_budget_min=10"],
+        tmp_path,
+    )
+    assert custom.data.name == "bible_en_fr" and custom.trainer.time_budget_min == 10
+    assert custom.data.tokenizer.vocab_size == "auto"
+
+
 def test_defaults_validate_and_fill_the_schema(tmp_path: Path) -> None:
     cfg = validated([], tmp_path)
     top = {"seed", "device", "resume", "finetune", "data", "model", "trainer", "decode"}

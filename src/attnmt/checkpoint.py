@@ -24,6 +24,7 @@ truncated copy, a full disk) is skipped with a warning naming it and why, in fav
 next (:func:`load_first_readable`):
 
     evaluate / translate   best.json's best, then as resume=RUN    :func:`load_resolved`
+    ensemble=k             best.json's first k, all present        :func:`best_checkpoints`
     resume=RUN             last.pt, then best-<step>.pt, newest first   :func:`load_resume`
     resume=auto            the same for every run under outputs/, newest run first;
                            runs without a checkpoint are passed over
@@ -269,6 +270,29 @@ def load_resolved(
         where=str(path),
         advice="evaluate a checkpoint file that is intact, or train again",
     )
+
+
+def best_checkpoints(path: str | Path, k: int) -> list[Path]:
+    """The first ``k`` files of a run's ``best.json``, best first (an ensemble of a run's k
+    best, ``ensemble=k``); CheckpointError naming the run when it lists fewer, or when a
+    listed file is missing."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(
+            f"ensemble={k} needs a run directory (its best.json lists the best checkpoints), "
+            f"got {path}; or name the files: ckpt=[A.pt,B.pt]"
+        )
+    ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    listed = [ckpt_dir / name for name in _best_files(ckpt_dir / "best.json")]
+    if len(listed) < k:
+        raise CheckpointError(
+            f"ensemble={k}: {ckpt_dir / 'best.json'} lists {len(listed)} checkpoint(s); "
+            f"lower ensemble to at most {len(listed)} (trainer.keep_best sets how many are kept)"
+        )
+    missing = [str(p) for p in listed[:k] if not p.is_file()]
+    if missing:
+        raise CheckpointError(f"ensemble={k}: {', '.join(missing)} listed but missing")
+    return listed[:k]
 
 
 def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) -> list[Path]:

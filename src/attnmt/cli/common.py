@@ -76,6 +76,26 @@ def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tupl
     return parse(own, schema, ""), parse(decode, DecodeConfig, "")
 
 
+def check_ckpt(ckpt: Any, ensemble: int) -> None:
+    """``ckpt`` is a path or a non-empty list of paths (an ensemble), and ``ensemble`` >= 1
+    with one path only; ConfigError naming the key otherwise."""
+    if isinstance(ckpt, list | tuple):
+        if not ckpt or not all(isinstance(p, str) and p for p in ckpt):
+            raise ConfigError(
+                f"ckpt={ckpt!r}: a list must name checkpoint files or run directories, "
+                "e.g. ckpt=[run/checkpoints/best-900.pt,run/checkpoints/best-1000.pt]"
+            )
+    elif not isinstance(ckpt, str):
+        raise ConfigError(f"ckpt: expected a path or a list of paths, got {ckpt!r}")
+    if isinstance(ensemble, bool) or ensemble < 1:
+        raise ConfigError(f"ensemble={ensemble!r} must be >= 1 (1: one model)")
+    if ensemble > 1 and isinstance(ckpt, list | tuple) and len(ckpt) > 1:
+        raise ConfigError(
+            f"ckpt lists {len(ckpt)} checkpoints and ensemble={ensemble}: give either "
+            "ckpt=[A,B,...] (those models) or ckpt=RUN ensemble=k (a run's k best)"
+        )
+
+
 def _unquoted(value: str) -> str:
     """A Hydra override value without the quotes that its grammar allows around it
     (``hydra.run.dir='/a b'``): Hydra strips them, so the pre-check must too."""

@@ -1,7 +1,9 @@
 """``python evaluate.py``: decode a split (or the user's files) and score it with sacrebleu.
 
 Outputs go to a folder of their own,
-``<run>/eval/<ckpt-stem>-<split or src file name>-beam<k>-<key>/`` (beside the checkpoint's
+``<run>/eval/<ckpt-stem>-<split or src file name>-beam<k>-<key>/`` (``ensemble<K>-<first
+member's stem>-...`` for an ensemble, ``ckpt=[A,B]`` or ``ckpt=RUN ensemble=K``, in the
+first member's run) (beside the checkpoint's
 ``checkpoints/`` folder; ``out_dir=`` chooses another). ``<key>`` is a short hash of
 everything that changes the output (:func:`evaluation_key`): the checkpoint file (path,
 size, modification time), every decode setting, the metrics, and the source and reference
@@ -30,7 +32,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -40,7 +42,7 @@ from omegaconf import DictConfig
 from attnmt import EOS_ID
 from attnmt.atomic import check_writable_dir, write_json
 from attnmt.checkpoint import run_dir_of
-from attnmt.cli.common import parse_settings
+from attnmt.cli.common import check_ckpt, parse_settings
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores
@@ -57,7 +59,10 @@ class EvalSettings:
     """Schema of configs/evaluate.yaml (besides the decode group's keys, which sit at the
     top level there: beam, alpha, max_len_a, max_len_b, max_src_len, batch_tokens)."""
 
-    ckpt: str = "???"  # a run directory (its best checkpoint, else last.pt) or a .pt file
+    # a run directory (its best checkpoint, else last.pt) or a .pt file; a list [A,B,...]
+    # decodes those models as an ensemble (attnmt.decode.ensemble)
+    ckpt: Any = "???"
+    ensemble: int = 1  # k > 1: ckpt=RUN's k best checkpoints (best.json) as an ensemble
     split: str = "test"
     src_file: str | None = None
     ref_file: str | None = None
@@ -67,6 +72,7 @@ class EvalSettings:
     metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])
 
     def check(self, prefix: str = "") -> None:
+        check_ckpt(self.ckpt, self.ensemble)
         if self.plot_attention < 0:
             raise ConfigError(f"plot_attention={self.plot_attention} must be >= 0")
         if (self.src_file is None) != (self.ref_file is None):
@@ -107,22 +113,29 @@ def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[s
     return s.split, src, ref
 
 
+def _file_record(ckpt: Path) -> dict[str, Any]:
+    stat = ckpt.stat()
+    return {"path": str(ckpt.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
 def evaluation_key(
-    ckpt: Path, s: EvalSettings, decode: DecodeConfig, sources: list[str], refs: list[str]
+    ckpt: Path | Sequence[Path],
+    s: EvalSettings,
+    decode: DecodeConfig,
+    sources: list[str],
+    refs: list[str],
 ) -> tuple[str, dict[str, Any]]:
     """(8 hex digits, the record they hash): everything that changes hyps.txt or
-    scores.json, i.e. the checkpoint file (absolute path, size, mtime), the decode settings,
-    the metrics, the split or file names and the source and reference lines."""
-    stat = ckpt.stat()
+    scores.json, i.e. the checkpoint file (absolute path, size, mtime; an ensemble's
+    files in order, under ``ensemble``), the decode settings, the metrics, the split or
+    file names and the source and reference lines."""
+    files = [ckpt] if isinstance(ckpt, Path) else list(ckpt)
     text = hashlib.sha256()
     for line in [*sources, "\0", *refs]:
         text.update(line.encode("utf-8", "surrogatepass") + b"\n")
     record: dict[str, Any] = {
-        "checkpoint": {
-            "path": str(ckpt.resolve()),
-            "size": stat.st_size,
-            "mtime_ns": stat.st_mtime_ns,
-        },
+        "checkpoint": _file_record(files[0]),
+        **({"ensemble": [_file_record(f) for f in files]} if len(files) > 1 else {}),
         "decode": asdict(decode),
         "metrics": [m.lower() for m in s.metrics],
         "split": None if s.src_file else s.split,
@@ -217,11 +230,14 @@ def run(
 ) -> dict[str, MetricResult]:
     """Evaluate as configs/evaluate.yaml describes; print one line per metric to stdout."""
     s, decode = parse_settings(cfg, EvalSettings)
-    translator = load_translator(s.ckpt, s.device, decode)
+    translator = load_translator(s.ckpt, s.device, decode, s.ensemble)
     label, sources, refs = read_eval_data(s, translator)
     ckpt = translator.checkpoint_path
-    key, record = evaluation_key(ckpt, s, decode, sources, refs)
-    tag = f"{ckpt.stem}-{label}-beam{decode.beam}-{key}"
+    assert ckpt is not None
+    members = translator.checkpoint_paths or (ckpt,)
+    key, record = evaluation_key(list(members), s, decode, sources, refs)
+    name = ckpt.stem if len(members) == 1 else f"ensemble{len(members)}-{ckpt.stem}"
+    tag = f"{name}-{label}-beam{decode.beam}-{key}"
     out_dir = Path(s.out_dir) if s.out_dir else (run_dir_of(ckpt) or ckpt.parent) / "eval" / tag
     open_out_dir(out_dir, key, record, chosen=bool(s.out_dir))
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
@@ -249,12 +265,13 @@ def run(
     plots = plot_hypotheses(translator, sources, hyps, s.plot_attention, out_dir, refs)
     entry = {
         "checkpoint": str(ckpt),
+        **({"ensemble": [str(p) for p in members]} if len(members) > 1 else {}),
         "hyp_file": str(hyp_path),
         "ref_file": str(ref_path),
         "sentences": len(sources),
         "speed": speed,
         "settings": {
-            **{k: v for k, v in asdict(s).items() if k not in ("ckpt", "out_dir")},
+            **{k: v for k, v in asdict(s).items() if k not in ("ckpt", "ensemble", "out_dir")},
             **asdict(decode),
         },
         "metrics": {k: r.to_dict() for k, r in scores.items()},

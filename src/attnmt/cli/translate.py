@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 from omegaconf import DictConfig
 
 from attnmt.atomic import write_error
-from attnmt.cli.common import parse_settings
+from attnmt.cli.common import check_ckpt, parse_settings
 from attnmt.data.textio import utf8_lines
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.translator import Translator, load_translator
@@ -39,7 +39,10 @@ class TranslateSettings:
     """Schema of configs/translate.yaml (besides the decode group's keys, which sit at the
     top level there: beam, alpha, max_len_a, max_len_b, max_src_len, batch_tokens)."""
 
-    ckpt: str = "???"  # a run directory (its best checkpoint, else last.pt) or a .pt file
+    # a run directory (its best checkpoint, else last.pt) or a .pt file; a list [A,B,...]
+    # decodes those models as an ensemble (attnmt.decode.ensemble)
+    ckpt: Any = "???"
+    ensemble: int = 1  # k > 1: ckpt=RUN's k best checkpoints (best.json) as an ensemble
     chunk_lines: int = 500
     n_best: int = 1  # > 1: the n best translations per line, tab-separated (needs beam >= n)
     scores: bool = False  # also print each translation's score (tab after it)
@@ -49,6 +52,7 @@ class TranslateSettings:
     alignments: bool = False  # also print each translation's Pharaoh word alignment (tab)
 
     def check(self, prefix: str = "") -> None:
+        check_ckpt(self.ckpt, self.ensemble)
         if self.chunk_lines < 0:
             raise ConfigError(f"chunk_lines={self.chunk_lines} must be >= 0 (0: all of stdin)")
         check_choice("backend", self.backend, BACKENDS)
@@ -63,17 +67,21 @@ def load_backend(s: TranslateSettings, decode: DecodeConfig) -> Translator | CT2
     from attnmt.decode import ct2  # imports the ctranslate2 package only when used
 
     if s.backend == "ctranslate2":
+        if not isinstance(s.ckpt, str) or s.ensemble != 1:
+            raise ConfigError(
+                "backend=ctranslate2 translates with one exported model, not an ensemble"
+            )
         if s.n_best != 1 or s.scores or s.alignments:
             raise ConfigError(
                 "backend=ctranslate2 supports neither n_best > 1 nor scores=true nor "
                 "alignments=true (it gives no scores or attention)"
             )
         return ct2.load_ct2_translator(s.ckpt, s.device, decode)
-    if ct2.is_export_dir(s.ckpt):
+    if isinstance(s.ckpt, str) and ct2.is_export_dir(s.ckpt):
         raise ConfigError(
             f"ckpt={s.ckpt} is a CTranslate2 export; add backend=ctranslate2 to translate with it"
         )
-    return load_translator(s.ckpt, s.device, decode)
+    return load_translator(s.ckpt, s.device, decode, s.ensemble)
 
 
 def std_stream(stream: TextIO | None, name: str, advice: str) -> BinaryIO:

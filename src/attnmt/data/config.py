@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnmt.data.tokenizer import NORMALIZATIONS
+from attnmt.data.vocab_size import AUTO
 from attnmt.errors import ConfigError
 from attnmt.schema import parse
 
@@ -19,14 +20,27 @@ HF_LAYOUTS = ("auto", "translation", "columns")
 
 
 @dataclass
+class SamplingConfig:
+    """Subword regularisation (attnmt.data.resample): the train split segmented afresh by
+    sampling every epoch, both sides; valid/test and decoding keep the best segmentation.
+    Not part of the tokenizer's cache key: the SentencePiece model is the same."""
+
+    enabled: bool = False
+    alpha: float = 0.1  # unigram: sample ∝ P(x)^alpha (Kudo 2018); smaller = more varied
+    nbest: int = -1  # unigram: among the n best segmentations; -1 = all (the full lattice)
+    dropout: float = 0.1  # bpe: each merge skipped with this probability (BPE-dropout)
+
+
+@dataclass
 class TokenizerConfig:
     """SentencePiece settings (trained on the train split only)."""
 
     model_type: str = "unigram"  # unigram | bpe
-    vocab_size: int = 8000
+    vocab_size: Any = 8000  # pieces per model, or auto: sized to the train split (vocab_size.py)
     joint: bool = True  # one model for both sides, else one per side
     character_coverage: float = 1.0
     normalization: str = "identity"  # identity (exact round trip) | nmt_nfkc | nfkc | ...
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)  # subword regularisation
 
 
 @dataclass
@@ -119,7 +133,14 @@ def validate(cfg: DataConfig) -> DataConfig:
         tok.model_type,
         "use unigram or bpe",
     )
-    _check(tok.vocab_size > 4, "tokenizer.vocab_size", tok.vocab_size, "must be > 4")
+    _check(
+        tok.vocab_size == AUTO
+        or (isinstance(tok.vocab_size, int) and not isinstance(tok.vocab_size, bool))
+        and tok.vocab_size > 4,
+        "tokenizer.vocab_size",
+        tok.vocab_size,
+        "must be an integer > 4 or auto (sized to the train split)",
+    )
     _check(
         tok.normalization in NORMALIZATIONS,
         "tokenizer.normalization",
@@ -132,6 +153,15 @@ def validate(cfg: DataConfig) -> DataConfig:
         tok.character_coverage,
         "must be in (0, 1]",
     )
+    sam = tok.sampling
+    _check(sam.alpha > 0, "tokenizer.sampling.alpha", sam.alpha, "must be > 0")
+    _check(
+        sam.nbest == -1 or sam.nbest >= 2,
+        "tokenizer.sampling.nbest",
+        sam.nbest,
+        "use -1 (every segmentation) or >= 2 (the n best)",
+    )
+    _check(0 < sam.dropout < 1, "tokenizer.sampling.dropout", sam.dropout, "must be in (0, 1)")
     sp = cfg.split
     for key in ("valid", "test"):
         frac = getattr(sp, key)

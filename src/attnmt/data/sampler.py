@@ -27,7 +27,7 @@ The count equals the consumed batches only with ``DataLoader(num_workers=0)``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from torch.utils.data import Sampler
@@ -36,8 +36,39 @@ from attnmt.data.batching import pack_token_batches
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
 
+class EpochLengths(Protocol):
+    """A dataset whose pairs' lengths change with the epoch (subword sampling,
+    :class:`attnmt.data.resample.EpochSegmentations`)."""
+
+    def lengths(self, epoch: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(src [n], tgt [n] or None) piece counts of ``epoch``'s segmentation."""
+        ...
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve ``epoch``'s segmentation from now on."""
+        ...
+
+
+def batch_cost(src_lengths: Sequence[int], tgt_lengths: Sequence[int] | None) -> np.ndarray:
+    """[n] int32: ``max(|x_i|, |y_i|) + 1``, the positions a pair takes in a batch."""
+    cost = np.array(src_lengths, dtype=np.int32).reshape(-1)  # [n], built in place:
+    if tgt_lengths is not None:  # millions of pairs make every temporary count
+        tgt = np.asarray(tgt_lengths, dtype=np.int32).reshape(-1)
+        if tgt.shape != cost.shape:
+            raise DataError(f"{len(cost)} source lengths but {len(tgt)} target lengths")
+        np.maximum(cost, tgt, out=cost)
+    cost += 1
+    return cost
+
+
 class TokenBatchSampler(Sampler[list[int]]):
-    """Yields lists of dataset indices whose padded size stays within ``max_tokens``."""
+    """Yields lists of dataset indices whose padded size stays within ``max_tokens``.
+
+    ``segmentation`` (subword sampling): the lengths of each epoch come from
+    ``segmentation.lengths(epoch)`` instead of ``src_lengths``/``tgt_lengths``, and
+    iterating an epoch first calls ``segmentation.set_epoch(epoch)``, so the dataset
+    serves the segmentation the batches were packed for.
+    """
 
     def __init__(
         self,
@@ -49,6 +80,7 @@ class TokenBatchSampler(Sampler[list[int]]):
         num_replicas: int = 1,
         rank: int = 0,
         bucket_size: int | None = None,
+        segmentation: EpochLengths | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens={max_tokens!r} must be a positive integer")
@@ -56,14 +88,8 @@ class TokenBatchSampler(Sampler[list[int]]):
             raise ConfigError(f"rank={rank} must be in [0, num_replicas={num_replicas})")
         if bucket_size is not None and bucket_size < 1:
             raise ConfigError(f"bucket_size={bucket_size!r} must be a positive integer or null")
-        cost = np.array(src_lengths, dtype=np.int32).reshape(-1)  # [n], built in place:
-        if tgt_lengths is not None:  # millions of pairs make every temporary count
-            tgt = np.asarray(tgt_lengths, dtype=np.int32).reshape(-1)
-            if tgt.shape != cost.shape:
-                raise DataError(f"{len(cost)} source lengths but {len(tgt)} target lengths")
-            np.maximum(cost, tgt, out=cost)
-        cost += 1
-        self.cost = cost
+        self.cost = batch_cost(src_lengths, tgt_lengths)
+        self.segmentation = segmentation
         self.max_tokens = max_tokens
         self.shuffle = shuffle
         self.seed = seed
@@ -79,15 +105,20 @@ class TokenBatchSampler(Sampler[list[int]]):
         as int64 index arrays (a few arrays per batch, not a Python int per pair)."""
         if self._cache is not None and self._cache[0] == epoch:
             return self._cache[1]
-        n = len(self.cost)
+        cost = self.cost
+        if self.segmentation is not None:
+            cost = batch_cost(*self.segmentation.lengths(epoch))
+            if len(cost) != len(self.cost):
+                raise DataError(f"epoch {epoch}: {len(cost)} lengths for {len(self.cost)} pairs")
+        n = len(cost)
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(n) if self.shuffle else np.arange(n)
         size = self.bucket_size or max(n, 1)
         batches: list[np.ndarray] = []
         for start in range(0, n, size):
             bucket = order[start : start + size]
-            bucket = bucket[np.argsort(self.cost[bucket], kind="stable")]
-            batches.extend(pack_token_batches(bucket, self.cost, self.max_tokens))
+            bucket = bucket[np.argsort(cost[bucket], kind="stable")]
+            batches.extend(pack_token_batches(bucket, cost, self.max_tokens))
         if self.shuffle:
             batches = [batches[k] for k in rng.permutation(len(batches))]
         usable = len(batches) - len(batches) % self.num_replicas
@@ -118,6 +149,8 @@ class TokenBatchSampler(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         mine = self._mine()
+        if self.segmentation is not None:
+            self.segmentation.set_epoch(self.epoch)
         for k in range(self.position, len(mine)):
             self.position = k + 1
             yield mine[k].tolist()

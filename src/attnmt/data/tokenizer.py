@@ -30,6 +30,7 @@ import sentencepiece as spm
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from attnmt.atomic import atomic_dir, write_bytes
+from attnmt.data.vocab_size import AUTO, RULE, auto_vocab_size, count_word_types
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
 LogFn = Callable[[str], None]
@@ -112,6 +113,13 @@ class Tokenizer:
         sp: spm.SentencePieceProcessor, texts: Sequence[str], num_threads: int
     ) -> list[list[int]]:
         return sp.encode(list(texts), out_type=int, num_threads=num_threads) if len(texts) else []
+
+    def processor(self, side: str) -> spm.SentencePieceProcessor:
+        """The ``"src"`` or ``"tgt"`` side's SentencePiece processor (the same object for
+        both sides of a joint model); for encoders that need its own options (sampling)."""
+        if side not in ("src", "tgt"):
+            raise ValueError(f"side={side!r}: 'src' or 'tgt'")
+        return self._src if side == "src" else self._tgt
 
     def model_digest(self, side: str) -> str:
         """sha256 (hex) of the ``"src"`` or ``"tgt"`` side's serialized model: the identity
@@ -219,10 +227,13 @@ def _settings(cfg: Any) -> dict[str, Any]:
     }
     if s["model_type"] not in MODEL_TYPES:
         raise ConfigError(f"tokenizer model_type={s['model_type']!r}; choose one of {MODEL_TYPES}")
-    if isinstance(s["vocab_size"], bool) or not isinstance(s["vocab_size"], int):
-        raise ConfigError(f"tokenizer vocab_size={s['vocab_size']!r} must be an integer")
-    if s["vocab_size"] < 5:
-        raise ConfigError(f"tokenizer vocab_size={s['vocab_size']} must be > 4 (4 specials)")
+    size = s["vocab_size"]
+    if size == AUTO:
+        s["vocab_rule"] = RULE  # in the cache key: a new rule trains anew
+    elif isinstance(size, bool) or not isinstance(size, int):
+        raise ConfigError(f"tokenizer vocab_size={size!r} must be an integer or auto")
+    elif size < 5:
+        raise ConfigError(f"tokenizer vocab_size={size} must be > 4 (4 specials)")
     if not isinstance(s["joint"], bool):
         raise ConfigError(f"tokenizer joint={s['joint']!r} must be true or false")
     cov = s["character_coverage"]
@@ -315,6 +326,20 @@ def train_model(inputs: Sequence[Path], settings: Mapping[str, Any], log: LogFn)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def resolve_vocab_size(
+    settings: Mapping[str, Any], inputs: Sequence[Path], log: LogFn
+) -> dict[str, Any]:
+    """``settings`` with ``vocab_size=auto`` replaced by :func:`auto_vocab_size` of the
+    word types in ``inputs`` (logged); other sizes pass through."""
+    if settings["vocab_size"] != AUTO:
+        return dict(settings)
+    types = count_word_types(inputs)
+    size = auto_vocab_size(types)
+    names = " + ".join(p.name for p in inputs)
+    log(f"tokenizer: vocab_size=auto: {types} word types in {names} -> {size} pieces ({RULE})")
+    return {**settings, "vocab_size": size}
+
+
 def _as_log(log: LogFn | logging.Logger | None) -> LogFn:
     if log is None:
         return logging.getLogger(__name__).info
@@ -331,7 +356,8 @@ def load_or_train_tokenizer(
     """The tokenizer for a train split: loaded from ``cache_dir/spm-<key>/`` or trained there.
 
     ``cfg`` is any object or Mapping with ``model_type``, ``vocab_size``, ``joint``,
-    ``character_coverage`` (and optionally ``normalization``). The key (see
+    ``character_coverage`` (and optionally ``normalization``); ``vocab_size="auto"`` sizes
+    each model to its training text (:func:`resolve_vocab_size`, logged). The key (see
     :func:`cache_key`) hashes the settings and the files' contents, so editing the corpus
     retrains. A finished model is written to a temporary directory and renamed into
     place, so an interrupted run never leaves a half-written cache entry.
@@ -343,12 +369,10 @@ def load_or_train_tokenizer(
     if target.is_dir():
         say(f"tokenizer: loaded {target}")
         return Tokenizer.load(target)
-    if settings["joint"]:
-        tokenizer = Tokenizer(train_model([train_src, train_tgt], settings, say))
-    else:
-        tokenizer = Tokenizer(
-            train_model([train_src], settings, say), train_model([train_tgt], settings, say)
-        )
+
+    sides = [[train_src, train_tgt]] if settings["joint"] else [[train_src], [train_tgt]]
+    blobs = [train_model(p, resolve_vocab_size(settings, p, say), say) for p in sides]
+    tokenizer = Tokenizer(*blobs)
     with atomic_dir(target, complete=Path.is_dir) as tmp:  # a concurrent run may finish first
         tokenizer.save(tmp)
         (tmp / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")

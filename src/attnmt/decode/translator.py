@@ -10,7 +10,9 @@ call :meth:`Translator.hypotheses`, so the same checkpoint, sentences and
 
 A checkpoint carries everything a translator needs: the model's registry name and config,
 its weights and the SentencePiece model files, so translation always uses the tokenizer
-and whitespace normalisation of training.
+and whitespace normalisation of training. Several checkpoints that share a tokenizer
+decode as one model, an :class:`~attnmt.decode.ensemble.Ensemble` (:func:`load_translator`
+with ``ckpt=[A,B,...]`` or a run and ``ensemble=k``), through the same searches.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from typing import Any
 
 import torch
 
-from attnmt.checkpoint import load_resolved
+from attnmt.checkpoint import best_checkpoints, load_resolved
 from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
+from attnmt.decode.ensemble import Ensemble, check_same_tokenizer
 from attnmt.decode.search import Hypothesis, beam_search, greedy_search, length_cap, max_length
 from attnmt.devices import resolve_device
 from attnmt.errors import CheckpointError, ConfigError
@@ -78,7 +81,9 @@ class Translator:
     """A model on ``device`` with the tokenizer it was trained with and decoding settings.
 
     ``config`` is the run config the checkpoint was trained with (plain data; ``{}`` when
-    the translator wraps a model in training), ``checkpoint_path`` where it came from.
+    the translator wraps a model in training), ``checkpoint_path`` where it came from;
+    for an ensemble (``model`` an :class:`~attnmt.decode.ensemble.Ensemble`) those are the
+    first member's and ``checkpoint_paths`` lists every member's file.
     """
 
     model: Seq2Seq
@@ -90,6 +95,8 @@ class Translator:
     #: checked between batches and decoder steps; True stops decoding (KeyboardInterrupt),
     #: e.g. the trainer's signal flag, so a signal during a long decode is honoured at once
     should_stop: Callable[[], bool] | None = field(default=None, repr=False)
+    #: every member's checkpoint file when ``model`` is an ensemble; () for one model
+    checkpoint_paths: tuple[Path, ...] = ()
     _cap_warned: bool = field(default=False, init=False, repr=False)
 
     def encode(self, sentences: Sequence[str], first_line: int = 1) -> list[list[int]]:
@@ -189,13 +196,54 @@ class Translator:
         return self.detokenize(self.hypotheses(sentences, first_line, **overrides))
 
 
-def load_translator(
-    path: str | Path, device: str = "auto", decode: DecodeConfig | None = None
-) -> Translator:
-    """Translator for a checkpoint file or run directory (its best checkpoint, else last;
-    an unreadable one is skipped with a warning for the next, see ``load_resolved``)."""
+CheckpointSpec = str | Path | Sequence[str | Path]
+"""``ckpt=``: a checkpoint file or run directory, or a list of them (an ensemble)."""
+
+
+def checkpoint_list(ckpt: CheckpointSpec, ensemble: int = 1) -> list[Path]:
+    """The checkpoints (files or run directories) that ``ckpt`` and ``ensemble`` name.
+
+    ``ckpt=[A,B,C]`` (a list; or a string ``"A,B,C"`` that is not itself a path) names an
+    ensemble's members; ``ckpt=RUN ensemble=k`` the k best of one run (its best.json,
+    :func:`~attnmt.checkpoint.best_checkpoints`); ``ensemble=1`` with one path is the
+    single model. ConfigError for a combination of both, an empty list or ``ensemble < 1``.
+    """
+    if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
+        raise ConfigError(f"ensemble={ensemble!r} must be an integer >= 1 (1: one model)")
+    if isinstance(ckpt, str | Path):
+        text = str(ckpt)
+        named = [text] if "," not in text or Path(text).exists() else text.split(",")
+    else:
+        named = [str(p) for p in ckpt]
+    paths = [Path(p.strip()) for p in named if str(p).strip()]
+    if not paths:
+        raise ConfigError(f"ckpt={ckpt!r} names no checkpoint")
+    if ensemble > 1:
+        if len(paths) > 1:
+            raise ConfigError(
+                f"ckpt names {len(paths)} checkpoints and ensemble={ensemble}: give either "
+                "ckpt=[A,B,...] (those models) or ckpt=RUN ensemble=k (a run's k best)"
+            )
+        return best_checkpoints(paths[0], ensemble)
+    if len(set(paths)) < len(paths):
+        log.warning("ckpt lists a checkpoint more than once: %s", ", ".join(map(str, paths)))
+    return paths
+
+
+@dataclass
+class LoadedModel:
+    """One checkpoint's model (eval mode, on its device), tokenizer and run config."""
+
+    checkpoint: Path
+    model: Seq2Seq
+    tokenizer: Tokenizer
+    config: dict[str, Any]
+
+
+def load_model(path: str | Path, device: torch.device) -> LoadedModel:
+    """A checkpoint file or run directory (its best checkpoint, else last; an unreadable one
+    is skipped with a warning for the next, see ``load_resolved``) as a model on ``device``."""
     ckpt, payload = load_resolved(path, map_location="cpu")
-    dev = resolve_device(device)
     files = payload["tokenizer"]
     if not isinstance(files, dict) or not files or not all(files.values()):
         raise CheckpointError(
@@ -226,8 +274,46 @@ def load_translator(
             f"{ckpt}: weights do not fit model {payload['model_name']!r}: "
             f"{str(err).splitlines()[0]}"
         ) from None
-    model.to(dev).eval()
-    log.info("loaded %s (%s, step %s) on %s", ckpt, payload["model_name"], payload.get("step"), dev)
+    model.to(device).eval()
+    log.info(
+        "loaded %s (%s, step %s) on %s", ckpt, payload["model_name"], payload.get("step"), device
+    )
+    return LoadedModel(ckpt, model, tokenizer, dict(payload["config"]))
+
+
+def load_translator(
+    path: CheckpointSpec,
+    device: str = "auto",
+    decode: DecodeConfig | None = None,
+    ensemble: int = 1,
+) -> Translator:
+    """Translator for a checkpoint file or run directory (its best checkpoint, else last),
+    or for an ensemble (:func:`checkpoint_list`: ``[A, B, ...]``, or a run's ``ensemble``
+    best): the members decode as one :class:`~attnmt.decode.ensemble.Ensemble` and must
+    share one tokenizer (ConfigError naming the checkpoints otherwise). The translator's
+    ``config`` and ``checkpoint_path`` are the first member's."""
+    paths = checkpoint_list(path, ensemble)
+    dev = resolve_device(device)
+    loaded = [load_model(p, dev) for p in paths]
+    first = loaded[0]
+    if len(loaded) == 1:
+        return Translator(
+            first.model,
+            first.tokenizer,
+            dev,
+            decode or DecodeConfig(),
+            first.config,
+            first.checkpoint,
+        )
+    checkpoints = [m.checkpoint for m in loaded]
+    check_same_tokenizer([m.tokenizer for m in loaded], checkpoints)
+    log.info("ensemble of %d models: %s", len(loaded), ", ".join(map(str, checkpoints)))
     return Translator(
-        model, tokenizer, dev, decode or DecodeConfig(), dict(payload["config"]), ckpt
+        Ensemble([m.model for m in loaded]),
+        first.tokenizer,
+        dev,
+        decode or DecodeConfig(),
+        first.config,
+        first.checkpoint,
+        checkpoint_paths=tuple(checkpoints),
     )

@@ -64,6 +64,9 @@ class TrainerConfig:
     progress_bar: bool = True  # shown only on a TTY and on rank 0
     # final test decoding with the best checkpoint, as the decode group says
     test: bool = True
+    test_ensemble: int = (
+        1  # k > 1: decode the test split with the k best (best.json) as one ensemble
+    )
 
     def check(self, prefix: str = "trainer") -> None:
         """Value checks that types cannot express."""
@@ -98,6 +101,16 @@ class TrainerConfig:
             "num_samples",
             "keep_best",
         )
+        if self.test_ensemble < 1:
+            raise ConfigError(
+                f"{prefix}.test_ensemble must be >= 1 (1: the best checkpoint alone), "
+                f"got {self.test_ensemble}"
+            )
+        if self.test_ensemble > max(self.keep_best, 1):
+            raise ConfigError(
+                f"{prefix}.test_ensemble={self.test_ensemble} needs as many kept checkpoints; "
+                f"raise {prefix}.keep_best (now {self.keep_best}) to at least {self.test_ensemble}"
+            )
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{prefix}.{name} must be >= 0, got {getattr(self, name)}")

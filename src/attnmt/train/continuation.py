@@ -40,6 +40,7 @@ MAY_CHANGE: frozenset[str] = frozenset(
         "trainer.log_every_steps",
         "trainer.progress_bar",
         "trainer.test",
+        "trainer.test_ensemble",
         "trainer.keep_best",
         "trainer.max_bad_updates",
         "trainer.precision_probe",

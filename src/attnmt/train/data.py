@@ -7,6 +7,9 @@ train ids encoded once per tokenizer into .npy arrays (:mod:`attnmt.data.idcache
 DDP ranks) → ``DataLoader(num_workers=0)`` so the sampler's position is exact. A warm
 start neither parses nor encodes the train text (the ids' cache key is the model's hash
 and the files' size and mtime; the tokenizer's key still hashes the files' bytes).
+With subword sampling (``data.tokenizer.sampling.enabled``) the loader reads the kept
+pairs from :class:`~attnmt.data.resample.EpochSegmentations` instead, which samples each
+epoch's segmentation from the text, and the sampler packs that epoch's lengths.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from attnmt.data.corpora import PreparedCorpus, prepare_corpus, require_splits
 from attnmt.data.dataset import filter_lengths, make_loader
 from attnmt.data.idcache import cached_token_array
 from attnmt.data.indexed import IndexedDataset
+from attnmt.data.resample import EpochSegmentations, SamplingSettings
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.train.config import TrainerConfig
@@ -88,6 +92,7 @@ def build_data(
         tokenizer.tgt_vocab_size,
         "joint" if tokenizer.joint else "separate",
     )
+    resampled = subword_sampling(dcfg, tokenizer, seed, train, train_src, train_tgt)
     sampler = TokenBatchSampler(
         train.src_lengths,
         train.tgt_lengths,
@@ -97,13 +102,37 @@ def build_data(
         num_replicas=dist.world_size,
         rank=dist.rank,
         bucket_size=tcfg.bucket_size or None,
+        segmentation=resampled,
     )
-    loader = make_loader(train, sampler)  # num_workers=0: exact sampler position
+    # num_workers=0: exact sampler position
+    loader = make_loader(train if resampled is None else resampled, sampler)
     valid_src, valid_ref = corpus.read("valid")
     warn_suspicious_valid(corpus)
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
     return TrainingData(corpus, tokenizer, train, sampler, loader, valid)
+
+
+def subword_sampling(
+    dcfg: DataConfig,
+    tokenizer: Tokenizer,
+    seed: int,
+    train: IndexedDataset,
+    train_src: Path,
+    train_tgt: Path,
+) -> EpochSegmentations | None:
+    """The training pairs resegmented by sampling each epoch
+    (``data.tokenizer.sampling.enabled``), else None: the cached ids as they are."""
+    cfg = dcfg.tokenizer.sampling
+    if not cfg.enabled:
+        return None
+    bpe = dcfg.tokenizer.model_type == "bpe"
+    settings = SamplingSettings(
+        dcfg.tokenizer.model_type, cfg.dropout if bpe else cfg.alpha, -1 if bpe else cfg.nbest
+    )
+    what = f"BPE-dropout {cfg.dropout}" if bpe else f"unigram alpha={cfg.alpha} nbest={cfg.nbest}"
+    log.info("subword sampling on (%s): each epoch segments the train split afresh", what)
+    return EpochSegmentations(train_src, train_tgt, tokenizer, settings, seed, train, dcfg.max_len)
 
 
 def _same_bytes(a: Path, b: Path) -> bool:

@@ -26,7 +26,7 @@ from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.metrics import corpus_scores
 from attnmt.decode.plots import attention_figure, figure_to_array
-from attnmt.decode.translator import Translator
+from attnmt.decode.translator import Translator, load_translator
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision
 
@@ -209,12 +209,30 @@ def score_checkpoint(
     settings; write ``<run>/hyps/test.txt``. (BLEU/chrF and the BLEU signature, hypotheses)."""
     payload = load_checkpoint(checkpoint, map_location=translator.device)
     translator.model.load_state_dict(payload["model"])
+    return _score_test(translator, checkpoint.name, src, ref, run_dir)
+
+
+def score_ensemble(
+    translator: Translator, checkpoints: list[Path], src: list[str], ref: list[str], run_dir: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """:func:`score_checkpoint` for an ensemble of ``checkpoints`` (``trainer.test_ensemble``),
+    decoded as ``evaluate.py ckpt=[...]`` does with the translator's decode settings."""
+    members = load_translator(checkpoints, str(translator.device), translator.decode)
+    members.should_stop = translator.should_stop
+    label = "ensemble of " + ", ".join(c.name for c in checkpoints)
+    figures, hyps = _score_test(members, label, src, ref, run_dir)
+    return {**figures, "test_ensemble": [c.name for c in checkpoints]}, hyps
+
+
+def _score_test(
+    translator: Translator, label: str, src: list[str], ref: list[str], run_dir: Path
+) -> tuple[dict[str, Any], list[str]]:
     hyps = translator.translate(src)
     write_lines(run_dir / "hyps" / "test.txt", hyps)
     scores = corpus_scores(hyps, ref, metrics=("bleu", "chrf"))
     beam = translator.decode.beam
-    log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["bleu"].text)
-    log.info("test (%s, beam %d): %s", checkpoint.name, beam, scores["chrf"].text)
+    log.info("test (%s, beam %d): %s", label, beam, scores["bleu"].text)
+    log.info("test (%s, beam %d): %s", label, beam, scores["chrf"].text)
     figures = {
         "test_bleu": scores["bleu"].score,
         "test_chrf": scores["chrf"].score,

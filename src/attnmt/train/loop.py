@@ -37,7 +37,7 @@ from attnmt.errors import AttnmtError
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
 from attnmt.train.averaging import average_payloads
-from attnmt.train.evaluation import score_checkpoint, validate
+from attnmt.train.evaluation import score_checkpoint, score_ensemble, validate
 from attnmt.train.interrupt import FinalTestInterrupted, StopFlag, TrainingInterrupted
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.meter import TrainMeter
@@ -452,7 +452,11 @@ class Trainer:
         if self.tcfg.test and self.step > 0:
             best = self.ckpts.best_path() or self.ckpts.last_path
             src, ref = self.data.test_split()
-            figures, hyps = score_checkpoint(self.translator, best, src, ref, self.run_dir)
+            members = self._test_ensemble()
+            if len(members) > 1:
+                figures, hyps = score_ensemble(self.translator, members, src, ref, self.run_dir)
+            else:
+                figures, hyps = score_checkpoint(self.translator, best, src, ref, self.run_dir)
             result.update(figures)
             samples = list(zip(src, ref, hyps))[:END_SAMPLES]
             print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
@@ -466,6 +470,22 @@ class Trainer:
         self.tb.hparams(settings, metrics, self.step)
         print(end_block(result, self.state, self.ckpts.best_path(), samples), flush=True)
         return result
+
+    def _test_ensemble(self) -> list[Path]:
+        """The checkpoints that ``trainer.test_ensemble=k`` decodes the test split with: the
+        first k of best.json (fewer, warned, when the run kept fewer); [] when k is 1."""
+        k = self.tcfg.test_ensemble
+        if k <= 1:
+            return []
+        files = [self.ckpts.directory / e["file"] for e in self.ckpts.best][:k]
+        if len(files) < k:
+            log.warning(
+                "trainer.test_ensemble=%d: the run kept %d best checkpoint(s); testing %s",
+                k,
+                len(files),
+                "those as an ensemble" if len(files) > 1 else "the best alone",
+            )
+        return files
 
     def diverged(self) -> TrainingDiverged:
         """The error for ``max_bad_updates`` non-finite updates in a row; nothing is saved,

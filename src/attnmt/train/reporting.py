@@ -114,6 +114,8 @@ def end_block(
             f"  test             BLEU {result['test_bleu']:.2f}, chrF {result['test_chrf']:.2f}"
             f"  ({result['test_signature']})"
         )
+        if result.get("test_ensemble"):
+            lines.append(f"  test ensemble    {', '.join(result['test_ensemble'])}")
     for i, (src, ref, hyp) in enumerate(samples):
         lines += [
             f"  test #{i + 1}          source     {src}",
@@ -121,10 +123,12 @@ def end_block(
             f"                   model      {hyp}",
         ]
     quoted = shlex.quote(str(run))
+    members = result.get("test_ensemble") or []
+    ensemble = f" ensemble={len(members)}" if len(members) > 1 else ""
     lines += [
         f"  curves           {run / 'results.png'}",
         "  look at it       make tensorboard",
-        f"  score it         python evaluate.py ckpt={quoted} split=test",
+        f"  score it         python evaluate.py ckpt={quoted} split=test{ensemble}",
         f'  use it           echo "..." | python translate.py ckpt={quoted}',
     ]
     return "\n".join(lines)
