@@ -89,7 +89,7 @@ def _take_over_if_stale(path: Path) -> None:
 
 
 def live_owner(run_dir: Path) -> str | None:
-    """"pid P on HOST" when a live process on this host (or any process on another host)
+    """ "pid P on HOST" when a live process on this host (or any process on another host)
     holds ``run_dir``'s lock; None when the directory is free or its owner has ended."""
     try:
         owner = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8"))
