@@ -112,3 +112,27 @@ def test_two_trainings_started_at_once_on_one_directory(tmp_path: Path) -> None:
     assert "another training" in loser or "already holds a run's checkpoints" in loser
     winner_seed = 1 if outs[0][1] == 0 else 2
     assert load_checkpoint(run / "checkpoints" / "last.pt")["config"]["seed"] == winner_seed
+
+
+def test_train_py_refuses_another_runs_directory_before_hydra_touches_it(
+    tmp_path: Path,
+) -> None:
+    """Hydra writes .hydra/ into hydra.run.dir before any attnmt code runs: train.py's
+    pre-check refuses an owned directory first, so the old run's .hydra/ stays as it was."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.pt").write_bytes(b"old")
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- model=transformer\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, str(root / "train.py"), f"hydra.run.dir={run}", "seed=2"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 2 and "already holds a run's checkpoints" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (run / ".hydra" / "overrides.yaml").read_text() == "- model=transformer\n"
+    assert sorted(p.name for p in run.iterdir()) == [".hydra", "checkpoints"]

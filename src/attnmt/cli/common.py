@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnmt.decode.config import DecodeConfig
 from attnmt.errors import AttnmtError, ConfigError
 from attnmt.schema import parse, unknown_key
+from attnmt.train.run_lock import check_fresh, live_owner
 
 T = TypeVar("T")
 
@@ -104,14 +105,41 @@ def _unquoted(value: str) -> str:
     return value
 
 
+def _run_dir_taken(argv: list[str]) -> str | None:
+    """The error line when ``hydra.run.dir=`` names a directory another run owns."""
+    given = dict(arg.partition("=")[::2] for arg in argv)
+    value = _unquoted(given.get("hydra.run.dir", given.get("+hydra.run.dir", "")))
+    if not value or "${" in value:
+        return None
+    run_dir = Path(value)
+    owner = live_owner(run_dir)
+    if owner is not None:
+        return (
+            f"error: hydra.run.dir={run_dir}: another training ({owner}) is using this run "
+            "directory; wait for it to end, or give this run its own directory"
+        )
+    if _unquoted(given.get("resume", "")) not in ("", "null", "None"):
+        return None
+    try:
+        check_fresh(run_dir)
+    except ConfigError as err:
+        return f"error: {err}"
+    return None
+
+
 def check_output_dirs(argv: list[str]) -> str | None:
     """Before Hydra starts: a ``hydra.run.dir=`` / ``hydra.sweep.dir=`` given on the command
     line that cannot be created; the error line to print, or None.
 
     Hydra creates its output directory before any of our code runs and fails with its own
     traceback, so train.py checks the command line first. Only the part before the first
-    ``${...}`` interpolation is tried.
+    ``${...}`` interpolation is tried. A ``hydra.run.dir`` that another run owns (its
+    checkpoints, unless ``resume=`` is given, or a live lock) is refused here too: Hydra
+    would otherwise rewrite that run's ``.hydra/`` files before the trainer refuses it.
     """
+    taken = _run_dir_taken(argv)
+    if taken is not None:
+        return taken
     for arg in argv:
         key, _, value = arg.partition("=")
         if key.lstrip("+") not in ("hydra.run.dir", "hydra.sweep.dir") or not value:
