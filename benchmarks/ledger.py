@@ -14,10 +14,11 @@ plan asks for is *stale* (the configs changed since): reported, never tabulated.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,14 +135,52 @@ def read_records(directory: Path) -> tuple[list[Record], list[str]]:
     return records, bad
 
 
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"trainer": {"lr": 1}} -> {"trainer.lr": 1} (empty mappings and lists are leaves)."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def same_run(recorded: dict[str, Any], current: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    """Whether a record's settings define the run ``current`` asks for: every recorded
+    setting has today's value, and every setting added since the record sits at its schema
+    default (an addition that keeps the old behaviour, the rule resume follows too)."""
+    then, now = _flat(recorded), _flat(current)
+    if any(key not in now or now[key] != value for key, value in then.items()):
+        return False
+    return all(key in then or value == defaults.get(key, object()) for key, value in now.items())
+
+
 def split_current(
-    records: Iterable[Record], keys: Iterable[str]
+    records: Iterable[Record],
+    wanted: dict[str, dict[str, Any]],
+    defaults: Callable[[str], dict[str, Any]] | None = None,
 ) -> tuple[list[Record], list[Record]]:
-    """(records whose key the plan asks for, stale records)."""
-    wanted = set(keys)
+    """(records of the runs the plan asks for, stale records). ``wanted``: each planned
+    cell's key and defining settings. A record whose key is not wanted but whose settings
+    still define a wanted run (:func:`same_run`, with ``defaults(model_name)``) counts for
+    that run's key."""
     current, stale = [], []
     for record in records:
-        (current if record.key in wanted else stale).append(record)
+        if record.key in wanted:
+            current.append(record)
+            continue
+        match = None
+        if defaults is not None:
+            model = str(record.settings.get("model", {}).get("name", ""))
+            match = next(
+                (k for k, s in wanted.items() if same_run(record.settings, s, defaults(model))),
+                None,
+            )
+        if match is None:
+            stale.append(record)
+        else:
+            current.append(dataclasses.replace(record, key=match))
     return current, stale
 
 

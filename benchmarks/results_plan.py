@@ -23,6 +23,7 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from attnmt.config import setting_defaults
 from benchmarks.ledger import Record, defining_settings, done, settings_key, split_current
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +203,8 @@ def make_plan(
         cells += table_cells
     settings = dict(zip(cells, settings_of([[*c.overrides, *extra] for c in cells])))
     keys = {c: settings_key(s) for c, s in settings.items()}
-    current, stale = split_current(records, keys.values())
+    wanted = {keys[c]: settings[c] for c in cells}
+    current, stale = split_current(records, wanted, setting_defaults)
     have = done(current)
     todo: list[tuple[tuple[int, int, int], PlannedRun]] = []
     waiting: list[str] = []

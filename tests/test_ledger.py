@@ -4,6 +4,7 @@ stale records; one real toy run through train.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import time
@@ -140,12 +141,12 @@ def test_recorded_runs_are_skipped_and_the_best_five_cells_get_more_seeds() -> N
 
 def test_records_of_changed_settings_are_stale() -> None:
     plan = toy_plan([])
-    old = record_for(plan, "ding_de_en transformer", key="0123456789ab")
+    old = record_for(plan, "ding_de_en transformer", key="0123456789ab", settings={"old": 1})
     current = record_for(plan, "ding_de_en rnn_luong")
     plan = toy_plan([old, current])
     assert plan.stale == [old] and plan.current == [current]
     assert ("ding_de_en transformer", 1) in {(r.cell.text(), r.seed) for r in plan.todo}
-    assert split_current([old], {old.key}) == ([old], [])
+    assert split_current([old], {old.key: old.settings}) == ([old], [])
 
 
 def test_a_timed_run_is_estimated_from_the_ledger() -> None:
@@ -306,3 +307,33 @@ def test_a_cell_another_runner_is_training_is_skipped_and_its_folder_kept(
     outcome = r.run()
     assert calls == ["ding_de_en rnn_bahdanau"] and len(outcome.failed) == 1  # max_runs counts both
     assert (busy / "train.log").read_text() == "the other runner's run\n"
+
+
+def test_a_setting_added_at_its_default_keeps_a_record_current() -> None:
+    """A new schema key at its default keeps the old behaviour (as resume assumes), so a
+    record from before it still counts; a new key set elsewhere, or a changed value, does
+    not."""
+    from benchmarks.ledger import same_run
+
+    recorded = {"trainer": {"lr": 0.001, "max_steps": 1500}, "data": {"name": "ding_de_en"}}
+    defaults = {"trainer.lr": 0.001, "trainer.test_ensemble": 1, "data.tokenizer.sampling": {}}
+    now = {
+        "trainer": {"lr": 0.001, "max_steps": 1500, "test_ensemble": 1},
+        "data": {"name": "ding_de_en", "tokenizer": {"sampling": {}}},
+    }
+    assert same_run(recorded, now, defaults)
+    now["trainer"]["test_ensemble"] = 3  # added, but not at its default
+    assert not same_run(recorded, now, defaults)
+    now["trainer"]["test_ensemble"] = 1
+    now["trainer"]["lr"] = 0.002  # a recorded setting changed
+    assert not same_run(recorded, now, defaults)
+    now["trainer"]["lr"] = 0.001
+    del now["trainer"]["max_steps"]  # a recorded setting is gone
+    assert not same_run(recorded, now, defaults)
+    # through the planner: the key differs, the record still counts for its cell
+    plan = toy_plan([])
+    old = record_for(plan, "ding_de_en transformer", key="0123456789ab", settings={"old": 1})
+    assert split_current([old], {"fedcba987654": old.settings}, lambda m: {}) == (
+        [dataclasses.replace(old, key="fedcba987654")],
+        [],
+    )

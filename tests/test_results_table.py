@@ -34,7 +34,7 @@ def test_the_tables_come_from_toy_records(tmp_path: Path) -> None:
         record_for(plan, "ding_de_en transformer", seed=1, bleu=4.0),
         record_for(plan, "ding_de_en transformer", seed=2, bleu=6.0, machine=other),
         record_for(plan, "rnn_luong dot global", seed=1, bleu=1.5),
-        record_for(plan, "ding_de_en rnn_luong", key="0123456789ab"),  # stale
+        record_for(plan, "ding_de_en rnn_luong", key="0123456789ab", settings={"old": 1}),  # stale
     ]
     for record in records:
         write_record(ledger, record)

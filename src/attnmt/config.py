@@ -194,6 +194,22 @@ def settings_of(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> dict[str, An
     return {str(k): _resolved(cfg, str(k)) for k in cfg if k not in PASS_THROUGH}
 
 
+def setting_defaults(model_name: str) -> dict[str, Any]:
+    """Every dotted leaf setting of today's schema with its default, for model
+    ``model_name`` (e.g. ``{"trainer.lr": 0.001, ...}``)."""
+    model = model_class(model_name).Config() if model_name in MODELS else None
+    flat: dict[str, Any] = {}
+    todo: list[tuple[str, Any]] = [("", plain(RunConfig(model=model)))]
+    while todo:
+        prefix, node = todo.pop()
+        for key, value in node.items():
+            if isinstance(value, Mapping) and value:
+                todo.append((f"{prefix}{key}.", value))
+            else:
+                flat[prefix + key] = value
+    return flat
+
+
 def setting_keys(model_name: str) -> set[str]:
     """Every dotted key today's schema knows, for a run of model ``model_name``."""
     model = model_class(model_name).Config() if model_name in MODELS else None
