@@ -180,6 +180,7 @@ def write_curves(plan: Plan, records: list[Record], folder: Path) -> list[tuple[
         fig = figure(runs)
         fig.set_size_inches(9, fig.get_size_inches()[1] * 0.8)
         fig.suptitle(f"validation BLEU on {corpus}", fontsize=10)
+        fig.subplots_adjust(top=0.9)  # room for the title above the panels
         name = f"results_{corpus}.png"
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(folder / name) as tmp:
