@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_json
+from attnmt.train.continuation import flatten
 
 log = logging.getLogger(__name__)
 
@@ -135,22 +136,11 @@ def read_records(directory: Path) -> tuple[list[Record], list[str]]:
     return records, bad
 
 
-def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"trainer": {"lr": 1}} -> {"trainer.lr": 1} (empty mappings and lists are leaves)."""
-    flat: dict[str, Any] = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def same_run(recorded: dict[str, Any], current: dict[str, Any], defaults: dict[str, Any]) -> bool:
     """Whether a record's settings define the run ``current`` asks for: every recorded
     setting has today's value, and every setting added since the record sits at its schema
     default (an addition that keeps the old behaviour, the rule resume follows too)."""
-    then, now = _flat(recorded), _flat(current)
+    then, now = flatten(recorded), flatten(current)
     if any(key not in now or now[key] != value for key, value in then.items()):
         return False
     return all(key in then or value == defaults.get(key, object()) for key, value in now.items())

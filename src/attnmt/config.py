@@ -211,16 +211,12 @@ def setting_defaults(model_name: str) -> dict[str, Any]:
 
 
 def setting_keys(model_name: str) -> set[str]:
-    """Every dotted key today's schema knows, for a run of model ``model_name``."""
-    model = model_class(model_name).Config() if model_name in MODELS else None
+    """Every dotted key today's schema knows, for a run of model ``model_name``: each leaf
+    of :func:`setting_defaults` and every section above it."""
     keys: set[str] = set()
-    todo: list[tuple[str, Any]] = [("", plain(RunConfig(model=model)))]
-    while todo:
-        prefix, node = todo.pop()
-        for key, value in node.items():
-            keys.add(prefix + key)
-            if isinstance(value, Mapping):
-                todo.append((f"{prefix}{key}.", value))
+    for leaf in setting_defaults(model_name):
+        parts = leaf.split(".")
+        keys.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
     return keys
 
 
