@@ -189,11 +189,14 @@ def make_plan(
     extra: Sequence[str] = (),
     tables: Sequence[str] = tuple(TABLES),
     seeds_limit: Sequence[int] | None = None,
+    only: Sequence[str] = (),
     experiments: dict[str, DictConfig] | None = None,
     settings_of: Any = compose_settings,
 ) -> Plan:
     """The plan (see the module docstring); ``extra`` overrides go after each cell's own
-    (RESULTS_QUICK's toy sizes); ``seeds_limit`` keeps only those seeds."""
+    (RESULTS_QUICK's toy sizes); ``seeds_limit`` keeps only those seeds; ``only`` keeps the
+    runs of cells whose labels hold every one of those values (``("ding_de_en",)``)."""
+    records = [r for r in records if r.table in tables]  # other tables' records: not stale
     cells: list[Cell] = []
     seeds: dict[str, list[int]] = {}
     for table in tables:
@@ -226,10 +229,12 @@ def make_plan(
         for rank, seed in enumerate(seeds[table]):
             chosen = table_cells if rank == 0 else top
             for index, cell in enumerate(table_cells):
+                if not set(only) <= set(cell.label.values()):
+                    continue
                 if cell not in chosen or (keys[cell], seed) in have:
                     continue
                 run = PlannedRun(cell, seed, keys[cell], settings[cell], tuple(extra))
-                run.estimate_min = estimate(run.key, table, records)
+                run.estimate_min = estimate(run.key, table, current)
                 todo.append(((rank, order.index(table), index), run))
     todo.sort(key=lambda item: item[0])
     return Plan(cells, keys, seeds, [r for _, r in todo], waiting, current, stale, settings)

@@ -46,7 +46,7 @@ from benchmarks.ledger import (
     settings_key,
     write_record,
 )
-from benchmarks.results_plan import Plan, PlannedRun, make_plan
+from benchmarks.results_plan import TABLES, Plan, PlannedRun, make_plan
 from scripts.compare_runs import TEST
 
 log = logging.getLogger("results")
@@ -296,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=Path("docs/results.md"))
     parser.add_argument("--guide", type=Path, default=Path("docs/attention.md"))
     parser.add_argument("--seeds", type=int, nargs="+", help="only these seeds")
+    parser.add_argument("--tables", nargs="+", choices=list(TABLES), default=list(TABLES))
+    parser.add_argument(
+        "--only", nargs="+", default=[], help="only cells labelled with all of these (ding_de_en)"
+    )
     parser.add_argument("--max-runs", type=int, default=0, help="stop after N runs; 0: no limit")
     parser.add_argument("--quick", action="store_true", help="toy sizes, all under outputs/")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
@@ -311,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds = args.seeds or [1]
 
     def planner() -> Plan:
-        return make_plan(read_records(args.ledger)[0], extra, seeds_limit=args.seeds)
+        records = read_records(args.ledger)[0]
+        return make_plan(records, extra, args.tables, args.seeds, args.only)
 
     plan = planner()
     print(plan.summary(), flush=True)

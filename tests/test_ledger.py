@@ -156,6 +156,18 @@ def test_a_timed_run_is_estimated_from_the_ledger() -> None:
     assert timed.todo[1].estimate_min == 40.0  # not timed yet: the first guess
 
 
+def test_tables_and_labels_narrow_the_plan_and_other_tables_records_are_not_stale() -> None:
+    plan = toy_plan([])
+    attention = record_for(plan, plan.cells[-1].text())
+    ding = toy_plan([attention], tables=("main",), only=("ding_de_en",), seeds_limit=(2, 3))
+    assert [(r.cell.text(), r.seed) for r in ding.todo] == [
+        (f"ding_de_en {m}", s) for s in (2, 3) for m in ("transformer", "rnn_bahdanau", "rnn_luong")
+    ]
+    assert ding.stale == [] and ding.current == []  # the attention record is another table's
+    local_m = toy_plan([], tables=("attention",), only=("rnn_luong", "local_m"))
+    assert len(local_m.todo) == 7 and {r.cell.label["mode"] for r in local_m.todo} == {"local_m"}
+
+
 # ---- the runner ----------------------------------------------------------------------------
 
 
