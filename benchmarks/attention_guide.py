@@ -37,6 +37,7 @@ from attnmt.models import alignment, attention, masking, multihead, scorers
 from benchmarks.attention_map import FIXED_SOURCE
 from benchmarks.ledger import Record, read_records
 from benchmarks.results_plan import Plan, make_plan
+from benchmarks.results_table import attention_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = (
@@ -304,19 +305,9 @@ def table_line(plan: Plan, mech: Mechanism) -> list[str]:
             f"{c.label['score']}" + (" (bahdanau)" if c.label["model"] != "rnn_luong" else "")
             for c in chosen
         ]
-    values = []
-    for c in chosen:
-        got = [r for r in plan.current if r.key == plan.keys[c]]
-        if not got:
-            values.append("not yet run")
-        else:
-            bleu = sum(r.test["bleu"] for r in got) / len(got)
-            chrf = sum(r.test["chrf"] for r in got) / len(got)
-            values.append(
-                f"{bleu:.2f} / {chrf:.1f}" + (f" ({len(got)} seeds)" if len(got) > 1 else "")
-            )
+    values = [attention_cell([r for r in plan.current if r.key == plan.keys[c]]) for c in chosen]
     return [
-        "Test BLEU / chrF ([results.md](results.md)):",
+        "Test BLEU / test chrF / validation NLL at the last update ([results.md](results.md)):",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---:|" * len(head),

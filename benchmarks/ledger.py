@@ -92,6 +92,11 @@ class Record:
         return record_stem(self.table, self.cell, self.seed, self.key)
 
     @property
+    def final_valid_nll(self) -> float:
+        """Validation NLL per target token at the last validation (NaN without a curve)."""
+        return float(self.curve[-1][2]) if self.curve else float("nan")
+
+    @property
     def machine_line(self) -> str:
         """CPU name, family/model, SIMD flags, torch and threads (and the GPU), one line."""
         m = self.machine

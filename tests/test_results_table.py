@@ -46,7 +46,7 @@ def test_the_tables_come_from_toy_records(tmp_path: Path) -> None:
     assert "| 2 of 3 (1, 2) | 5.00 ± 1.41 | 25.00 ± 1.41 | 3.66M | 1500 | 11.5 | M1, M2 |" in row
     assert "| ding_de_en (?→?) | rnn_luong | 0 of 3 | – |" in text  # its only record is stale
     attention = next(line for line in text.splitlines() if line.startswith("| rnn_luong | dot |"))
-    assert "| 1.50 / 21.5 | not yet run | not yet run | not yet run | M1 |" in attention
+    assert "| 1.50 / 21.5 / 3.50 | not yet run | not yet run | not yet run | M1 |" in attention
     assert "| M1 | Toy CPU (family 25 model 1) avx2, 2 cores, torch 2.13.0, 2 threads | 2 |" in text
     assert "| M2 | Other CPU" in text
     assert (
