@@ -1,5 +1,6 @@
 """Subword regularisation (attnmt.data.resample): a new segmentation each epoch with
-sampling, the cached one without; deterministic per (seed, epoch); exact resume."""
+sampling, the cached one without; deterministic per (seed, epoch, pair); exact resume;
+whole epochs and sampling as read give each pair the same segmentation."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from attnmt import PAD_ID
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.dataset import make_loader
 from attnmt.data.indexed import IndexedDataset, TokenArray
-from attnmt.data.resample import EpochSegmentations, SamplingSettings, sample_file
+from attnmt.data.resample import (
+    EpochSegmentations,
+    SamplingSettings,
+    pair_seed,
+    sample_array,
+    sample_ids,
+)
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.errors import ConfigError
@@ -65,12 +72,17 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
 
 
 def _segmentations(
-    files: tuple[Path, Path, Path], model_type: str = "unigram", seed: int = 1, max_len: int = 100
+    files: tuple[Path, Path, Path],
+    model_type: str = "unigram",
+    seed: int = 1,
+    max_len: int = 100,
+    whole_epoch_pairs: int = 10_000,
 ) -> EpochSegmentations:
     root, src, tgt = files
     tok = _tokenizer(root, src, tgt, model_type)
     settings = UNIGRAM if model_type == "unigram" else BPE
-    return EpochSegmentations(src, tgt, tok, settings, seed, _fixed(tok, src, tgt), max_len)
+    fixed = _fixed(tok, src, tgt)
+    return EpochSegmentations(tok, settings, seed, fixed, max_len, whole_epoch_pairs)
 
 
 def _epoch_ids(data: EpochSegmentations, epoch: int) -> list[tuple[list[int], list[int]]]:
@@ -108,17 +120,44 @@ def test_deterministic_per_seed_and_epoch(files: tuple[Path, Path, Path]) -> Non
     assert _epoch_ids(a, 5) == first  # sampled again, the same
 
 
-def test_the_files_are_streamed_in_chunks_with_the_same_result(
-    files: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+def test_a_pair_sampled_alone_or_in_an_array_is_the_same_and_seeds_differ(
+    files: tuple[Path, Path, Path],
 ) -> None:
-    root, src, tgt = files
-    tok = _tokenizer(root, src, tgt, "unigram")
-    whole = sample_file(src, tok, "src", UNIGRAM, 1, 0)
-    monkeypatch.setattr("attnmt.data.resample.CHUNK_LINES", 7)
-    chunked = sample_file(src, tok, "src", UNIGRAM, 1, 0)
-    again = sample_file(src, tok, "src", UNIGRAM, 1, 0)
-    assert [chunked[i] for i in range(len(chunked))] == [again[i] for i in range(len(again))]
-    assert len(whole) == len(chunked) == 300  # the chunks' seeds differ, the lines do not
+    data = _segmentations(files)
+    sp, best = data.processors["src"], data.fixed.src
+    whole = sample_array(best, sp, "src", UNIGRAM, 1, 4)
+    rows = sample_array(best, sp, "src", UNIGRAM, 1, 4, rows=[9, 3])
+    alone = sample_ids(sp, best[3], UNIGRAM, pair_seed(1, 4, "src", 3))
+    assert rows[1] == whole[3] == alone and rows[0] == whole[9]
+    seeds = {
+        pair_seed(s, e, side, i)
+        for s in (1, 2)
+        for e in (0, 1)
+        for side in ("src", "tgt")
+        for i in range(50)
+    }
+    assert len(seeds) == 400 and max(seeds) < 2**32 - 1
+    unk = [sp.unk_id(), *best[0]]
+    assert sample_ids(sp, unk, UNIGRAM, 5) == unk  # <unk>'s text is not the original's
+
+
+def test_large_corpora_are_sampled_as_read_with_the_same_pairs_and_bounded_lengths(
+    files: tuple[Path, Path, Path],
+) -> None:
+    whole = _segmentations(files)
+    read = _segmentations(files, whole_epoch_pairs=100)  # 300 pairs: sampled as read
+    assert whole.whole_epochs and not read.whole_epochs and whole.bounds is None
+    src_bound, tgt_bound = read.lengths(0)
+    assert read.lengths(7)[0] is src_bound  # bounds: the same every epoch
+    assert (src_bound >= read.fixed.src_lengths).all() and (src_bound <= 100).all()
+    kept = 0
+    for k, ((s, t), (ws, wt)) in enumerate(zip(_epoch_ids(read, 2), _epoch_ids(whole, 2))):
+        assert len(s) <= src_bound[k] and len(t) <= tgt_bound[k]
+        # within its bound a pair is cut as whole epochs cut it; beyond, the best cut
+        assert s == (ws if len(ws) <= src_bound[k] else read.fixed.src[k])
+        assert t == (wt if len(wt) <= tgt_bound[k] else read.fixed.tgt[k])
+        kept += (s == read.fixed.src[k]) + (t == read.fixed.tgt[k])
+    assert kept < 0.3 * 2 * len(read)  # most sides are sampled
 
 
 def test_a_sampled_side_longer_than_max_len_keeps_the_best_segmentation(
@@ -143,10 +182,11 @@ def _ids(batch: object) -> list[list[int]]:
     return batch.src.tolist() + batch.tgt_out.tolist()  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("whole_epoch_pairs", [10_000, 100])
 def test_batches_follow_the_epochs_lengths_and_resume_mid_epoch_reproduces(
-    files: tuple[Path, Path, Path],
+    files: tuple[Path, Path, Path], whole_epoch_pairs: int
 ) -> None:
-    data = _segmentations(files)
+    data = _segmentations(files, whole_epoch_pairs=whole_epoch_pairs)
     sampler, loader = _loader(data)
     epoch0 = [_ids(b) for b in loader]
     for batch_idx in sampler.batches(1):  # packed from epoch 1's sampled lengths
@@ -159,7 +199,7 @@ def test_batches_follow_the_epochs_lengths_and_resume_mid_epoch_reproduces(
     assert state == {"epoch": 1, "position": 3}
     rest = [_ids(b) for b in it]
 
-    fresh = _segmentations(files)  # a new process: nothing sampled yet
+    fresh = _segmentations(files, whole_epoch_pairs=whole_epoch_pairs)  # a new process
     sampler2, loader2 = _loader(fresh)
     sampler2.load_state_dict(state)
     assert [_ids(b) for b in loader2] == rest
@@ -188,7 +228,7 @@ def test_sampling_off_reads_the_cached_ids_and_no_text(
     def no_sampling(*args: object, **kw: object) -> None:
         raise AssertionError("sampled with sampling off")
 
-    monkeypatch.setattr("attnmt.data.resample.sample_file", no_sampling)
+    monkeypatch.setattr("attnmt.data.resample.sample_ids", no_sampling)
     monkeypatch.setattr("attnmt.data.idcache.encode_file", no_sampling)  # warm: no encoding
     warm = build_data(dcfg, tcfg, 1, DistInfo())
     assert warm.loader.dataset is warm.train and warm.sampler.segmentation is None

@@ -9,33 +9,39 @@ corpus also *samples* segmentations (the model itself is unchanged):
 * BPE-dropout (Provilkov et al. 2020): each merge is skipped with probability ``dropout``
   while the merges are applied, so words break into smaller pieces now and then.
 
-:class:`EpochSegmentations` is the training dataset then. For epoch ``e`` it streams the
-train files (never holding their text), samples every line on each side, and keeps the
-ids as in-memory flat arrays (:class:`~attnmt.data.indexed.TokenArray`): one epoch's
-segmentation at a time, ``2 bytes × pieces`` per side with a vocabulary of at most 32768.
-The segmentation of epoch e is a function of (``seed``, e, side, chunk) only: before
-each chunk of :data:`CHUNK_LINES` lines SentencePiece's generator is seeded with
-:func:`sampling_seed` and the chunk is encoded on one thread (SentencePiece draws from a
-process-wide generator that every encode call restarts from the seed set last; with more
-threads the lines' order of draws varies). So a resumed run re-creates the epoch it
-stopped in, pair for pair, and the sampler packs its batches from those lengths.
+A pair is resampled from its cached best segmentation (:mod:`attnmt.data.idcache`):
+the ids are decoded to their normalised text and encoded again with sampling
+(:func:`sample_ids`), so no train text is read and the cache stays the one copy of the
+corpus. Pair ``i``'s segmentation in epoch ``e`` is a function of (``seed``, e, side, i)
+only (:func:`pair_seed` seeds SentencePiece's generator before each encode), so a resumed
+run re-creates the epoch it stopped in, pair for pair, in either of the two ways
+:class:`EpochSegmentations` serves an epoch:
 
-Which pairs train is decided once, on the deterministic segmentation (``data.max_len``,
-``data.max_len_ratio``: :func:`~attnmt.data.dataset.filter_lengths`); a sampled side
-longer than ``max_len`` pieces falls back to its deterministic segmentation that epoch.
+* **whole epochs** (at most :data:`WHOLE_EPOCH_PAIRS` training pairs): at the epoch's start
+  every pair is sampled into in-memory flat arrays (``2 bytes × pieces`` per side) and the
+  batches are packed from those exact lengths, as without sampling (ding_de_en: ~1 s an
+  epoch on one core);
+* **as read** (larger corpora): a pair is sampled when a batch reads it, so a start costs
+  what it costs without sampling and memory stays that of the cache. Batches are packed
+  from per-pair *bounds*: the best segmentation's length × the :data:`BOUND_QUANTILE`
+  quantile of the sampled/best length ratio, measured once on :data:`PROBE_PAIRS` pairs;
+  a sampled side longer than its bound keeps its best segmentation, so a batch never
+  exceeds ``max_tokens``. The price: batches hold fewer real tokens than their budget.
 
-With sampling off nothing here runs: the train ids come from the cache
-(:mod:`attnmt.data.idcache`) as before, and a warm start reads no text.
+Which pairs train is decided once, on the best segmentation (``data.max_len``,
+``data.max_len_ratio``: :func:`~attnmt.data.dataset.filter_lengths`); a sampled side longer
+than ``max_len`` pieces keeps its best segmentation too, and so does a sentence holding
+``<unk>`` (its text does not survive decoding).
+
+With sampling off nothing here runs: the train ids come from the cache as they are.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import sentencepiece as spm
@@ -43,14 +49,23 @@ from torch.utils.data import Dataset
 
 from attnmt.data.dataset import Item
 from attnmt.data.indexed import IndexedDataset, TokenArray, token_dtype
-from attnmt.data.textio import utf8_lines
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-CHUNK_LINES = 50_000
+WHOLE_EPOCH_PAIRS = 100_000
+"""Up to this many training pairs an epoch is sampled whole at its start (exact packing);
+above it pairs are sampled as batches read them (module docstring)."""
+PROBE_PAIRS = 2_000
+"""Pairs sampled once to measure the length ratio that the bounds allow."""
+BOUND_QUANTILE = 0.95
+"""The bounds allow this quantile of the sampled/best length ratio: about 5% of the sides
+keep their best segmentation in an epoch."""
+PROBE_EPOCH = 2**31 - 1
+"""The probe's epoch number in :func:`pair_seed`: a stream no training epoch uses."""
 SIDES = {"src": 0, "tgt": 1}
+_MASK64 = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -78,110 +93,154 @@ class SamplingSettings:
             raise ConfigError(f"subword sampling needs unigram or bpe, not {self.model_type!r}")
 
 
-def sampling_seed(seed: int, epoch: int, side: str, chunk: int) -> int:
-    """SentencePiece's seed for one chunk: 32 bits of ``SeedSequence([seed, epoch, side,
-    chunk])``, never 2^32 - 1 (SentencePiece's "unseeded" value)."""
-    state = np.random.SeedSequence([seed, epoch, SIDES[side], chunk]).generate_state(1)
-    return int(state[0]) % (2**32 - 1)
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: a 64-bit integer to a well-mixed 64-bit integer."""
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
 
 
-def _chunks(path: Path) -> Iterator[list[str]]:
-    with path.open("rb") as f:
-        lines = utf8_lines(f, f"{path}:", "convert the file to UTF-8")
-        while chunk := list(itertools.islice(lines, CHUNK_LINES)):
-            yield chunk
+def pair_seed(seed: int, epoch: int, side: str, pair: int) -> int:
+    """SentencePiece's seed for one side of one pair in one epoch: 32 bits of a splitmix64
+    chain over (seed, epoch, side, pair), never 2^32 - 1 (SentencePiece's "unseeded")."""
+    h = 0
+    for part in (seed, epoch, SIDES[side], pair):
+        h = _mix((h + (part & _MASK64) + 0x9E3779B97F4A7C15) & _MASK64)
+    return (h >> 32) % (2**32 - 1)
 
 
-def sample_file(
-    path: Path, tokenizer: Tokenizer, side: str, settings: SamplingSettings, seed: int, epoch: int
+def sample_ids(
+    sp: spm.SentencePieceProcessor, ids: Sequence[int], settings: SamplingSettings, seed: int
+) -> list[int]:
+    """``ids`` (a best segmentation) segmented again by sampling, deterministic in ``seed``:
+    decoded to its normalised text and encoded with ``enable_sampling``. A sentence holding
+    ``<unk>`` is returned as it is (the text of ``<unk>`` is not the text it stood for)."""
+    ids = [int(t) for t in ids]
+    if not ids or sp.unk_id() in ids:
+        return ids
+    spm.set_random_generator_seed(seed)
+    return sp.encode(
+        sp.decode(ids),
+        out_type=int,
+        enable_sampling=True,
+        alpha=settings.alpha,
+        nbest_size=settings.nbest,
+    )
+
+
+def sample_array(
+    best: TokenArray,
+    sp: spm.SentencePieceProcessor,
+    side: str,
+    settings: SamplingSettings,
+    seed: int,
+    epoch: int,
+    rows: Sequence[int] | np.ndarray | None = None,
 ) -> TokenArray:
-    """Every line of ``path`` segmented by sampling with the ``side`` model, as in-memory
-    arrays (tokens [n_pieces], offsets [n + 1]); deterministic in (seed, epoch, side)."""
-    sp = tokenizer.processor(side)
-    dtype = token_dtype(sp.get_piece_size())
-    flats: list[np.ndarray] = []
-    lengths: list[np.ndarray] = []
-    for k, chunk in enumerate(_chunks(Path(path))):
-        spm.set_random_generator_seed(sampling_seed(seed, epoch, side, k))
-        ids = sp.encode(
-            chunk,
-            out_type=int,
-            enable_sampling=True,
-            alpha=settings.alpha,
-            nbest_size=settings.nbest,
-            num_threads=1,
-        )
-        n = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        flats.append(
-            np.fromiter(itertools.chain.from_iterable(ids), dtype=dtype, count=int(n.sum()))
-        )
-        lengths.append(n)
-    offsets = np.zeros(sum(map(len, lengths)) + 1, dtype=np.int64)
-    if lengths:
-        np.cumsum(np.concatenate(lengths), out=offsets[1:])
-    tokens = np.concatenate(flats) if flats else np.zeros(0, dtype=dtype)
-    return TokenArray(tokens, offsets)
+    """Rows ``rows`` (default: all) of ``best`` sampled for ``epoch``, as in-memory flat
+    arrays: row j of the result is pair ``rows[j]``."""
+    picked = range(len(best)) if rows is None else rows
+    sampled = [
+        sample_ids(sp, best[int(i)], settings, pair_seed(seed, epoch, side, int(i))) for i in picked
+    ]
+    return TokenArray.from_lists(sampled, token_dtype(sp.get_piece_size()))
 
 
 class EpochSegmentations(Dataset[Item]):
     """The training pairs ``fixed`` holds (its ``index``: the pairs kept by the length
-    filter), with each epoch's sampled segmentation (module docstring).
+    filter), each epoch with its own sampled segmentation (module docstring).
 
     ``dataset[k] -> (src ids, tgt ids, k)`` of the selected epoch (:meth:`set_epoch`);
-    :meth:`lengths` gives an epoch's piece counts for the batch sampler.
+    :meth:`lengths` gives the piece counts (whole epochs) or bounds (sampled as read) the
+    batch sampler packs by. ``whole_epoch_pairs``: see :data:`WHOLE_EPOCH_PAIRS`.
     """
 
     def __init__(
         self,
-        src_path: Path,
-        tgt_path: Path,
         tokenizer: Tokenizer,
         settings: SamplingSettings,
         seed: int,
         fixed: IndexedDataset,
         max_len: int,
+        whole_epoch_pairs: int = WHOLE_EPOCH_PAIRS,
     ) -> None:
         if fixed.tgt is None:
             raise ConfigError("subword sampling needs target sentences")
-        self.paths = {"src": Path(src_path), "tgt": Path(tgt_path)}
         self.tokenizer = tokenizer
+        self.processors = {side: tokenizer.processor(side) for side in SIDES}
+        self.best = {"src": fixed.src, "tgt": fixed.tgt}
         self.settings = settings
         self.seed = seed
         self.fixed = fixed
         self.max_len = max_len
-        self.index = (
-            np.arange(len(fixed), dtype=np.int64) if fixed.index is None else fixed.index
-        )
-        self._epoch: int | None = None  # the epoch sampled last
+        self.index = np.arange(len(fixed), dtype=np.int64) if fixed.index is None else fixed.index
+        self.whole_epochs = len(self.index) <= whole_epoch_pairs
+        self._epoch: int | None = None  # the epoch sampled last (whole epochs)
         self._served: int | None = None  # the epoch __getitem__ reads (set_epoch)
         self._arrays: tuple[TokenArray, TokenArray] | None = None
         self._lengths: tuple[np.ndarray, np.ndarray] | None = None
+        self.bounds = None if self.whole_epochs else self._measure_bounds()
+        full = np.full(len(self.index), max_len, dtype=np.int32)
+        self.limits = self.bounds or (full, full)  # longest sampled side a pair may serve
 
     def __len__(self) -> int:
         return len(self.index)
 
+    def _measure_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per pair and side: ``max(best, ceil(q × best))`` pieces, at most ``max_len``
+        (but never below the best length), q the :data:`BOUND_QUANTILE` quantile of the
+        sampled/best ratio over :data:`PROBE_PAIRS` pairs (a seeded choice)."""
+        started = time.perf_counter()
+        rng = np.random.default_rng([self.seed, PROBE_EPOCH])
+        probe = np.sort(rng.permutation(self.index)[:PROBE_PAIRS])
+        bounds = []
+        for side in SIDES:
+            best = self.best[side]
+            sampled = sample_array(
+                best, self.processors[side], side, self.settings, self.seed, PROBE_EPOCH, probe
+            )
+            base = np.maximum(best.lengths()[probe], 1)
+            q = float(np.quantile(sampled.lengths() / base, BOUND_QUANTILE)) if len(probe) else 1.0
+            lengths = best.lengths()[self.index].astype(np.int64)
+            bound = np.minimum(np.ceil(q * lengths), self.max_len)
+            bounds.append(np.maximum(bound, lengths).astype(np.int32))
+            log.info(
+                "subword sampling (%s): %d pairs are sampled as batches read them; batches "
+                "packed for %.2f× the best segmentation's pieces (the %.0f%% quantile over %d "
+                "pairs; longer samples keep the best segmentation)",
+                side,
+                len(self.index),
+                q,
+                100 * BOUND_QUANTILE,
+                len(probe),
+            )
+        log.info("subword sampling: bounds measured in %.1f s", time.perf_counter() - started)
+        return bounds[0], bounds[1]
+
+    def _sample(self, side: str, k: int, epoch: int) -> list[int]:
+        """Side ``side`` of selected pair ``k`` in ``epoch``: sampled, or its best
+        segmentation when the sample is longer than the pair's limit."""
+        i = int(self.index[k])
+        best = self.best[side][i]
+        ids = sample_ids(
+            self.processors[side], best, self.settings, pair_seed(self.seed, epoch, side, i)
+        )
+        return ids if len(ids) <= self.limits[SIDES[side]][k] else best
+
     def _build(self, epoch: int) -> None:
-        """Sample epoch ``epoch``'s segmentation of both sides (once per epoch)."""
+        """Whole epochs: sample epoch ``epoch``'s segmentation of both sides (once)."""
         if self._epoch == epoch:
             return
         started = time.perf_counter()
+        dtype = {s: token_dtype(sp.get_piece_size()) for s, sp in self.processors.items()}
         src, tgt = (
-            sample_file(self.paths[side], self.tokenizer, side, self.settings, self.seed, epoch)
-            for side in ("src", "tgt")
+            TokenArray.from_lists(
+                [self._sample(side, k, epoch) for k in range(len(self))], dtype[side]
+            )
+            for side in SIDES
         )
-        for side, arr, full in (("src", src, self.fixed.src), ("tgt", tgt, self.fixed.tgt)):
-            if len(arr) != len(full):
-                raise ConfigError(
-                    f"{self.paths[side]} has {len(arr)} lines now but {len(full)} when its "
-                    "ids were cached; the file changed during the run"
-                )
-        src_len = src.lengths()[self.index]
-        tgt_len = tgt.lengths()[self.index]
-        # a sampled side longer than max_len: its deterministic segmentation instead
-        src_len = np.where(src_len > self.max_len, self.fixed.src_lengths, src_len)
-        tgt_len = np.where(tgt_len > self.max_len, self.fixed.tgt_lengths, tgt_len)
         self._epoch, self._arrays = epoch, (src, tgt)
-        self._lengths = (src_len.astype(np.int32), tgt_len.astype(np.int32))
+        self._lengths = (src.lengths().astype(np.int32), tgt.lengths().astype(np.int32))
         log.info(
             "subword sampling: epoch %d segmented in %.1f s (%d + %d pieces)",
             epoch,
@@ -191,26 +250,25 @@ class EpochSegmentations(Dataset[Item]):
         )
 
     def lengths(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
-        """Pieces per pair in ``epoch``'s segmentation: (src [m], tgt [m]) int32."""
+        """What the batches of ``epoch`` are packed by, (src [m], tgt [m]) int32: the
+        sampled piece counts (whole epochs) or each pair's bound (sampled as read)."""
+        if self.bounds is not None:
+            return self.bounds
         self._build(epoch)
         assert self._lengths is not None
         return self._lengths
 
     def set_epoch(self, epoch: int) -> None:
-        """Serve ``epoch``'s segmentation from now on (sampled now if not yet)."""
+        """Serve ``epoch``'s segmentation from now on (whole epochs: sampled now if not yet)."""
         self._served = epoch
-        self._build(epoch)
+        if self.whole_epochs:
+            self._build(epoch)
 
     def __getitem__(self, k: int) -> Item:
         if self._served is None:
             raise RuntimeError("EpochSegmentations: call set_epoch before reading pairs")
+        if not self.whole_epochs:
+            return self._sample("src", k, self._served), self._sample("tgt", k, self._served), k
         self._build(self._served)  # only one epoch is held: lengths(other) may have replaced it
         assert self._arrays is not None
-        i = int(self.index[k])
-        src, tgt = self._arrays
-        s, t = src[i], tgt[i]
-        if len(s) > self.max_len:
-            s = self.fixed.src[i]
-        if len(t) > self.max_len:
-            t = self.fixed.tgt[i]  # type: ignore[index]
-        return s, t, k
+        return self._arrays[0][k], self._arrays[1][k], k

@@ -8,8 +8,9 @@ DDP ranks) → ``DataLoader(num_workers=0)`` so the sampler's position is exact.
 start neither parses nor encodes the train text (the ids' cache key is the model's hash
 and the files' size and mtime; the tokenizer's key still hashes the files' bytes).
 With subword sampling (``data.tokenizer.sampling.enabled``) the loader reads the kept
-pairs from :class:`~attnmt.data.resample.EpochSegmentations` instead, which samples each
-epoch's segmentation from the text, and the sampler packs that epoch's lengths.
+pairs from :class:`~attnmt.data.resample.EpochSegmentations` instead, which resamples
+each epoch's segmentation from the cached ids (never the text), and the sampler packs by
+that epoch's lengths or, for large corpora, by per-pair bounds.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def build_data(
         tokenizer.tgt_vocab_size,
         "joint" if tokenizer.joint else "separate",
     )
-    resampled = subword_sampling(dcfg, tokenizer, seed, train, train_src, train_tgt)
+    resampled = subword_sampling(dcfg, tokenizer, seed, train)
     sampler = TokenBatchSampler(
         train.src_lengths,
         train.tgt_lengths,
@@ -118,8 +119,6 @@ def subword_sampling(
     tokenizer: Tokenizer,
     seed: int,
     train: IndexedDataset,
-    train_src: Path,
-    train_tgt: Path,
 ) -> EpochSegmentations | None:
     """The training pairs resegmented by sampling each epoch
     (``data.tokenizer.sampling.enabled``), else None: the cached ids as they are."""
@@ -132,7 +131,7 @@ def subword_sampling(
     )
     what = f"BPE-dropout {cfg.dropout}" if bpe else f"unigram alpha={cfg.alpha} nbest={cfg.nbest}"
     log.info("subword sampling on (%s): each epoch segments the train split afresh", what)
-    return EpochSegmentations(train_src, train_tgt, tokenizer, settings, seed, train, dcfg.max_len)
+    return EpochSegmentations(tokenizer, settings, seed, train, dcfg.max_len)
 
 
 def _same_bytes(a: Path, b: Path) -> bool:
