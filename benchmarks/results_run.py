@@ -161,6 +161,7 @@ class Outcome:
 
     recorded: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)  # another runner was training them
     interrupted: str = ""
     stopped_for_time: str = ""
 
@@ -208,13 +209,13 @@ class Runner:
             self.child = None
 
     def run_one(self, run: PlannedRun) -> str:
-        """'recorded', 'failed' or 'interrupted'."""
+        """'recorded', 'failed', 'busy' (another runner trains it now) or 'interrupted'."""
         stem = record_stem(run.cell.table, run.cell.label, run.seed, run.key)
         run_dir = self.runs_dir / run.cell.table / stem
         owner = live_owner(run_dir)
         if owner is not None:  # another runner trains this cell now: never touch its folder
             log.warning("results: %s is being trained by %s; skipped", run_dir, owner)
-            return "failed"
+            return "busy"
         if run_dir.exists():  # a run an earlier invocation lost: start it afresh
             shutil.rmtree(run_dir)
         start = self.clock()
@@ -265,7 +266,7 @@ class Runner:
                 outcome.interrupted = run.describe()
                 break
             else:
-                outcome.failed.append(run.describe())
+                (outcome.busy if result == "busy" else outcome.failed).append(run.describe())
                 skip.add((run.key, run.seed))
         return outcome
 
@@ -347,6 +348,7 @@ def report(outcome: Outcome) -> str:
     """What this invocation did, a few lines."""
     lines = [f"results: {len(outcome.recorded)} run(s) recorded"]
     lines += [f"  failed (no record, retried next time): {f}" for f in outcome.failed]
+    lines += [f"  left to the runner training it now: {b}" for b in outcome.busy]
     if outcome.interrupted:
         lines.append(f"  interrupted (no record, redone next time): {outcome.interrupted}")
     if outcome.stopped_for_time:

@@ -315,9 +315,13 @@ def test_a_cell_another_runner_is_training_is_skipped_and_its_folder_kept(
     lock = {"pid": os.getpid(), "host": socket.gethostname(), "since": 0}
     (busy / ".lock").write_text(json.dumps(lock))
     (busy / "train.log").write_text("the other runner's run\n")
-    r.max_runs = 2
+    r.max_runs = 1
     outcome = r.run()
-    assert calls == ["ding_de_en rnn_bahdanau"] and len(outcome.failed) == 1  # max_runs counts both
+    assert calls == ["ding_de_en rnn_bahdanau"]  # max_runs counts runs made, not cells skipped
+    assert outcome.busy == [first.describe()] and not outcome.failed
+    assert "left to the runner training it now: main: ding_de_en transformer" in (
+        results_run.report(outcome)
+    )
     assert (busy / "train.log").read_text() == "the other runner's run\n"
 
 
