@@ -21,6 +21,7 @@ import argparse
 import inspect
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,7 +255,11 @@ def map_figure(maps: dict[str, Any], panels: list[tuple[str, str, str]], title: 
             cells.append((head, maps[rows], maps[cols], label))
     ncol = min(len(cells), 4)
     nrow = (len(cells) + ncol - 1) // ncol
-    fig = Figure(figsize=(3.2 * ncol, 3.0 * nrow + 0.4), dpi=70)
+    title = textwrap.fill(title, width=int(12 * 3.2 * ncol))  # ~12 characters an inch
+    lines = title.count("\n") + 1
+    fig = Figure(
+        figsize=(3.2 * ncol, 3.0 * nrow + 0.4 + 0.15 * lines), dpi=70, layout="constrained"
+    )
     FigureCanvasAgg(fig)
     for k, (w, rows, cols, label) in enumerate(cells):
         ax = fig.add_subplot(nrow, ncol, k + 1)

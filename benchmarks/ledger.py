@@ -86,10 +86,12 @@ class Record:
     run_dir: str = ""
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
+    filed_key: str = field(default="", compare=False)  # the key in its file name, if not key
 
     @property
     def stem(self) -> str:
-        return record_stem(self.table, self.cell, self.seed, self.key)
+        """Its file name without ``.json`` (also of its ``.attn.json`` maps)."""
+        return record_stem(self.table, self.cell, self.seed, self.filed_key or self.key)
 
     @property
     def final_valid_nll(self) -> float:
@@ -120,7 +122,9 @@ def record_stem(table: str, cell: dict[str, str], seed: int, key: str) -> str:
 
 def write_record(directory: Path, record: Record) -> Path:
     """``directory/<stem>.json``, atomically."""
-    return write_json(Path(directory) / f"{record.stem}.json", asdict(record))
+    data = asdict(record)
+    del data["filed_key"]  # known from the file name
+    return write_json(Path(directory) / f"{record.stem}.json", data)
 
 
 def read_records(directory: Path) -> tuple[list[Record], list[str]]:
@@ -175,7 +179,7 @@ def split_current(
         if match is None:
             stale.append(record)
         else:
-            current.append(dataclasses.replace(record, key=match))
+            current.append(dataclasses.replace(record, key=match, filed_key=record.key))
     return current, stale
 
 

@@ -353,3 +353,5 @@ def test_a_setting_added_at_its_default_keeps_a_record_current() -> None:
         [dataclasses.replace(old, key="fedcba987654")],
         [],
     )
+    rekeyed = split_current([old], {"fedcba987654": old.settings}, lambda m: {})[0][0]
+    assert rekeyed.stem == old.stem  # its file (and its .attn.json maps) keep their name
