@@ -202,7 +202,7 @@ def make_plan(
     for table in tables:
         cfg = (experiments or {}).get(table) or load_experiment(table)
         table_seeds, table_cells = grid(table, cfg)
-        seeds[table] = [s for s in table_seeds if seeds_limit is None or s in seeds_limit]
+        seeds[table] = table_seeds  # the whole grid: seed 2's cells depend on seed 1's scores
         cells += table_cells
     settings = dict(zip(cells, settings_of([[*c.overrides, *extra] for c in cells])))
     keys = {c: settings_key(s) for c, s in settings.items()}
@@ -227,6 +227,8 @@ def make_plan(
             else:
                 top = best_cells(table_cells, keys, current, TOP_CELLS)
         for rank, seed in enumerate(seeds[table]):
+            if seeds_limit is not None and seed not in seeds_limit:
+                continue
             chosen = table_cells if rank == 0 else top
             for index, cell in enumerate(table_cells):
                 if not set(only) <= set(cell.label.values()):

@@ -156,6 +156,21 @@ def test_a_timed_run_is_estimated_from_the_ledger() -> None:
     assert timed.todo[1].estimate_min == 40.0  # not timed yet: the first guess
 
 
+def test_a_seed_filter_keeps_the_best_five_rule() -> None:
+    """``--seeds 2`` plans seed 2 of the best five attention cells only, and none until every
+    cell has seed 1."""
+    plan = toy_plan([])
+    attention = [c for c in plan.cells if c.table == "attention"]
+    some = [record_for(plan, c.text(), bleu=float(i)) for i, c in enumerate(attention[:-1])]
+    waiting = toy_plan(some, tables=("attention",), seeds_limit=(2,))
+    assert waiting.todo == [] and "lack seed 1" in waiting.waiting[0]
+    records = some + [record_for(plan, attention[-1].text(), bleu=0.0)]
+    seed2 = toy_plan(records, tables=("attention",), seeds_limit=(2,))
+    best = {c.text() for c in attention[-1 - TOP_CELLS : -1]}  # the highest BLEU, last one aside
+    assert {r.cell.text() for r in seed2.todo} == best and {r.seed for r in seed2.todo} == {2}
+    assert seed2.seeds["attention"] == [1, 2, 3]
+
+
 def test_tables_and_labels_narrow_the_plan_and_other_tables_records_are_not_stale() -> None:
     plan = toy_plan([])
     attention = record_for(plan, plan.cells[-1].text())
