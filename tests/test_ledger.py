@@ -164,7 +164,7 @@ def test_a_seed_filter_keeps_the_best_five_rule() -> None:
     some = [record_for(plan, c.text(), bleu=float(i)) for i, c in enumerate(attention[:-1])]
     waiting = toy_plan(some, tables=("attention",), seeds_limit=(2,))
     assert waiting.todo == [] and "lack seed 1" in waiting.waiting[0]
-    records = some + [record_for(plan, attention[-1].text(), bleu=0.0)]
+    records = [*some, record_for(plan, attention[-1].text(), bleu=0.0)]
     seed2 = toy_plan(records, tables=("attention",), seeds_limit=(2,))
     best = {c.text() for c in attention[-1 - TOP_CELLS : -1]}  # the highest BLEU, last one aside
     assert {r.cell.text() for r in seed2.todo} == best and {r.seed for r in seed2.todo} == {2}
