@@ -135,6 +135,8 @@ def read_records(directory: Path) -> tuple[list[Record], list[str]]:
         return records, bad
     names = {f.name for f in Record.__dataclass_fields__.values()}
     for path in sorted(Path(directory).glob("*.json")):
+        if path.name.endswith(".attn.json"):  # a record's attention maps, not a record
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("schema") != SCHEMA:

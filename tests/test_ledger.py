@@ -92,6 +92,7 @@ def test_records_round_trip_and_bad_files_are_named(tmp_path: Path) -> None:
     path = write_record(tmp_path, record)
     assert path.name == f"main-ding_de_en-transformer-seed1-{record.key}.json"
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    (tmp_path / f"{record.stem}.attn.json").write_text("{}", encoding="utf-8")  # its maps
     records, bad = read_records(tmp_path)
     assert records == [record]
     assert len(bad) == 1 and "broken.json" in bad[0]
