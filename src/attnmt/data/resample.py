@@ -174,17 +174,22 @@ class EpochSegmentations(Dataset[Item]):
         self.fixed = fixed
         self.max_len = max_len
         self.index = np.arange(len(fixed), dtype=np.int64) if fixed.index is None else fixed.index
-        self.whole_epochs = len(self.index) <= whole_epoch_pairs
         self._epoch: int | None = None  # the epoch sampled last (whole epochs)
         self._served: int | None = None  # the epoch __getitem__ reads (set_epoch)
         self._arrays: tuple[TokenArray, TokenArray] | None = None
         self._lengths: tuple[np.ndarray, np.ndarray] | None = None
-        self.bounds = None if self.whole_epochs else self._measure_bounds()
+        whole = len(self.index) <= whole_epoch_pairs
+        self.bounds = None if whole else self._measure_bounds()
         full = np.full(len(self.index), max_len, dtype=np.int32)
         self.limits = self.bounds or (full, full)  # longest sampled side a pair may serve
 
     def __len__(self) -> int:
         return len(self.index)
+
+    @property
+    def whole_epochs(self) -> bool:
+        """Whether epochs are sampled whole (else pairs are sampled as read)."""
+        return self.bounds is None
 
     def _measure_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per pair and side: ``max(best, ceil(q × best))`` pieces, at most ``max_len``
@@ -194,6 +199,7 @@ class EpochSegmentations(Dataset[Item]):
         rng = np.random.default_rng([self.seed, PROBE_EPOCH])
         probe = np.sort(rng.permutation(self.index)[:PROBE_PAIRS])
         bounds = []
+        kept = {"src": self.fixed.src_lengths, "tgt": self.fixed.tgt_lengths}  # [m] each
         for side in SIDES:
             best = self.best[side]
             sampled = sample_array(
@@ -201,7 +207,7 @@ class EpochSegmentations(Dataset[Item]):
             )
             base = np.maximum(best.lengths()[probe], 1)
             q = float(np.quantile(sampled.lengths() / base, BOUND_QUANTILE)) if len(probe) else 1.0
-            lengths = best.lengths()[self.index].astype(np.int64)
+            lengths = np.asarray(kept[side], dtype=np.int64)
             bound = np.minimum(np.ceil(q * lengths), self.max_len)
             bounds.append(np.maximum(bound, lengths).astype(np.int32))
             log.info(
