@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -26,10 +25,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
-VALID = re.compile(r"valid step (\d+) \|.*\| BLEU ([\d.]+) \| chrF ([\d.]+)")
-STEP = re.compile(r"\] - step (\d+) \|")
-TEST = re.compile(r"test \(.*?, beam (\d+)\): (\w+)\|(\S+) = ([\d.]+)")
+from attnmt.train.log_lines import STAMP, STEP, TEST, VALID
 
 
 @dataclass

@@ -1,0 +1,133 @@
+"""Keep a running training run's best checkpoint as it stood at given minutes.
+
+    python train.py experiment=small_data hydra.run.dir=RUN &
+    python scripts/snapshot_best.py RUN --minutes 10 30 60      # -> RUN/snapshots/
+
+A run keeps only its ``trainer.keep_best`` best checkpoints, so the model a 10-minute run
+would have tested is gone by the end of a 2-hour one. Run beside the training, this copies
+the top entry of ``RUN/checkpoints/best.json`` at each mark (wall-clock minutes since the
+first logged update, the clock of ``compare_runs.py --minutes``) to
+``snapshots/best-at-<m>min.pt`` and lists the copies in ``snapshots/snapshots.json``
+(minutes, step, validation BLEU). Decode them afterwards with
+``python evaluate.py ckpt=RUN/snapshots/best-at-10min.pt split=test beam=5``. It stops when the run
+ends (its final test line in train.log, or no ``.lock``) and says which marks it missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+from attnmt.checkpoint import read_best_json
+from attnmt.train.log_lines import STAMP, STEP, TEST
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One kept checkpoint: the run's best at ``minutes`` after its first update."""
+
+    minutes: float
+    file: str
+    step: int
+    val_bleu: float
+
+
+def first_update(run: Path) -> float | None:
+    """Epoch seconds of the first logged update in ``run/train.log``; None before it."""
+    log = run / "train.log"
+    if not log.is_file():
+        return None
+    with log.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            stamp = STAMP.match(line)
+            if stamp and STEP.search(line):
+                return datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
+    return None
+
+
+def run_ended(run: Path) -> bool:
+    """True once the run has logged its final test or released its lock."""
+    if not (run / ".lock").exists():
+        return True
+    log = run / "train.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    return any(TEST.search(line) for line in text.splitlines())
+
+
+def copy_best(run: Path, out: Path, minutes: float, tries: int = 3) -> Snapshot | None:
+    """Copy the top of ``best.json`` to ``out/best-at-<m>min.pt`` (written whole, then renamed).
+
+    The trainer may prune a checkpoint between our reading best.json and copying it: then the
+    list is read again. None when the run has no validated checkpoint yet.
+    """
+    for _ in range(tries):
+        best = read_best_json(run / "checkpoints" / "best.json")
+        if not best:
+            return None
+        top = best[0]
+        target = out / f"best-at-{minutes:g}min.pt"
+        partial = target.with_suffix(".pt.partial")
+        try:
+            shutil.copyfile(run / "checkpoints" / top["file"], partial)
+        except FileNotFoundError:
+            time.sleep(1.0)
+            continue
+        partial.replace(target)
+        return Snapshot(minutes, target.name, int(top["step"]), float(top["val_bleu"]))
+    return None
+
+
+def snapshot(
+    run: Path,
+    marks: list[float],
+    out: Path,
+    now: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 5.0,
+) -> list[Snapshot]:
+    """Wait for each mark in turn and keep the best checkpoint there; returns what was kept."""
+    out.mkdir(parents=True, exist_ok=True)
+    while (start := first_update(run)) is None:
+        if run_ended(run):
+            raise SystemExit(f"error: {run}: the run ended before its first update")
+        sleep(poll_s)
+    kept: list[Snapshot] = []
+    for mark in sorted(marks):
+        while now() < start + 60.0 * mark:
+            if run_ended(run):
+                missed = [m for m in sorted(marks) if m >= mark]
+                print(f"{run}: the run ended before minute {missed[0]:g}; missed {missed}")
+                return kept
+            sleep(poll_s)
+        shot = copy_best(run, out, mark)
+        if shot is None:
+            print(f"minute {mark:g}: no validated checkpoint yet")
+            continue
+        kept.append(shot)
+        (out / "snapshots.json").write_text(
+            json.dumps([asdict(s) for s in kept], indent=1) + "\n", encoding="utf-8"
+        )
+        print(f"minute {mark:g}: {shot.file} (step {shot.step}, valid BLEU {shot.val_bleu:.2f})")
+    return kept
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="the run directory (hydra.run.dir)")
+    parser.add_argument("--minutes", type=float, nargs="+", required=True)
+    parser.add_argument("--out", type=Path, help="where to keep them (default RUN/snapshots)")
+    args = parser.parse_args(argv)
+    if not args.run.is_dir():
+        raise SystemExit(f"error: {args.run}: no such run directory")
+    snapshot(args.run, args.minutes, args.out or args.run / "snapshots")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
