@@ -16,7 +16,6 @@ ends (its final test line in train.log, or no ``.lock``) and says which marks it
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import time
@@ -25,6 +24,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from attnmt.atomic import atomic_path, write_json
 from attnmt.checkpoint import read_best_json
 from attnmt.train.log_lines import STAMP, STEP, TEST
 
@@ -65,23 +65,23 @@ def copy_best(run: Path, out: Path, minutes: float, tries: int = 3) -> Snapshot 
     """Copy the top of ``best.json`` to ``out/best-at-<m>min.pt`` (written whole, then renamed).
 
     The trainer may prune a checkpoint between our reading best.json and copying it: then the
-    list is read again. None when the run has no validated checkpoint yet.
+    list is read again, ``tries`` times. None when the run has no validated checkpoint yet.
     """
+    target = out / f"best-at-{minutes:g}min.pt"
     for _ in range(tries):
         best = read_best_json(run / "checkpoints" / "best.json")
         if not best:
             return None
         top = best[0]
-        target = out / f"best-at-{minutes:g}min.pt"
-        partial = target.with_suffix(".pt.partial")
-        try:
-            shutil.copyfile(run / "checkpoints" / top["file"], partial)
+        try:  # once open, a checkpoint pruned by the trainer stays readable to us
+            source = (run / "checkpoints" / top["file"]).open("rb")
         except FileNotFoundError:
             time.sleep(1.0)
             continue
-        partial.replace(target)
+        with source, atomic_path(target) as tmp, tmp.open("wb") as copy:
+            shutil.copyfileobj(source, copy)
         return Snapshot(minutes, target.name, int(top["step"]), float(top["val_bleu"]))
-    return None
+    raise SystemExit(f"error: {run}: best.json kept naming checkpoints that were gone")
 
 
 def snapshot(
@@ -111,9 +111,7 @@ def snapshot(
             print(f"minute {mark:g}: no validated checkpoint yet")
             continue
         kept.append(shot)
-        (out / "snapshots.json").write_text(
-            json.dumps([asdict(s) for s in kept], indent=1) + "\n", encoding="utf-8"
-        )
+        write_json(out / "snapshots.json", [asdict(s) for s in kept], indent=1)
         print(f"minute {mark:g}: {shot.file} (step {shot.step}, valid BLEU {shot.val_bleu:.2f})")
     return kept
 

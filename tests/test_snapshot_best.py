@@ -74,7 +74,11 @@ def test_keeps_the_best_as_it_stood_at_each_mark(tmp_path: Path) -> None:
     out = run / "snapshots"
     assert (out / "best-at-1min.pt").read_bytes() == b"weights 500"
     assert (out / "best-at-2min.pt").read_bytes() == b"weights 1500"
-    assert not list(out.glob("*.partial"))
+    assert sorted(p.name for p in out.iterdir()) == [
+        "best-at-1min.pt",
+        "best-at-2min.pt",
+        "snapshots.json",
+    ]  # no temporary file left
     listed = json.loads((out / "snapshots.json").read_text())
     assert [e["file"] for e in listed] == ["best-at-1min.pt", "best-at-2min.pt"]
 
@@ -93,7 +97,8 @@ def test_a_pruned_checkpoint_is_looked_up_again(tmp_path: Path) -> None:
     (run / "checkpoints" / "best.json").write_text(
         json.dumps([{"file": "best-9.pt", "step": 9, "val_bleu": 0.5}])
     )
-    assert snap.copy_best(run, tmp_path, 1, tries=1) is None  # best-9.pt is gone
+    with pytest.raises(SystemExit, match="naming checkpoints that were gone"):
+        snap.copy_best(run, tmp_path, 1, tries=1)  # best-9.pt is gone
     _best(run, 700, 1.5)
     assert snap.copy_best(run, tmp_path, 1).step == 700
 
