@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import filecmp
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ class TrainingData:
     sampler: TokenBatchSampler
     loader: DataLoader
     valid: EvalSet
+    ids_seconds: float = 0.0  # reading (or, on a cold cache, encoding) the train ids
 
     def test_split(self) -> tuple[list[str], list[str]]:
         """The test split's (sources, references), read on demand for the final decoding."""
@@ -74,10 +76,12 @@ def build_data(
         tokenizer = load_or_train_tokenizer(
             train_src, train_tgt, dcfg.tokenizer, corpus.directory, log=log
         )
+    ids_started = time.perf_counter()
     full = IndexedDataset(
         cached_token_array(train_src, tokenizer, "src", corpus.directory, log),
         cached_token_array(train_tgt, tokenizer, "tgt", corpus.directory, log),
     )
+    ids_seconds = time.perf_counter() - ids_started
     if dist.enabled and dist.is_main:
         barrier()
     kept, removed = filter_lengths(
@@ -111,7 +115,7 @@ def build_data(
     warn_suspicious_valid(corpus)
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
-    return TrainingData(corpus, tokenizer, train, sampler, loader, valid)
+    return TrainingData(corpus, tokenizer, train, sampler, loader, valid, ids_seconds)
 
 
 def subword_sampling(

@@ -237,5 +237,7 @@ def _score_test(
         "test_bleu": scores["bleu"].score,
         "test_chrf": scores["chrf"].score,
         "test_signature": scores["bleu"].signature,
+        "test_chrf_signature": scores["chrf"].signature,
+        "test_beam": beam,
     }
     return figures, hyps

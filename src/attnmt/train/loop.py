@@ -34,6 +34,9 @@ from attnmt.checkpoint import CheckpointManager
 from attnmt.config import RunConfig
 from attnmt.decode.plots import figure_to_array
 from attnmt.errors import AttnmtError
+from attnmt.machine import this_machine
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordWriter, source_commit
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
 from attnmt.train.averaging import average_payloads
@@ -129,6 +132,7 @@ class Trainer:
         self.stop_flag = StopFlag()
         self.translator.should_stop = lambda: self.stop_flag.requested  # long decodes stop too
         self.mid_update = False  # True from the first backward until the step is recorded
+        self.record = self._open_record(parts) if self.dist.is_main else None
         log.info(
             "model %s: %.2fM parameters on %s, precision %s, %d rank(s)",
             self.model.name,
@@ -136,6 +140,56 @@ class Trainer:
             self.device,
             self.precision.name,
             self.dist.world_size,
+        )
+
+    def _open_record(self, parts: RunParts) -> RecordWriter:
+        """Start the run record (attnmt.run_record): summary.json "running", a start event."""
+        settings, resumed = parts.settings, parts.settings.resumed is not None
+        about = {
+            "run_dir": str(self.run_dir),
+            "model": self.model.name,
+            "data": self.cfg.data.name,
+            "seed": self.cfg.seed,
+            "params": self.n_params,
+            "precision": self.precision.name,
+            "device": str(self.device),
+            "world_size": self.dist.world_size,
+            "machine": this_machine().to_dict(),
+            "commit": source_commit(),
+            "started": parts.started,
+            "resumed_from": str(settings.resume_from) if resumed else None,
+        }
+        record = RecordWriter(RunDir(self.run_dir), self.step if resumed else None, about)
+        record.update(step=self.step, epoch=self.data.sampler.epoch, minutes=self.minutes())
+        record.event(
+            "start",
+            self.step,
+            resumed=resumed,
+            setup_started=parts.started,
+            data_seconds=round(parts.data_seconds, 3),
+            ids_seconds=round(self.data.ids_seconds, 3),
+            **{k: about[k] for k in ("params", "precision", "device", "world_size")},
+        )
+        return record
+
+    def _record(self, kind: str, **fields: Any) -> None:
+        """One event of the run record at this step (rank 0), with epoch and minutes."""
+        if self.record is not None:
+            epoch, minutes = self.data.sampler.epoch, round(self.minutes(), 4)
+            self.record.event(kind, self.step, epoch=epoch, minutes=minutes, **fields)
+
+    def end_record(self, status: str, reason: str, error: str | None = None) -> None:
+        """The record's end event and final summary (a no-op off rank 0)."""
+        if self.record is None:
+            return
+        self._record("end", status=status, reason=reason)
+        self.record.update(
+            status=status,
+            reason=reason,
+            error=error,
+            step=self.step,
+            epoch=self.data.sampler.epoch,
+            minutes=round(self.minutes(), 4),
         )
 
     @property
@@ -307,6 +361,7 @@ class Trainer:
             self.tb.scalars(scalars, self.step)
             self.state.history.add_train(self.step, self.minutes(), scalars["train/nll"])
             log.info(meter.line(self.step, self.data.sampler.epoch))
+            self._record("train", **{k.removeprefix("train/"): v for k, v in scalars.items()})
             meter.reset()
 
     def run(self) -> dict[str, Any]:
@@ -339,6 +394,7 @@ class Trainer:
             except KeyboardInterrupt:
                 raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
+        self.end_record("finished", reason)
         ddp.barrier()
         return result
 
@@ -392,7 +448,18 @@ class Trainer:
             log.info(
                 "new best: valid BLEU %.2f at step %d -> %s", res.bleu, step, self.ckpts.best_path()
             )
+        self._record("valid", **{k.removeprefix("val/"): v for k, v in res.scalars().items()})
+        if self.record is not None:
+            self.record.update(step=step, minutes=round(self.minutes(), 4), best=self._best())
         return res.scalars()
+
+    def _best(self) -> dict[str, Any] | None:
+        """The best checkpoint so far and its validation scores (the summary's ``best``)."""
+        path, s = self.ckpts.best_path(), self.state
+        if path is None and s.best_step is None:
+            return None
+        scores = {"val_bleu": s.best_bleu, "val_chrf": s.best_chrf}
+        return {"file": path.name if path else None, "step": s.best_step, **scores}
 
     def _draw_results(self, step: int) -> None:
         """results.png in the run directory, and the same picture in TensorBoard."""
@@ -430,6 +497,10 @@ class Trainer:
             "kept as averaged.pt" if better else "not kept",
         )
         self.tb.scalar("val/averaged_bleu", res.bleu, self.step)
+        files_used = [f.name for f in files]
+        self._record(
+            "average", files=files_used, bleu=res.bleu, chrf=res.chrf, nll=res.loss, kept=better
+        )
         if better:
             payload["metrics"] = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
             self.ckpts.add_best(payload, "averaged.pt", self.step, res.bleu)
@@ -459,6 +530,18 @@ class Trainer:
                 figures, hyps = score_checkpoint(self.translator, best, src, ref, self.run_dir)
             result.update(figures)
             samples = list(zip(src, ref, hyps))[:END_SAMPLES]
+            test = {
+                "checkpoint": best.name,
+                "ensemble": figures.get("test_ensemble"),
+                "beam": figures["test_beam"],
+                "bleu": figures["test_bleu"],
+                "chrf": figures["test_chrf"],
+                "bleu_signature": figures["test_signature"],
+                "chrf_signature": figures["test_chrf_signature"],
+            }
+            self._record("test", **test)
+            if self.record is not None:
+                self.record.update(test=test, best=self._best())
             print(f"test BLEU = {result['test_bleu']:.2f} (chrF {result['test_chrf']:.2f})")
         metrics = {"val/best_bleu": result["best_val_bleu"]}
         if "test_bleu" in result:
@@ -521,6 +604,17 @@ def _bar_safe_logging(progress_bar: bool) -> contextlib.AbstractContextManager[A
     return logging_redirect_tqdm() if progress_bar else contextlib.nullcontext()
 
 
+def _ending(err: BaseException) -> tuple[str, str, str | None]:
+    """(status, reason, error message) of the run record for a run that ``err`` ended."""
+    if isinstance(err, FinalTestInterrupted):
+        return "interrupted", "final_test", None
+    if isinstance(err, (TrainingInterrupted, KeyboardInterrupt)):
+        return "interrupted", "interrupted", None
+    if isinstance(err, TrainingDiverged):
+        return "failed", "non_finite", str(err)
+    return "failed", type(err).__name__, str(err).splitlines()[0] if str(err) else None
+
+
 def train(
     cfg: RunConfig | DictConfig,
     run_dir: str | Path,
@@ -536,6 +630,13 @@ def train(
     try:
         trainer = Trainer(cfg, Path(run_dir), on_step, explicit)
         return trainer.run()
+    except BaseException as err:
+        if trainer is not None:
+            try:
+                trainer.end_record(*_ending(err))
+            except OSError as record_err:  # the run's own error is the one to report
+                log.warning("the run record's end was not written: %s", record_err)
+        raise
     finally:
         if trainer is not None:
             trainer.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,8 @@ class RunParts:
     schedule: Schedule
     log_handler: logging.Handler | None
     lock: RunLock | None  # rank 0's hold on the run directory
+    started: float = 0.0  # unix time when start_run began
+    data_seconds: float = 0.0  # preparing the corpus, tokenizer, train ids and valid split
 
 
 def compose_settings(
@@ -112,6 +115,7 @@ def start_run(
 ) -> RunParts:
     """Compose and validate the settings, check the run directory and the corpus, then
     build data, model, precision, translator, optimizer and schedule."""
+    started = time.time()
     settings = compose_settings(cfg, run_dir, explicit)
     device = resolve_device(settings.cfg.device)
     dist = ddp.init_distributed(device)
@@ -123,7 +127,7 @@ def start_run(
             check_fresh(settings.run_dir)
         lock = acquire(settings.run_dir)
     try:
-        return _build(settings, dist, device, lock, run_dir)
+        return _build(settings, dist, device, lock, run_dir, started)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -136,6 +140,7 @@ def _build(
     device: torch.device,
     lock: RunLock | None,
     own_dir: Path,
+    started: float,
 ) -> RunParts:
     """Data, model, precision, translator, optimizer and schedule of a checked run."""
     cfg, tcfg = settings.cfg, settings.cfg.trainer
@@ -143,7 +148,9 @@ def _build(
     log_handler = _continue_log(settings.run_dir, own_dir, dist.is_main)
     seed_everything(cfg.seed)
     inherited = settings.resumed or settings.start
+    data_started = time.perf_counter()
     data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited and inherited["tokenizer"])
+    data_seconds = time.perf_counter() - data_started
     tok = data.tokenizer
     model_cfg = plain(cfg.model)
     model = build_model(model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
@@ -174,6 +181,8 @@ def _build(
         schedule=build_schedule(optimizer, tcfg),
         log_handler=log_handler,
         lock=lock,
+        started=started,
+        data_seconds=data_seconds,
     )
 
 

@@ -1,0 +1,202 @@
+"""The run record: what a run did, for tools (``train.log`` is for people).
+
+Two files in the run folder (:class:`~attnmt.run_dir.RunDir`), format version
+:data:`VERSION` (docs/outputs.md describes every field):
+
+``metrics.jsonl``
+    one JSON object a line, appended as the run goes: ``{"event": "start" | "train" |
+    "valid" | "average" | "test" | "end", "step": int, "time": unix seconds, ...}``; every
+    event but ``start`` also has ``epoch`` and ``minutes`` (training wall-clock minutes, a
+    resumed run goes on counting). A line is written whole with one ``write``; a reader
+    skips a last line without its newline (a write in flight). A resumed run first drops
+    the events after the step it resumes from, so the file never holds a step twice.
+``summary.json``
+    the run's state, rewritten atomically at the start, at every validation and at the end:
+    ``status`` (running / finished / interrupted / failed), ``reason``, steps, minutes, the
+    best checkpoint with its validation scores, the test scores with their sacrebleu
+    signatures, parameters, precision, device, machine and commit.
+
+:class:`RecordWriter` writes them (the trainer's rank 0); :func:`read_record` reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnmt.atomic import write_json, write_text
+from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
+
+VERSION = 1
+SUMMARY_FORMAT = "attnmt-run-summary"
+EVENTS = ("start", "train", "valid", "average", "test", "end")
+STATUSES = ("running", "finished", "interrupted", "failed")
+
+
+class RecordError(AttnmtError):
+    """A run record that cannot be read."""
+
+
+def source_commit(root: str | Path | None = None) -> str:
+    """The short git commit of the attnmt source (``-dirty`` when tracked files differ),
+    '' outside a git checkout."""
+    where = Path(root) if root is not None else Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        out = subprocess.run(
+            ["git", *args], cwd=where, capture_output=True, text=True, timeout=30, check=False
+        )
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no") if commit else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return commit + ("-dirty" if dirty else "")
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, ±inf) as None, so the JSON is standard."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def _events(text: str, source: Path) -> Iterator[dict[str, Any]]:
+    """The whole lines of a metrics.jsonl text as objects; a last line without its newline
+    (a write in flight, or cut by a crash) is skipped."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: "" or a partial line
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RecordError(f"{source}, line {number}: not JSON ({err.msg})") from None
+        if not isinstance(event, dict) or event.get("event") not in EVENTS:
+            raise RecordError(f"{source}, line {number}: not a run-record event")
+        yield event
+
+
+class RecordWriter:
+    """Appends events to a run's ``metrics.jsonl`` and rewrites its ``summary.json``.
+
+    ``resume_step``: the step the run resumes from; events after it (written before a
+    crash, and about to be written again) are dropped. None: a new run, a new file.
+    """
+
+    def __init__(self, run: RunDir, resume_step: int | None, summary: dict[str, Any]) -> None:
+        self.run = run
+        kept = ""
+        if resume_step is not None and run.metrics.is_file():
+            text = run.metrics.read_text(encoding="utf-8", errors="replace")
+            try:
+                events = [e for e in _events(text, run.metrics) if e.get("step", 0) <= resume_step]
+            except RecordError:
+                events = []  # a damaged record starts again rather than stopping the run
+            kept = "".join(json.dumps(e) + "\n" for e in events)
+        write_text(run.metrics, kept)
+        self.summary: dict[str, Any] = {
+            "format": SUMMARY_FORMAT,
+            "version": VERSION,
+            "status": "running",
+            "reason": None,
+            **summary,
+        }
+        self.write_summary()
+
+    def event(self, kind: str, step: int, **fields: Any) -> dict[str, Any]:
+        """Append ``{"event": kind, "step": step, "time": now, **fields}`` as one line."""
+        if kind not in EVENTS:
+            raise ValueError(f"unknown run-record event {kind!r}")
+        event = {"event": kind, "step": int(step), "time": round(time.time(), 3), **fields}
+        line = (json.dumps(finite(event), allow_nan=False) + "\n").encode("utf-8")
+        fd = os.open(self.run.metrics, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return event
+
+    def update(self, **fields: Any) -> None:
+        """Merge ``fields`` into the summary and rewrite it."""
+        self.summary.update(fields)
+        self.write_summary()
+
+    def write_summary(self) -> None:
+        self.summary["updated"] = round(time.time(), 3)
+        write_json(self.run.summary, finite(self.summary), indent=1)
+
+
+@dataclass
+class RunRecord:
+    """A run's record as read: the summary (None before the run wrote one) and its events."""
+
+    run: RunDir
+    summary: dict[str, Any] | None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        """The events of one kind, in the order written."""
+        return [e for e in self.events if e["event"] == kind]
+
+    @property
+    def valid(self) -> list[dict[str, Any]]:
+        return self.of("valid")
+
+    @property
+    def train(self) -> list[dict[str, Any]]:
+        return self.of("train")
+
+    @property
+    def test(self) -> dict[str, Any] | None:
+        """The last test event (a resumed, re-tested run has its newest)."""
+        tests = self.of("test")
+        return tests[-1] if tests else None
+
+    @property
+    def status(self) -> str | None:
+        return None if self.summary is None else self.summary.get("status")
+
+    @property
+    def best_valid_bleu(self) -> float | None:
+        return max((e["bleu"] for e in self.valid), default=None)
+
+
+def read_record(path: str | Path) -> RunRecord:
+    """The run record of the run folder ``path``; RecordError when it has none or it is
+    unreadable. Safe while the run is writing it."""
+    run = RunDir(Path(path))
+    if not run.metrics.is_file() and not run.summary.is_file():
+        raise RecordError(
+            f"{run.path}: no run record (metrics.jsonl, summary.json); it is not a run "
+            "folder, or the run was written by an attnmt older than the run record"
+        )
+    summary = None
+    if run.summary.is_file():
+        try:
+            summary = json.loads(run.summary.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise RecordError(f"{run.summary}: unreadable ({err})") from None
+        if not isinstance(summary, dict) or summary.get("format") != SUMMARY_FORMAT:
+            raise RecordError(f"{run.summary}: not an attnmt run summary")
+        if int(summary.get("version", 0)) > VERSION:
+            raise RecordError(
+                f"{run.summary}: format version {summary['version']} is newer than this "
+                f"attnmt reads ({VERSION}); update attnmt"
+            )
+    text = run.metrics.read_text(encoding="utf-8") if run.metrics.is_file() else ""
+    return RunRecord(run, summary, list(_events(text, run.metrics)))

@@ -1,0 +1,177 @@
+"""The run record (metrics.jsonl + summary.json): written for finished, interrupted and
+failed runs, readable mid-run, and a resume appends without repeating a step."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from pathlib import Path
+
+import pytest
+from helpers.toy_train import toy_train_config
+from omegaconf import DictConfig
+
+from attnmt.run_dir import RunDir
+from attnmt.run_record import VERSION, RecordError, RecordWriter, read_record
+from attnmt.train.interrupt import TrainingInterrupted
+from attnmt.train.loop import TrainingDiverged, train
+
+
+def _cfg(data_root: Path, *overrides: str) -> DictConfig:
+    settings = [
+        "data.toy.train=120",
+        "data.toy.valid=6",
+        "data.toy.test=6",
+        "trainer.max_tokens=256",
+        "trainer.warmup_steps=2",
+        "trainer.val_every_steps=4",
+        "trainer.log_every_steps=2",
+        "trainer.early_stopping_patience=0",
+        "trainer.keep_best=2",
+    ]
+    return toy_train_config(data_root, *settings, *overrides)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="module")
+def finished(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    run = tmp_path_factory.mktemp("finished")
+    result = train(_cfg(data_root, "trainer.max_steps=8", "trainer.test=true"), run)
+    return run, result
+
+
+def test_a_finished_run_records_every_event_and_its_summary(finished: tuple[Path, dict]) -> None:
+    run, result = finished
+    record = read_record(run)
+    kinds = [e["event"] for e in record.events]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    assert [e["step"] for e in record.train] == [1, 2, 4, 6, 8]  # step 1, then every 2
+    assert [e["step"] for e in record.valid] == [4, 8]
+    for event in record.events[1:]:
+        assert {"step", "epoch", "minutes", "time"} <= set(event)
+    window = record.train[-1]
+    assert {"nll", "loss_smoothed", "ppl", "lr", "grad_norm", "tokens_per_sec"} <= set(window)
+    assert window["ppl"] == pytest.approx(math.exp(window["nll"]))
+    valid = record.valid[-1]
+    assert {"nll", "ppl", "accuracy", "bleu", "chrf"} <= set(valid)
+    summary = record.summary
+    assert summary is not None
+    assert summary["version"] == VERSION and summary["status"] == "finished"
+    assert summary["reason"] == "max_steps" and summary["step"] == 8
+    assert summary["test"]["bleu"] == pytest.approx(result["test_bleu"])
+    assert summary["test"]["chrf"] == pytest.approx(result["test_chrf"])
+    assert summary["test"]["bleu_signature"].startswith("nrefs:1|")
+    assert summary["test"]["chrf_signature"] and summary["test"]["beam"] >= 1
+    assert record.test == {**record.test, "bleu": summary["test"]["bleu"]}
+    best_bleu = max(e["bleu"] for e in record.valid)
+    assert summary["best"]["val_bleu"] == pytest.approx(best_bleu)
+    assert (run / "checkpoints" / summary["best"]["file"]).is_file()
+    assert summary["params"] > 0 and summary["precision"] == "fp32"
+    assert summary["machine"]["cpu"] and "commit" in summary
+
+
+def test_the_record_is_standard_json(finished: tuple[Path, dict]) -> None:
+    """No NaN or Infinity tokens (other tools' JSON readers refuse them)."""
+    run, _ = finished
+    for line in RunDir(run).metrics.read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard {c}"))
+    json.loads(RunDir(run).summary.read_text(), parse_constant=lambda c: pytest.fail(c))
+
+
+def test_the_record_is_readable_while_the_run_goes(data_root: Path, tmp_path: Path) -> None:
+    seen: list[tuple[int, str | None, int]] = []
+
+    def peek(step: int, fig: dict[str, float]) -> None:
+        if step in (3, 6):
+            record = read_record(tmp_path)
+            seen.append((step, record.status, len(record.valid)))
+
+    train(_cfg(data_root, "trainer.max_steps=6"), tmp_path, on_step=peek)
+    assert seen == [(3, "running", 0), (6, "running", 1)]  # the 2nd validation comes after
+
+
+def test_an_interrupted_run_and_its_resume_never_repeat_a_step(
+    data_root: Path, tmp_path: Path
+) -> None:
+    def ctrl_c(step: int, fig: dict[str, float]) -> None:
+        if step == 6:
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(TrainingInterrupted):
+        train(_cfg(data_root, "trainer.max_steps=10"), tmp_path, on_step=ctrl_c)
+    record = read_record(tmp_path)
+    assert record.status == "interrupted" and record.summary["step"] == 6
+    assert record.events[-1]["event"] == "end"
+
+    train(_cfg(data_root, f"resume={tmp_path}", "trainer.max_steps=10"), tmp_path)
+    record = read_record(tmp_path)
+    assert record.status == "finished" and record.summary["step"] == 10
+    steps = [e["step"] for e in record.train]
+    assert steps == sorted(set(steps)) == [1, 2, 4, 6, 8, 10]
+    assert [e["step"] for e in record.valid] == [4, 8, 10]
+    starts = record.of("start")
+    assert [s["resumed"] for s in starts] == [False, True] and starts[1]["step"] == 6
+
+
+def test_a_resume_drops_what_was_logged_after_its_checkpoint(
+    data_root: Path, tmp_path: Path
+) -> None:
+    """kill -9 after step 6 was logged but the last checkpoint is step 4's: the resumed run
+    logs 6 again, once."""
+    train(_cfg(data_root, "trainer.max_steps=4"), tmp_path)
+    run = RunDir(tmp_path)
+    lines = run.metrics.read_text().splitlines(keepends=True)
+    extra = {"event": "train", "step": 6, "time": 0, "epoch": 0, "minutes": 0, "nll": 9.0}
+    run.metrics.write_text("".join(lines[:-1]) + json.dumps(extra) + '\n{"event": "tra')
+    train(_cfg(data_root, f"resume={tmp_path}", "trainer.max_steps=6"), tmp_path)
+    record = read_record(tmp_path)
+    assert [e["step"] for e in record.train] == [1, 2, 4, 6]
+    assert record.train[-1]["nll"] != 9.0
+
+
+def test_a_failed_run_says_why(data_root: Path, tmp_path: Path) -> None:
+    def poison(step: int, fig: dict[str, float]) -> None:
+        if step == 3:
+            raise RuntimeError("a bug in a hook")
+
+    with pytest.raises(RuntimeError):
+        train(_cfg(data_root, "trainer.max_steps=8"), tmp_path, on_step=poison)
+    summary = read_record(tmp_path).summary
+    assert summary["status"] == "failed" and summary["reason"] == "RuntimeError"
+    assert summary["error"] == "a bug in a hook" and summary["step"] == 3
+
+
+def test_a_diverged_run_is_failed_non_finite(data_root: Path, tmp_path: Path) -> None:
+    cfg = _cfg(data_root, "trainer.max_steps=8", "trainer.max_bad_updates=2", "trainer.lr=1e30")
+    try:
+        train(cfg, tmp_path)
+    except TrainingDiverged:
+        summary = read_record(tmp_path).summary
+        assert summary["status"] == "failed" and summary["reason"] == "non_finite"
+    else:
+        pytest.skip("lr=1e30 did not diverge this toy model")
+
+
+def test_a_partial_last_line_is_skipped_and_a_bad_line_named(tmp_path: Path) -> None:
+    writer = RecordWriter(RunDir(tmp_path), None, {"model": "m"})
+    writer.event("start", 0)
+    writer.event("train", 1, nll=2.5)
+    with RunDir(tmp_path).metrics.open("a") as f:
+        f.write('{"event": "valid", "st')  # a write in flight
+    assert [e["event"] for e in read_record(tmp_path).events] == ["start", "train"]
+    RunDir(tmp_path).metrics.write_text('{"event": "start", "step": 0}\nnot json\n')
+    with pytest.raises(RecordError, match=r"metrics.jsonl, line 2: not JSON"):
+        read_record(tmp_path)
+
+
+def test_a_folder_without_a_record_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match="no run record"):
+        read_record(tmp_path)
+    RunDir(tmp_path).summary.write_text(json.dumps({"format": "attnmt-run-summary", "version": 99}))
+    with pytest.raises(RecordError, match="newer than this attnmt reads"):
+        read_record(tmp_path)
