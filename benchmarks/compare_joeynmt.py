@@ -35,6 +35,7 @@ from typing import Any
 
 from attnmt.atomic import write_json, write_text
 from attnmt.errors import AttnmtError
+from attnmt.run_record import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 JOEYNMT = "joeynmt==2.3.0"
@@ -278,15 +279,15 @@ def watch(
 
 # ---- logs, scores, table ----------------------------------------------------------------------
 
-_ATTNMT_RATE = re.compile(r"- step (\d+) \| .*\| ([\d.]+) tok/s\s*$", re.M)
 _JOEY_RATE = re.compile(r"Step:\s+(\d+),.*Tokens per Sec:\s+([\d.]+),")
 _JOEY_STEP = re.compile(r"Interrupt at epoch \d+, step (\d+)\.|Checkpoint saved in .*?(\d+)\.ckpt")
 _JOEY_PARAMS = re.compile(r"Total params: (\d+)")
 
 
-def attnmt_tok_s(log: str) -> float | None:
-    """Median of the logged target tokens/s (step 1's one-update window left out if others)."""
-    rates = [(int(s), float(r)) for s, r in _ATTNMT_RATE.findall(log)]
+def attnmt_tok_s(run: Path) -> float | None:
+    """Median of the run record's target tokens/s windows (step 1's one-update window left
+    out if there are others)."""
+    rates = [(e["step"], e["tokens_per_sec"]) for e in read_record(run).train]
     windows = [r for s, r in rates if s != 1] or [r for _, r in rates]
     return statistics.median(windows) if windows else None
 
@@ -334,19 +335,17 @@ def system_row(name: str, hyps: Sequence[str], refs: Sequence[str], **figures: A
 def report(out: Path, setup: Mapping[str, Any], attnmt_hyps: Path, joey_hyps: Path,
            watched: Mapping[str, Any]) -> str:  # fmt: skip
     """Score both systems, write ``out/results.md`` and ``results.json``; the table."""
-    from attnmt.checkpoint import load_checkpoint
     from attnmt.data.textio import read_lines
 
     n = setup["test_pairs"]
     refs = read_lines(setup["reference"])[:n]
     run = Path(setup["attnmt_run"])
-    state = load_checkpoint(run / "checkpoints" / "last.pt").get("trainer_state") or {}
+    summary = read_record(run).summary or {}
     joey_log = parse_joeynmt_log((Path(setup["model_dir"]) / "train.log").read_text())
     rows = [
         system_row("attnmt (transformer)", read_lines(attnmt_hyps)[:n], refs,
-                   minutes=state["wall_s"] / 60 if "wall_s" in state else None,
-                   updates=state.get("step"), params=setup["attnmt_params"],
-                   tok_s=attnmt_tok_s((run / "train.log").read_text(errors="replace"))),
+                   minutes=summary.get("minutes"), updates=summary.get("step"),
+                   params=setup["attnmt_params"], tok_s=attnmt_tok_s(run)),
         system_row(f"JoeyNMT {JOEYNMT.split('==')[1]}", read_lines(joey_hyps), refs,
                    minutes=(watched.get("train_s") or 0) / 60 or None, **joey_log),
     ]  # fmt: skip

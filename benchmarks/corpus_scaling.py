@@ -7,8 +7,8 @@ Per size: writes the corpus with benchmarks/make_big_corpus.py (if absent), then
 ``train.py data=custom ... trainer.max_steps=10`` as a subprocess, first with an empty
 ``data.root`` (cold: corpus preparation, SentencePiece training, train ids encoded) and
 then ``--warm-runs`` times on the caches it left (warm). Measured from outside:
-``first update`` = the time from starting the process to the train.log line of step 1;
-``data`` = from the run's first log line (imports done) to build_data's last ("valid: ...");
+``first update`` = the time from starting the process to step 1's event in the run record
+(metrics.jsonl); ``data`` = build_data's seconds (the record's start event);
 ``peak RSS`` = the child's ``ru_maxrss`` (``os.wait4``; the updates' working set varies
 with the batches drawn, so several are run), ``peak RSS to data ready`` = its VmHWM
 (polled every 50 ms) when build_data is done. ``prep`` = cold minus the best warm
@@ -20,25 +20,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_json, write_text
 from attnmt.machine import this_machine
+from attnmt.run_record import RecordError, read_record
 from benchmarks import make_big_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-STAMP = r"^\[([0-9-]+ [0-9:,]+)\]\[[^\]]*\]\[INFO\] - "
-FIRST = re.compile(STAMP, re.M)  # the run's first log line (after the imports)
-DATA_READY = re.compile(STAMP + r"valid: \d+ pairs for validation", re.M)
-STEP1 = re.compile(STAMP + r"step 1 \|", re.M)
-ENCODED = re.compile(r"train ids: encoded .*? in ([0-9.]+) s", re.M)
 OVERRIDES = [
     "model=transformer_tiny",
     "device=cpu",
@@ -96,22 +90,20 @@ def run_train(corpus: Path, data_root: Path, run_dir: Path, extra: list[str]) ->
     if code != 0:
         tail = (run_dir / "stdout.txt").read_text(errors="replace")[-3000:]
         raise SystemExit(f"train.py failed (exit {code}):\n{tail}")
-    log = (run_dir / "train.log").read_text(encoding="utf-8")
-    at = {}
-    for name, pattern in (("first", FIRST), ("data", DATA_READY), ("step1", STEP1)):
-        m = pattern.search(log)
-        if m is None:
-            raise SystemExit(f"{run_dir}/train.log lacks the line {pattern.pattern!r}")
-        at[name] = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() - t0
-    enc = [float(x) for x in ENCODED.findall(log)]
+    try:
+        record = read_record(run_dir)
+        start, step1 = record.of("start")[0], record.train[0]
+    except (RecordError, IndexError):
+        raise SystemExit(f"{run_dir}: no run record with a first update") from None
+    at = {"data": start["data_ready"] - t0, "step1": step1["time"] - t0}
     upto = [kib for t, kib in hwm if t <= at["data"] + 0.05]
     return {
         "wall_s": round(wall, 2),
         "first_update_s": round(at["step1"], 2),
-        "data_s": round(at["data"] - at["first"], 2),  # build_data, about
+        "data_s": round(start["data_seconds"], 2),  # build_data
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
         "data_peak_rss_mb": round(max(upto) / 1024, 1) if upto else None,
-        "encode_s": round(sum(enc), 2) if enc else None,
+        "encode_s": round(start["ids_seconds"], 2),  # train ids: encoded (cold) or read
         "run_dir": str(run_dir),
     }
 

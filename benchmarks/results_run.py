@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -33,10 +32,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import torch
 from omegaconf import OmegaConf
 
 from attnmt.machine import this_machine
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordError, read_record, source_commit
 from attnmt.train.run_lock import live_owner
 from benchmarks.ledger import (
     Record,
@@ -47,13 +47,10 @@ from benchmarks.ledger import (
     write_record,
 )
 from benchmarks.results_plan import TABLES, Plan, PlannedRun, make_plan
-from scripts.compare_runs import TEST
 
 log = logging.getLogger("results")
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = re.compile(r"\] - model (\S+): ([\d.]+)M parameters on (\S+), precision (\S+)")
-FINISHED = re.compile(r"run finished \((\w+)\)")
 QUICK = (
     "trainer.max_steps=5",
     "trainer.val_every_steps=5",
@@ -67,21 +64,6 @@ QUICK = (
 Launch = Callable[[PlannedRun, Path], int]
 
 
-def git_commit(root: Path = ROOT) -> str:
-    """The short commit, ``-dirty`` when tracked files differ from it ('' without git)."""
-
-    def git(*args: str) -> str:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
-        return out.stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return commit + ("-dirty" if commit and dirty else "")
-
-
 def machine_dict() -> dict[str, Any]:
     """:func:`attnmt.machine.this_machine` as plain data, with the core count."""
     return {**this_machine().to_dict(), "cores": os.cpu_count()}
@@ -90,47 +72,27 @@ def machine_dict() -> dict[str, Any]:
 # ---- one finished run -> its record ------------------------------------------------------
 
 
-def read_log(run_dir: Path) -> dict[str, Any]:
-    """Test scores, signatures and beam, parameters and the stop reason from train.log."""
-    found: dict[str, Any] = {"test": {}}
-    path = run_dir / "train.log"
-    if not path.is_file():
-        return found
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if m := TEST.search(line):
-            name = {"BLEU": "bleu", "chrF2": "chrf"}.get(m.group(2), m.group(2).lower())
-            found["test"][name] = float(m.group(4))
-            found["test"][f"{name}_signature"] = f"{m.group(2)}|{m.group(3)}"
-            found["test"]["beam"] = int(m.group(1))
-        elif m := MODEL.search(line):
-            found["params_m"], found["device"] = float(m.group(2)), m.group(3)
-            found["precision"] = m.group(4).rstrip(",")
-        elif m := FINISHED.search(line):
-            found["stop_reason"] = m.group(1)
-    return found
-
-
 def collect(
     run: PlannedRun, run_dir: Path, wall_minutes: float, commit: str, machine: dict[str, Any]
 ) -> Record | None:
-    """The record of a run that finished in ``run_dir``, or None when it has no test result
-    (or no checkpoint to read its curve from)."""
-    logged = read_log(run_dir)
-    last = run_dir / "checkpoints" / "last.pt"
-    if not {"bleu", "chrf"} <= set(logged["test"]) or not last.is_file():
+    """The record of a run that finished in ``run_dir`` (from its run record), or None when
+    it has no finished run record with a test result."""
+    try:
+        record = read_record(run_dir)
+    except RecordError as err:
+        log.warning("results: %s", err)
         return None
-    try:  # only the trainer state is read (weights_only: plain data)
-        state = torch.load(last, map_location="cpu", weights_only=True)["trainer_state"]
-    except Exception as err:  # torch raises many types for truncated or foreign files
-        log.warning("results: %s: no trainer state (%s)", last, err)
+    summary = record.summary or {}
+    test = summary.get("test") or {}
+    if summary.get("status") != "finished" or not {"bleu", "chrf"} <= set(test):
         return None
-    history = state.get("history", {})
-    config_file = run_dir / ".hydra" / "config.yaml"
+    config_file = RunDir(run_dir).config_yaml
     settings = run.settings
     if config_file.is_file():
         ran = defining_settings(OmegaConf.to_container(OmegaConf.load(config_file)))
         if settings_key(ran) != run.key:
             log.warning("%s: the run's .hydra/config.yaml keys differently; kept", run_dir)
+    curve = [[e["step"], e["minutes"], e["nll"], e["bleu"], e["chrf"]] for e in record.valid]
     return Record(
         table=run.cell.table,
         cell=run.cell.label,
@@ -139,16 +101,16 @@ def collect(
         settings=settings,
         commit=commit,
         machine=machine,
-        updates=int(state.get("step", 0)),
-        train_minutes=round(float(state.get("wall_s", 0.0)) / 60.0, 2),
+        updates=int(summary["step"]),
+        train_minutes=round(float(summary["minutes"]), 2),
         wall_minutes=round(wall_minutes, 2),
-        curve=[[round(float(x), 4) for x in row] for row in history.get("valid", [])],
-        test=logged["test"],
-        params_m=float(logged.get("params_m", 0.0)),
-        stop_reason=str(logged.get("stop_reason", "")),
+        curve=[[round(float(x), 4) for x in row] for row in curve],
+        test={k: test[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature", "beam")},
+        params_m=round(float(summary["params"]) / 1e6, 2),
+        stop_reason=str(summary.get("reason") or ""),
         recorded=datetime.now().isoformat(timespec="seconds"),
         run_dir=str(run_dir),
-        extra={k: logged[k] for k in ("device", "precision") if k in logged},
+        extra={k: summary[k] for k in ("device", "precision") if k in summary},
     )
 
 
@@ -240,7 +202,7 @@ class Runner:
     def run(self) -> Outcome:
         """Until the plan is done, time is out, a signal came or ``max_runs`` ran."""
         self.machine = self.machine or machine_dict()
-        self.commit = self.commit or git_commit()
+        self.commit = self.commit or source_commit(ROOT)
         deadline = self.clock() + self.hours * 3600.0 if self.hours > 0 else None
         outcome, skip = Outcome(), set()
         while self.stop_signal is None:

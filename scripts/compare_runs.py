@@ -5,11 +5,11 @@
     python scripts/compare_runs.py RUNS... --out compare           # compare.md + compare.png
     python scripts/compare_runs.py RUN --minutes 5 15 30 60        # + best valid BLEU by then
 
-Everything is read from each run's ``train.log`` (so runs of any attnmt version compare):
-the validation lines (step, BLEU, chrF, their time stamps → wall-clock minutes since the first
-logged update) and the final test lines (BLEU, chrF with the sacrebleu signature). Runs that
-differ only in ``seed`` (their Hydra overrides, ``.hydra/overrides.yaml``) form one group:
-the table gives the mean ± standard deviation of the test scores over its seeds.
+Everything is read from each run's record (``metrics.jsonl`` and ``summary.json``,
+attnmt.run_record): the validation events (step, training minutes, BLEU, chrF) and the final
+test (BLEU, chrF with the sacrebleu signature, beam). Runs that differ only in ``seed``
+(their Hydra overrides, ``.hydra/overrides.yaml``) form one group: the table gives the
+mean ± standard deviation of the test scores over its seeds.
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ import math
 import statistics
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attnmt.train.log_lines import STAMP, STEP, TEST, VALID
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordError, read_record
 
 
 @dataclass
 class Run:
-    """What one run's train.log says."""
+    """What one run's record says."""
 
     path: Path
     label: str
@@ -49,25 +49,21 @@ class Run:
 
 
 def run_dirs(paths: list[Path]) -> list[Path]:
-    """The run directories under ``paths`` (a run dir holds train.log), sorted."""
-    found: set[Path] = set()
-    for path in paths:
-        if (path / "train.log").is_file():
-            found.add(path)
-        elif path.is_dir():
-            found.update(log.parent for log in path.rglob("train.log"))
-        else:
-            raise SystemExit(f"error: {path}: no run directory (no train.log) there")
+    """The run directories at or under ``paths`` (a run holds metrics.jsonl), sorted."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise SystemExit(f"error: {missing[0]}: no such run directory")
+    found = RunDir.find(paths)
     if not found:
         raise SystemExit(
-            "error: no run directory (no train.log) under " + " ".join(map(str, paths))
+            "error: no run directory (no metrics.jsonl) under " + " ".join(map(str, paths))
         )
-    return sorted(found)
+    return [run.path for run in found]
 
 
 def overrides_label(run: Path) -> str:
     """The run's Hydra overrides without seed/resume/paths, or its directory name."""
-    file = run / ".hydra" / "overrides.yaml"
+    file = RunDir(run).overrides_yaml
     if not file.is_file():
         return run.name
     keep = []
@@ -80,23 +76,16 @@ def overrides_label(run: Path) -> str:
 
 
 def read_run(path: Path) -> Run:
-    """Parse ``<path>/train.log``."""
+    """Read the run record of ``path``."""
+    try:
+        record = read_record(path)
+    except RecordError as err:
+        raise SystemExit(f"error: {err}") from None
     run = Run(path, overrides_label(path))
-    start: datetime | None = None
-    for line in (path / "train.log").read_text(encoding="utf-8", errors="replace").splitlines():
-        stamp = STAMP.match(line)
-        when = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S") if stamp else None
-        if when is not None and start is None and STEP.search(line):
-            start = when
-        if (m := VALID.search(line)) and when is not None:
-            minutes = (when - (start or when)).total_seconds() / 60.0
-            run.valid.append((int(m.group(1)), minutes, float(m.group(2)), float(m.group(3))))
-        elif m := TEST.search(line):
-            name = {"BLEU": "bleu", "chrF2": "chrf"}.get(m.group(2), m.group(2).lower())
-            run.test[name] = float(m.group(4))
-            run.beam = int(m.group(1))
-            if name == "bleu":
-                run.signature = m.group(3)
+    run.valid = [(e["step"], e["minutes"], e["bleu"], e["chrf"]) for e in record.valid]
+    if (test := record.test) is not None:
+        run.test = {"bleu": test["bleu"], "chrf": test["chrf"]}
+        run.signature, run.beam = test["bleu_signature"], test["beam"]
     return run
 
 
@@ -133,7 +122,7 @@ def table(runs: list[Run]) -> str:
         )
     signatures = sorted({r.signature for r in runs if r.signature})
     if signatures:
-        rows += ["", "BLEU signature: " + "; ".join(f"`{s}`" for s in signatures)]
+        rows += ["", "signature: " + "; ".join(f"`{s}`" for s in signatures)]
     return "\n".join(rows) + "\n"
 
 

@@ -5,12 +5,13 @@
 
 A run keeps only its ``trainer.keep_best`` best checkpoints, so the model a 10-minute run
 would have tested is gone by the end of a 2-hour one. Run beside the training, this copies
-the top entry of ``RUN/checkpoints/best.json`` at each mark (wall-clock minutes since the
-first logged update, the clock of ``compare_runs.py --minutes``) to
+the top entry of ``RUN/checkpoints/best.json`` at each mark (training minutes, the clock of the
+run record and of ``compare_runs.py --minutes``) to
 ``snapshots/best-at-<m>min.pt`` and lists the copies in ``snapshots/snapshots.json``
 (minutes, step, validation BLEU). Decode them afterwards with
 ``python evaluate.py ckpt=RUN/snapshots/best-at-10min.pt split=test beam=5``. It stops when the run
-ends (its final test line in train.log, or no ``.lock``) and says which marks it missed.
+ends (its summary.json no longer says "running", or no ``.lock``) and says which marks it
+missed.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from pathlib import Path
 
 from attnmt.atomic import atomic_path, write_json
 from attnmt.checkpoint import read_best_json
-from attnmt.train.log_lines import STAMP, STEP, TEST
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordError, read_record
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One kept checkpoint: the run's best at ``minutes`` after its first update."""
+    """One kept checkpoint: the run's best at ``minutes`` of training."""
 
     minutes: float
     file: str
@@ -40,25 +41,25 @@ class Snapshot:
 
 
 def first_update(run: Path) -> float | None:
-    """Epoch seconds of the first logged update in ``run/train.log``; None before it."""
-    log = run / "train.log"
-    if not log.is_file():
+    """Epoch seconds when the run's training clock started (from its first update's event in
+    the run record); None before that event."""
+    try:
+        record = read_record(run)
+    except RecordError:
         return None
-    with log.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            stamp = STAMP.match(line)
-            if stamp and STEP.search(line):
-                return datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
-    return None
+    first = next(iter(record.train), None)
+    return None if first is None else first["time"] - 60.0 * first["minutes"]
 
 
 def run_ended(run: Path) -> bool:
-    """True once the run has logged its final test or released its lock."""
-    if not (run / ".lock").exists():
+    """True once the run's summary says it ended, or it released its lock."""
+    if not RunDir(run).lock.exists():
         return True
-    log = run / "train.log"
-    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
-    return any(TEST.search(line) for line in text.splitlines())
+    try:
+        status = read_record(run).status
+    except RecordError:
+        return False
+    return status not in (None, "running")
 
 
 def copy_best(run: Path, out: Path, minutes: float, tries: int = 3) -> Snapshot | None:
@@ -69,12 +70,12 @@ def copy_best(run: Path, out: Path, minutes: float, tries: int = 3) -> Snapshot 
     """
     target = out / f"best-at-{minutes:g}min.pt"
     for _ in range(tries):
-        best = read_best_json(run / "checkpoints" / "best.json")
+        best = read_best_json(RunDir(run).best_json)
         if not best:
             return None
         top = best[0]
         try:  # once open, a checkpoint pruned by the trainer stays readable to us
-            source = (run / "checkpoints" / top["file"]).open("rb")
+            source = (RunDir(run).checkpoints / top["file"]).open("rb")
         except FileNotFoundError:
             time.sleep(1.0)
             continue

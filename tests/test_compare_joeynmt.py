@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordWriter
 from benchmarks import compare_decoding as cd
 from benchmarks import compare_joeynmt as cj
 
@@ -113,12 +115,17 @@ def test_spm_vocab_lines_on_a_model_with_attnmt_special_ids(tmp_path: Path) -> N
     assert lines == [sp.id_to_piece(i) for i in range(4, sp.get_piece_size())]
 
 
-ATTNMT_LOG = textwrap.dedent("""\
-    [2026-11-23 21:35:53,062][attnmt.train.loop][INFO] - step 1 | epoch 0 | nll 8.889 | lr 1.50e-05 | gnorm 2.91 | 202 tok/s
-    [2026-11-23 21:36:23,000][attnmt.train.loop][INFO] - step 50 | epoch 0 | nll 7.1 | lr 7.50e-04 | gnorm 1.20 | 3000 tok/s
-    [2026-11-23 21:36:34,550][attnmt.train.loop][INFO] - valid step 50 | nll 6.619 | BLEU 0.10 | chrF 8.56
-    [2026-11-23 21:36:53,000][attnmt.train.loop][INFO] - step 100 | epoch 0 | nll 6.1 | lr 1.50e-03 | gnorm 1.00 | 4000 tok/s
-""")  # noqa: E501
+def _attnmt_run(run: Path, rates: list[tuple[int, float]]) -> Path:
+    """A run record with train windows (step, tokens/s) and a validation between them."""
+    writer = RecordWriter(RunDir(run), None, {})
+    writer.event("start", 0)
+    for step, rate in rates:
+        writer.event("train", step, epoch=0, minutes=step / 100, tokens_per_sec=rate)
+        if step == 50:
+            writer.event("valid", 50, epoch=0, minutes=0.5, nll=6.6, bleu=0.1, chrf=8.6)
+    return run
+
+
 JOEY_LOG = textwrap.dedent("""\
     2026-11-23 21:42:29,900 - INFO - joeynmt.model - Total params: 3660800
     2026-11-23 21:42:30,079 - INFO - joeynmt.training - EPOCH 1
@@ -129,10 +136,11 @@ JOEY_LOG = textwrap.dedent("""\
 """)  # noqa: E501
 
 
-def test_logs_give_rates_updates_and_parameters() -> None:
-    assert cj.attnmt_tok_s(ATTNMT_LOG) == 3500.0  # the median; step 1's window left out
-    assert cj.attnmt_tok_s("\n".join(ATTNMT_LOG.splitlines()[:1])) == 202.0  # unless alone
-    assert cj.attnmt_tok_s("") is None
+def test_logs_give_rates_updates_and_parameters(tmp_path: Path) -> None:
+    rates = [(1, 202.0), (50, 3000.0), (100, 4000.0)]
+    assert cj.attnmt_tok_s(_attnmt_run(tmp_path / "a", rates)) == 3500.0  # step 1 left out
+    assert cj.attnmt_tok_s(_attnmt_run(tmp_path / "b", rates[:1])) == 202.0  # unless alone
+    assert cj.attnmt_tok_s(_attnmt_run(tmp_path / "c", [])) is None
     assert cj.parse_joeynmt_log(JOEY_LOG) == {"updates": 61, "tok_s": 2000.0, "params": 3660800}
     head = "\n".join(JOEY_LOG.splitlines()[:2])
     assert cj.parse_joeynmt_log(head) == {"updates": 0, "tok_s": None, "params": 3660800}

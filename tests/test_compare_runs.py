@@ -2,47 +2,35 @@
 
 from __future__ import annotations
 
-import logging
 import statistics
 from pathlib import Path
 
 import pytest
 from helpers.toy_train import toy_train_config
 
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordWriter
 from attnmt.train.loop import train
 from scripts import compare_runs as compare
 
-FILE_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # hydra/job_logging
-
 
 def _run(root: Path, name: str, seed: int, lr: str) -> dict:
-    """A toy run with a train.log and .hydra/overrides.yaml as train.py writes them."""
+    """A toy run with its record and .hydra/overrides.yaml as train.py writes them."""
     run = root / name
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"seed={seed}", f"trainer.lr={lr}", f"hydra.run.dir={run}"]
     (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
-    handler = logging.FileHandler(run / "train.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter(FILE_FORMAT))
-    root_logger = logging.getLogger()
-    root_logger.addHandler(handler)
-    old_level = root_logger.level
-    root_logger.setLevel(logging.INFO)
-    try:
-        cfg = toy_train_config(
-            root / "data",
-            f"seed={seed}",
-            f"trainer.lr={lr}",
-            "trainer.max_steps=20",
-            "trainer.val_every_steps=10",
-            "trainer.log_every_steps=5",
-            "trainer.test=true",
-            "decode.beam=2",
-        )
-        return train(cfg, run)
-    finally:
-        root_logger.removeHandler(handler)
-        root_logger.setLevel(old_level)
-        handler.close()
+    cfg = toy_train_config(
+        root / "data",
+        f"seed={seed}",
+        f"trainer.lr={lr}",
+        "trainer.max_steps=20",
+        "trainer.val_every_steps=10",
+        "trainer.log_every_steps=5",
+        "trainer.test=true",
+        "decode.beam=2",
+    )
+    return train(cfg, run)
 
 
 def test_seeds_are_grouped_with_mean_and_std(
@@ -59,16 +47,16 @@ def test_seeds_are_grouped_with_mean_and_std(
     table = [line for line in md.splitlines()[2:] if line.startswith("| ")]
     rows = {line.split(" | ")[0].lstrip("| "): line for line in table}
     assert set(rows) == {"trainer.lr=0.003", "trainer.lr=0.001"}  # seed and paths left out
-    bleus = [round(r["test_bleu"], 2) for r in a]  # as the log line prints them
+    bleus = [r["test_bleu"] for r in a]
     mean_std = f"{statistics.mean(bleus):.2f} ± {statistics.stdev(bleus):.2f}"
     assert "| 2 | " in rows["trainer.lr=0.003"] and mean_std in rows["trainer.lr=0.003"]
     assert f"| {b['test_bleu']:.2f} |" in rows["trainer.lr=0.001"]
-    assert "BLEU signature: `nrefs:1|case:mixed|eff:no|tok:13a" in md
-    # the curves: one validation point per 10 steps, minutes from the first update
+    assert "signature: `BLEU|nrefs:1|case:mixed|eff:no|tok:13a" in md
+    # the curves: one validation point per 10 steps, in training minutes
     run = compare.read_run(runs / "0_seed=1")
     assert [v[0] for v in run.valid] == [10, 20] and run.valid[0][1] >= 0.0
-    assert run.beam == 2 and run.test["bleu"] == pytest.approx(a[0]["test_bleu"], abs=0.01)
-    assert run.test["chrf"] == pytest.approx(a[0]["test_chrf"], abs=0.01)
+    assert run.beam == 2 and run.test["bleu"] == pytest.approx(a[0]["test_bleu"])
+    assert run.test["chrf"] == pytest.approx(a[0]["test_chrf"])
 
 
 def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
@@ -76,28 +64,25 @@ def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
         compare.main([str(tmp_path)])
 
 
-def _logged_run(root: Path, name: str, seed: int, valid: list[tuple[str, float]]) -> Path:
-    """A run directory whose train.log holds a first update at 10:00:00 and validations
-    (``HH:MM:SS``, BLEU) in the trainer's format."""
+def _recorded_run(root: Path, name: str, seed: int, valid: list[tuple[str, float]]) -> Path:
+    """A run directory whose record holds validations at training time ``MM:SS`` with a
+    BLEU each, as the trainer writes them."""
     run = root / name
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "overrides.yaml").write_text(f"- seed={seed}\n- model=transformer\n")
-    lines = ["[2026-11-24 10:00:00,000][attnmt.train.loop][INFO] - step 1 | epoch 0 | nll 9.1"]
+    writer = RecordWriter(RunDir(run), None, {"model": "transformer"})
+    writer.event("start", 0)
     for i, (clock, bleu) in enumerate(valid, start=1):
-        lines.append(
-            f"[2026-11-24 {clock},000][attnmt.train.loop][INFO] - valid step {200 * i} | "
-            f"nll 3.5 | ppl 33.1 | acc 0.38 | BLEU {bleu:.2f} | chrF 20.00"
-        )
-    (run / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        minutes, seconds = map(int, clock.split(":"))
+        at = minutes + seconds / 60
+        writer.event("valid", 200 * i, epoch=0, minutes=at, nll=3.5, bleu=bleu, chrf=20.0)
     return run
 
 
 def test_best_validation_bleu_by_wall_clock_marks(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    _logged_run(
-        runs, "a", 1, [("10:05:00", 1.0), ("10:10:00", 3.0), ("10:20:00", 2.5), ("10:29:30", 2.8)]
-    )
-    _logged_run(runs, "b", 2, [("10:04:00", 2.0), ("10:14:00", 4.0), ("10:31:00", 5.0)])
+    _recorded_run(runs, "a", 1, [("05:00", 1.0), ("10:00", 3.0), ("20:00", 2.5), ("29:30", 2.8)])
+    _recorded_run(runs, "b", 2, [("04:00", 2.0), ("14:00", 4.0), ("31:00", 5.0)])
     out = tmp_path / "cmp"
     assert compare.main([str(runs), "--out", str(out), "--minutes", "5", "15", "30", "60"]) == 0
     md = out.with_suffix(".md").read_text(encoding="utf-8")

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
 from helpers.toy_train import TOY_OVERRIDES
 
-from attnmt.checkpoint import FORMAT
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordWriter
 from benchmarks import results_run
 from benchmarks.ledger import (
     defining_settings,
@@ -28,26 +28,29 @@ from benchmarks.ledger import (
 from benchmarks.results_plan import TOP_CELLS, Cell, PlannedRun, make_plan
 from benchmarks.results_run import Runner, collect
 
-TEST_LINES = (
-    "[2026-11-25 10:00:00,000][attnmt][INFO] - model transformer: 3.66M parameters on cpu, "
-    "precision fp32, 1 rank(s)\n"
-    "[2026-11-25 10:05:00,000][attnmt][INFO] - test (best-4.pt, beam 1): "
-    "BLEU|nrefs:1|case:mixed = 12.34 45/20/10/5 (BP = 1.000)\n"
-    "[2026-11-25 10:05:00,000][attnmt][INFO] - test (best-4.pt, beam 1): "
-    "chrF2|nrefs:1|nc:6 = 40.50\n"
-)
+TEST = {
+    "checkpoint": "best-4.pt",
+    "beam": 1,
+    "bleu": 12.34,
+    "chrf": 40.5,
+    "bleu_signature": "BLEU|nrefs:1|case:mixed",
+    "chrf_signature": "chrF2|nrefs:1|nc:6",
+}
 
 
 def fake_run_dir(run_dir: Path, with_test: bool = True) -> None:
-    """What train.py leaves: train.log (with or without the test lines) and last.pt."""
+    """What train.py leaves: its run record (with or without the test) and last.pt."""
     (run_dir / "checkpoints").mkdir(parents=True)
-    log = TEST_LINES if with_test else TEST_LINES.splitlines(keepends=True)[0]
-    (run_dir / "train.log").write_text(log, encoding="utf-8")
-    history = {"train": [], "valid": [[2, 0.1, 3.0, 1.0, 10.0], [4, 0.2, 2.5, 2.0, 12.0]]}
-    state = {"step": 4, "wall_s": 12.0, "history": history}
-    torch.save(
-        {"format": FORMAT, "trainer_state": state, "step": 4}, run_dir / "checkpoints" / "last.pt"
-    )
+    (run_dir / "checkpoints" / "last.pt").write_bytes(b"weights")
+    about = {"params": 3_660_000, "device": "cpu", "precision": "fp32"}
+    writer = RecordWriter(RunDir(run_dir), None, about)
+    writer.event("start", 0)
+    for step, minutes, nll, bleu, chrf in [(2, 0.1, 3.0, 1.0, 10.0), (4, 0.2, 2.5, 2.0, 12.0)]:
+        writer.event("valid", step, epoch=0, minutes=minutes, nll=nll, bleu=bleu, chrf=chrf)
+    if with_test:
+        writer.event("test", 4, epoch=0, minutes=0.2, **TEST)
+    writer.update(status="finished", reason="max_steps", step=4, minutes=0.2)
+    writer.update(test=TEST if with_test else None)
 
 
 class Clock:

@@ -65,7 +65,7 @@ def test_a_finished_run_records_every_event_and_its_summary(finished: tuple[Path
     assert summary["reason"] == "max_steps" and summary["step"] == 8
     assert summary["test"]["bleu"] == pytest.approx(result["test_bleu"])
     assert summary["test"]["chrf"] == pytest.approx(result["test_chrf"])
-    assert summary["test"]["bleu_signature"].startswith("nrefs:1|")
+    assert summary["test"]["bleu_signature"].startswith("BLEU|nrefs:1|")
     assert summary["test"]["chrf_signature"] and summary["test"]["beam"] >= 1
     assert record.test == {**record.test, "bleu": summary["test"]["bleu"]}
     best_bleu = max(e["bleu"] for e in record.valid)

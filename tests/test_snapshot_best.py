@@ -15,14 +15,21 @@ START = "2026-11-25 01:27:33"
 T0 = datetime.strptime(START, "%Y-%m-%d %H:%M:%S").timestamp()
 
 
+def _record(run: Path, started: bool = True) -> None:
+    """The run record as the trainer leaves it: its first update's event at T0 + 30 s, when
+    the training clock said half a minute (setup before it is not counted)."""
+    lines = [{"event": "start", "step": 0, "time": T0 - 5.0}]
+    if started:
+        lines.append({"event": "train", "step": 1, "time": T0 + 30, "epoch": 0, "minutes": 0.5})
+    (run / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    summary = {"format": "attnmt-run-summary", "version": 1, "status": "running"}
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
 def _run(tmp_path: Path, locked: bool = True) -> Path:
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
-    (run / "train.log").write_text(
-        "[2026-11-25 01:27:28,001][attnmt][INFO] - tokenizer: trained\n"
-        f"[{START},500][attnmt][INFO] - step 1 | epoch 0 | nll 8.786\n",
-        encoding="utf-8",
-    )
+    _record(run)
     if locked:
         (run / ".lock").write_text("{}")
     return run
@@ -53,11 +60,22 @@ class Clock:
                 self.events.pop(at)()
 
 
-def test_first_update_reads_the_first_step_line(tmp_path: Path) -> None:
+def test_the_clock_starts_where_the_run_record_says(tmp_path: Path) -> None:
     run = _run(tmp_path)
     assert snap.first_update(run) == T0
-    (run / "train.log").write_text("[2026-11-25 01:27:28,001][x][INFO] - tokenizer\n")
+    _record(run, started=False)
     assert snap.first_update(run) is None
+    (run / "metrics.jsonl").unlink()
+    (run / "summary.json").unlink()
+    assert snap.first_update(run) is None  # no record yet
+
+
+def test_a_run_whose_summary_says_it_ended_has_ended(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    assert not snap.run_ended(run)
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "status": "finished"}))
+    assert snap.run_ended(run)
 
 
 def test_keeps_the_best_as_it_stood_at_each_mark(tmp_path: Path) -> None:
@@ -112,7 +130,7 @@ def test_no_validation_yet_keeps_nothing(tmp_path: Path, capsys) -> None:
 
 def test_a_run_that_never_started_is_an_error(tmp_path: Path) -> None:
     run = _run(tmp_path, locked=False)
-    (run / "train.log").write_text("")
+    _record(run, started=False)
     with pytest.raises(SystemExit, match="ended before its first update"):
         snap.snapshot(run, [1], run / "snapshots", sleep=lambda s: None)
     with pytest.raises(SystemExit, match="no such run directory"):

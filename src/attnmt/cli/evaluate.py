@@ -18,7 +18,8 @@ fails at once:
 * ``hyps.txt``             one detokenised hypothesis per source line
 * ``refs.txt``             the references (corpus splits only; for files, ``ref_file`` is named)
 * ``scores.json``          ``{<tag>: {"metrics": {bleu: {...}, ...}, "hyp_file": ..., ...}}``
-  (merged with earlier entries of the same folder)
+  (merged with earlier entries of the same folder); each entry also holds the run record's
+  score fields (attnmt.run_record: ``beam``, ``bleu``, ``bleu_signature``, ``chrf``, ...)
 * ``attention-<i>.png``    heatmaps of the first ``plot_attention`` sentences
 
 Every path written is logged on stderr; stdout gets one line per metric, in sacrebleu's own
@@ -45,11 +46,12 @@ from attnmt.checkpoint import run_dir_of
 from attnmt.cli.common import check_ckpt, parse_settings
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.config import DecodeConfig
-from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores
+from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores, score_fields
 from attnmt.decode.plots import save_attention_png
 from attnmt.decode.search import Hypothesis
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.errors import ConfigError, DataError, WriteError
+from attnmt.run_record import VERSION as RECORD_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +277,9 @@ def run(
             **asdict(decode),
         },
         "metrics": {k: r.to_dict() for k, r in scores.items()},
+        "record_version": RECORD_VERSION,
+        "beam": decode.beam,
+        **score_fields(scores),
     }
     write_scores(out_dir / "scores.json", tag, entry)
     for path in [out_dir / "evaluation.json", *written, out_dir / "scores.json", *plots]:

@@ -6,7 +6,7 @@ numbers match ``sacrebleu REF -i HYP -m bleu chrf ter``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,6 +35,16 @@ class MetricResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def score_fields(results: Mapping[str, MetricResult]) -> dict[str, Any]:
+    """The run record's form of scores (attnmt.run_record; evaluate.py's scores.json too):
+    ``{"bleu": 23.41, "bleu_signature": "BLEU|nrefs:1|…", "chrf": …, …}``."""
+    fields: dict[str, Any] = {}
+    for key, result in results.items():
+        fields[key] = result.score
+        fields[f"{key}_signature"] = f"{result.name}|{result.signature}"
+    return fields
 
 
 def corpus_scores(

@@ -24,7 +24,7 @@ from attnmt.checkpoint import load_checkpoint
 from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
-from attnmt.decode.metrics import corpus_scores
+from attnmt.decode.metrics import corpus_scores, score_fields
 from attnmt.decode.plots import attention_figure, figure_to_array
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.train.loss import label_smoothed_nll
@@ -234,10 +234,8 @@ def _score_test(
     log.info("test (%s, beam %d): %s", label, beam, scores["bleu"].text)
     log.info("test (%s, beam %d): %s", label, beam, scores["chrf"].text)
     figures = {
-        "test_bleu": scores["bleu"].score,
-        "test_chrf": scores["chrf"].score,
         "test_signature": scores["bleu"].signature,
-        "test_chrf_signature": scores["chrf"].signature,
         "test_beam": beam,
+        **{f"test_{k}": v for k, v in score_fields(scores).items()},
     }
     return figures, hyps

@@ -62,6 +62,9 @@ StepHook = Callable[[int, dict[str, float]], None]
 """Called after every update with (step, {"loss", "nll", "lr", "grad_norm", "tokens"})."""
 
 
+RECORD_SCORES = ("bleu", "chrf", "bleu_signature", "chrf_signature")
+"""The test scores the run record keeps (attnmt.decode.metrics.score_fields)."""
+
 END_SAMPLES = 3
 """Test pairs shown at the end of a run: the split's first ones, so runs compare."""
 
@@ -166,6 +169,7 @@ class Trainer:
             self.step,
             resumed=resumed,
             setup_started=parts.started,
+            data_ready=parts.data_ready,
             data_seconds=round(parts.data_seconds, 3),
             ids_seconds=round(self.data.ids_seconds, 3),
             **{k: about[k] for k in ("params", "precision", "device", "world_size")},
@@ -422,7 +426,7 @@ class Trainer:
 
     def _validate_main(self) -> dict[str, float]:
         """Rank 0's part of :meth:`validation_round`: score, keep the best, report, draw
-        ``results.png``, write ``last.pt`` and, among the k best, a best checkpoint."""
+        ``results.png``, write a best checkpoint when among the k best, then ``last.pt``."""
         t, step, state = self.tcfg, self.step, self.state
         res = self._validate()
         if not state.signature:
@@ -443,11 +447,13 @@ class Trainer:
         self.tb.scalar("val/best_bleu", state.best_bleu, step)
         self._draw_results(step)
         payload = self.payload({"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss})
-        self.ckpts.save_last(payload)
+        # the best checkpoint first: a process killed in between keeps it, and last.pt
+        # (the older one) resumes to this step again
         if self.ckpts.save_if_best(payload, step, res.bleu) and improved:
             log.info(
                 "new best: valid BLEU %.2f at step %d -> %s", res.bleu, step, self.ckpts.best_path()
             )
+        self.ckpts.save_last(payload)
         self._record("valid", **{k.removeprefix("val/"): v for k, v in res.scalars().items()})
         if self.record is not None:
             self.record.update(step=step, minutes=round(self.minutes(), 4), best=self._best())
@@ -534,10 +540,7 @@ class Trainer:
                 "checkpoint": best.name,
                 "ensemble": figures.get("test_ensemble"),
                 "beam": figures["test_beam"],
-                "bleu": figures["test_bleu"],
-                "chrf": figures["test_chrf"],
-                "bleu_signature": figures["test_signature"],
-                "chrf_signature": figures["test_chrf_signature"],
+                **{k: figures[f"test_{k}"] for k in RECORD_SCORES},
             }
             self._record("test", **test)
             if self.record is not None:

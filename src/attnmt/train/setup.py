@@ -79,6 +79,7 @@ class RunParts:
     lock: RunLock | None  # rank 0's hold on the run directory
     started: float = 0.0  # unix time when start_run began
     data_seconds: float = 0.0  # preparing the corpus, tokenizer, train ids and valid split
+    data_ready: float = 0.0  # unix time when that was done
 
 
 def compose_settings(
@@ -150,7 +151,7 @@ def _build(
     inherited = settings.resumed or settings.start
     data_started = time.perf_counter()
     data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited and inherited["tokenizer"])
-    data_seconds = time.perf_counter() - data_started
+    data_seconds, data_ready = time.perf_counter() - data_started, time.time()
     tok = data.tokenizer
     model_cfg = plain(cfg.model)
     model = build_model(model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
@@ -183,6 +184,7 @@ def _build(
         lock=lock,
         started=started,
         data_seconds=data_seconds,
+        data_ready=data_ready,
     )
 
 
