@@ -10,6 +10,7 @@ import os
 import pickle
 import random
 import shlex
+import shutil
 import time
 from pathlib import Path
 
@@ -424,3 +425,122 @@ def test_resume_auto_passes_over_runs_without_a_checkpoint(tmp_path: Path) -> No
     assert path == done / "checkpoints" / "last.pt" and payload and payload["step"] == 5
     with pytest.raises(CheckpointError, match="resume="):
         load_resume(str(killed), outputs, current)
+
+
+# ---- the k best stay consistent with the files ------------------------------------------
+
+
+def _scored(step: int, bleu: float) -> dict:
+    """A validation checkpoint: ``_payload`` with its validation BLEU in ``metrics``."""
+    return {**_payload(step), "metrics": {"val_bleu": bleu}}
+
+
+def _listed(ckpt: Path) -> list[tuple[str, float]]:
+    return [(e["file"], e["val_bleu"]) for e in json.loads((ckpt / "best.json").read_text())]
+
+
+def test_a_best_that_last_pt_shows_is_recovered_when_the_run_resumes(
+    tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    ckpt = tmp_path / "checkpoints"
+    manager = CheckpointManager(ckpt, keep_best=3)
+    for step, bleu in ((10, 60.0), (20, 50.0), (30, 40.0)):
+        manager.save_if_best(_scored(step, bleu), step, bleu)
+    # killed after last.pt was replaced at step 40's validation, before best-40.pt
+    save_checkpoint(_scored(40, 45.0), ckpt / "last.pt")
+    resumed = CheckpointManager(ckpt, keep_best=3)
+    assert _listed(ckpt) == [("best-10.pt", 60.0), ("best-20.pt", 50.0), ("best-40.pt", 45.0)]
+    assert [e["file"] for e in resumed.best] == ["best-10.pt", "best-20.pt", "best-40.pt"]
+    assert (ckpt / "best-40.pt").read_bytes() == (ckpt / "last.pt").read_bytes()
+    assert not (ckpt / "best-30.pt").exists()  # pushed out of the 3 best, as it would have been
+    assert f"recovered {ckpt / 'best-40.pt'} from last.pt" in caplog.text
+    # a last.pt that is no best, or was not written at a validation, adds nothing
+    for payload in (_scored(50, 1.0), _payload(60)):
+        save_checkpoint(payload, ckpt / "last.pt")
+        CheckpointManager(ckpt, keep_best=3)
+        assert [f for f, _ in _listed(ckpt)] == ["best-10.pt", "best-20.pt", "best-40.pt"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({"file": "best-20.pt", "step": 20}, "val_bleu"),
+        ({"file": "best-20.pt", "val_bleu": 7.0}, "step"),
+        ({"file": "best-20.pt", "step": 20, "val_bleu": "7.0"}, "val_bleu"),
+        ({"file": "best-20.pt", "step": 20.5, "val_bleu": 7.0}, "step"),
+    ],
+)
+def test_a_best_json_entry_without_its_scores_is_rebuilt_from_the_files(
+    tmp_path: Path, entry: dict, field: str, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    manager = CheckpointManager(tmp_path, keep_best=2)
+    manager.save_if_best(_scored(10, 5.0), 10, 5.0)
+    manager.save_if_best(_scored(20, 7.0), 20, 7.0)
+    rows = json.loads((tmp_path / "best.json").read_text())
+    assert rows[0]["file"] == entry["file"]
+    (tmp_path / "best.json").write_text(json.dumps([entry, rows[1]]))
+    if field in entry:  # a value of the wrong type: no best.json reader takes it
+        from attnmt.checkpoint import read_best_json
+
+        with pytest.raises(CheckpointError, match=f"entry 1 .*{field}"):
+            read_best_json(tmp_path / "best.json")
+    resumed = CheckpointManager(tmp_path, keep_best=2)  # was a KeyError at the next validation
+    assert "entry 1 " in caplog.text and field in caplog.text
+    assert [(e["file"], e["step"], e["val_bleu"]) for e in resumed.best] == [
+        ("best-20.pt", 20, 7.0),
+        ("best-10.pt", 10, 5.0),
+    ]
+    assert resumed.save_if_best(_scored(30, 6.0), 30, 6.0)
+    assert _listed(tmp_path) == [("best-20.pt", 7.0), ("best-30.pt", 6.0)]
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best-20.pt", "best-30.pt"]
+
+
+def test_checkpoints_deleted_during_a_run_are_named_and_no_longer_listed(
+    tmp_path: Path, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    ckpt = tmp_path / "checkpoints"
+    manager = CheckpointManager(ckpt, keep_best=2)
+    manager.save_if_best(_scored(10, 5.0), 10, 5.0)
+    manager.save_if_best(_scored(20, 7.0), 20, 7.0)
+    manager.save_last(_scored(20, 7.0))
+    shutil.rmtree(ckpt)  # e.g. a user freeing disk space while the run goes on
+    assert manager.save_if_best(_scored(30, 1.0), 30, 1.0)  # the list has room again
+    assert _listed(ckpt) == [("best-30.pt", 1.0)]
+    warning = caplog.text
+    assert "deleted while the run was going" in warning
+    assert all(str(ckpt / n) in warning for n in ("best-10.pt", "best-20.pt", "last.pt"))
+    caplog.clear()
+    (ckpt / "best-30.pt").unlink()
+    manager.save_last(_scored(31, 1.0))
+    assert json.loads((ckpt / "best.json").read_text()) == []
+    assert str(ckpt / "best-30.pt") in caplog.text and manager.best_path() is None
+
+
+class _Killed(BaseException):
+    """Stands for kill -9: nothing after it runs (no handler catches a BaseException)."""
+
+
+def test_a_validation_writes_its_best_checkpoint_before_last_pt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers.toy_train import toy_train_config
+
+    from attnmt.train.loop import train
+
+    def killed(self: CheckpointManager, payload: dict) -> Path:
+        raise _Killed
+
+    monkeypatch.setattr(CheckpointManager, "save_last", killed)
+    cfg = toy_train_config(
+        tmp_path / "data",
+        "data.toy.train=64",
+        "data.toy.valid=4",
+        "trainer.max_steps=2",
+        "trainer.val_every_steps=2",
+        "trainer.num_samples=0",
+    )
+    with pytest.raises(_Killed):  # killed where last.pt is written at step 2's validation
+        train(cfg, tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoints"
+    assert [e["file"] for e in json.loads((ckpt / "best.json").read_text())] == ["best-2.pt"]
+    assert load_checkpoint(ckpt / "best-2.pt")["step"] == 2

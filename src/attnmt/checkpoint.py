@@ -38,8 +38,11 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
+import os
 import re
-from collections.abc import Sequence
+import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,9 @@ FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 _BEST_FILE = re.compile(r"best-(\d+)\.pt")
+_TORCH_WRITE_FAILURE = re.compile(r"write|unexpected pos", re.IGNORECASE)
+FULL_DISK_BYTES = 1 << 20
+"""Less free space than this after a failed checkpoint write: the disk is full."""
 # torch's own advice in its load errors (e.g. "Re-running `torch.load` with `weights_only` set
 # to `False` will likely succeed"): never passed on, it points users at unsafe loading
 _TORCH_ADVICE = re.compile(
@@ -63,19 +69,50 @@ _TORCH_ADVICE = re.compile(
 )
 
 
+def free_bytes(directory: Path) -> int | None:
+    """The bytes an unprivileged process may still write on ``directory``'s filesystem
+    (None when the filesystem does not say)."""
+    try:
+        stats = os.statvfs(directory)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize
+
+
+def _torch_write_error(err: RuntimeError, directory: Path) -> OSError | None:
+    """The OSError behind a failed ``torch.save``, or None when ``err`` is no write failure.
+
+    torch's zip writer reports a short write without an errno: as ``[enforce fail at
+    inline_container.cc:...] . unexpected pos 576 vs 534`` (the next record's offset no
+    longer matches) or ``... file write failed``. Called while the partial temporary file
+    still fills the disk, so less than :data:`FULL_DISK_BYTES` free means a full disk.
+    """
+    text = str(err)
+    if not _TORCH_WRITE_FAILURE.search(text):
+        return None
+    free = free_bytes(directory)
+    if free is not None and free < FULL_DISK_BYTES:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    detail = text.splitlines()[0] if text else type(err).__name__
+    return OSError(errno.EIO, f"the write failed ({detail}); check the disk's quota and health")
+
+
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
     """Write ``payload`` to ``path`` atomically (:func:`attnmt.atomic.atomic_path`).
 
-    A crash at any point leaves either the old file or the new one, never half of one.
+    A crash at any point leaves either the old file or the new one, never half of one; a
+    full disk is a :class:`~attnmt.errors.WriteError` naming ``path``.
     """
+    path = Path(path)
     with atomic_path(path) as tmp:
         try:
             torch.save(payload, tmp)
-        except RuntimeError as err:  # torch's zip writer reports a full disk this way
-            if "write" not in str(err).lower():
+        except RuntimeError as err:
+            cause = _torch_write_error(err, path.parent)
+            if cause is None:
                 raise
-            raise OSError(errno.ENOSPC, f"writing failed ({str(err).splitlines()[0]})") from None
-    return Path(path)
+            raise cause from None
+    return path
 
 
 def load_weights(model: torch.nn.Module, state: dict[str, Any], source: str | Path) -> None:
@@ -196,21 +233,50 @@ def load_first_readable(
     )
 
 
-def read_best_json(best: Path) -> list[dict[str, Any]]:
-    """The entries of a ``best.json`` (best first), each a dict with a str ``"file"``;
-    [] when the file is absent, CheckpointError when it is unreadable or malformed."""
+def _is_step(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_score(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _entry_problem(entry: dict[str, Any], scored: bool) -> str | None:
+    """What is wrong with one best.json entry that names its file (None: nothing);
+    ``scored``: ``step`` and ``val_bleu`` must be there, else only checked when present."""
+    for key, ok, what in (("step", _is_step, "an integer"), ("val_bleu", _is_score, "a number")):
+        if key not in entry:
+            if scored:
+                return f'lacks "{key}" ({what})'
+        elif not ok(entry[key]):
+            return f'has "{key}": {json.dumps(entry[key])}, expected {what}'
+    return None
+
+
+def read_best_json(best: Path, scored: bool = False) -> list[dict[str, Any]]:
+    """The entries of a ``best.json`` (best first), each a dict with a str ``"file"``, an
+    integer ``"step"`` and a finite number ``"val_bleu"`` where present (``scored``: both
+    required, as the trainer's k-best list needs them); [] when the file is absent,
+    CheckpointError naming the file and the entry when it is unreadable or malformed."""
     if not best.is_file():
         return []
     try:
         entries = json.loads(best.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise CheckpointError(f"{best} is not a valid best.json list ({err})") from None
-    rows = entries if isinstance(entries, list) else []
-    if not rows or not all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in rows):
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("file"), str) for e in entries
+    ):
         raise CheckpointError(
             f'{best} is not a valid best.json list: expected [{{"file": ...}}, ...]'
         )
-    return rows
+    for i, entry in enumerate(entries, 1):
+        problem = _entry_problem(entry, scored)
+        if problem is not None:
+            raise CheckpointError(
+                f"{best} is not a valid best.json list: entry {i} ({entry['file']}) {problem}"
+            )
+    return entries
 
 
 def _best_files(best: Path) -> list[str]:
@@ -302,14 +368,49 @@ def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) 
     return atomic.remove_stale_tmp(directory, min_age_s, legacy=(".best.json.",))
 
 
+def peek_checkpoint(path: Path) -> dict[str, Any] | None:
+    """A checkpoint's payload with its tensors memory-mapped, not read (cheap: for its
+    ``step`` and ``metrics``); None when it is unreadable."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # torch raises many types for truncated or foreign files
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _scores_of(payload: dict[str, Any] | None) -> tuple[int, float] | None:
+    """(step, validation BLEU) of a checkpoint written at a validation, else None."""
+    if payload is None:
+        return None
+    step, metrics = payload.get("step"), payload.get("metrics")
+    bleu = metrics.get("val_bleu") if isinstance(metrics, dict) else None
+    return (step, float(bleu)) if _is_step(step) and _is_score(bleu) else None
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` atomically."""
+    with source.open("rb") as src, atomic_path(target) as tmp, tmp.open("wb") as out:
+        shutil.copyfileobj(src, out)
+
+
 class CheckpointManager:
-    """Keeps ``last.pt`` and the ``keep_best`` best checkpoints of one run directory."""
+    """Keeps ``last.pt`` and the ``keep_best`` best checkpoints of one run directory.
+
+    best.json stays true to the files: opening the directory, a best.json that is malformed
+    or lacks an entry's ``step`` or ``val_bleu`` is rebuilt from the ``best-<step>.pt``
+    files' own metrics, and a ``last.pt`` written at a validation whose BLEU belongs among
+    the k best but is not listed (a process killed between the two writes) is copied to
+    its ``best-<step>.pt``; before each write, listed files deleted from outside are
+    named in a warning and no longer listed.
+    """
 
     def __init__(self, directory: str | Path, keep_best: int = 3) -> None:
         self.directory = Path(directory)
         self.keep_best = keep_best
+        self._wrote_last = False  # last.pt is this process's: its loss is worth a warning
         remove_stale_tmp(self.directory)  # before this process writes anything here
         self.best: list[dict[str, Any]] = self._read_best()
+        self._recover_from_last()
 
     @property
     def last_path(self) -> Path:
@@ -320,17 +421,81 @@ class CheckpointManager:
         return self.directory / "best.json"
 
     def _read_best(self) -> list[dict[str, Any]]:
-        """The listed best checkpoints that exist; a malformed best.json starts afresh."""
+        """The listed best checkpoints that exist (a warning names those that do not); a
+        malformed best.json is rebuilt from the best checkpoints' files."""
         try:
-            entries = read_best_json(self.best_json)
+            self.best = read_best_json(self.best_json, scored=True)
         except CheckpointError as err:
-            log.warning("%s; the k-best list starts afresh", err)
-            return []
-        return [e for e in entries if (self.directory / e["file"]).is_file()]
+            self.best = self._rebuilt_best()
+            names = ", ".join(e["file"] for e in self.best) or "none there"
+            log.warning("%s; rebuilt the k-best list from the files' own scores: %s", err, names)
+            self._write_best_json()
+            return self.best
+        if self._forget_missing("missing"):
+            self._write_best_json()
+        return self.best
+
+    def _rebuilt_best(self) -> list[dict[str, Any]]:
+        """best.json's entries from the ``best-<step>.pt`` files in the directory that hold
+        a validation BLEU, best first."""
+        entries = []
+        for path in self.directory.glob("best-*.pt"):
+            match, scores = _BEST_FILE.fullmatch(path.name), _scores_of(peek_checkpoint(path))
+            if match and scores is not None:
+                entries.append(
+                    {"file": path.name, "step": int(match.group(1)), "val_bleu": scores[1]}
+                )
+        return sorted(entries, key=lambda e: (-e["val_bleu"], e["step"]))
+
+    def _recover_from_last(self) -> None:
+        """Copy ``last.pt`` to ``best-<step>.pt`` when it was written at a validation whose
+        BLEU belongs among the k best but best.json does not list it (a process killed
+        after writing last.pt and before its best checkpoint)."""
+        if self.keep_best <= 0 or not self.last_path.is_file():
+            return
+        scores = _scores_of(peek_checkpoint(self.last_path))
+        if scores is None:
+            return
+        step, bleu = scores
+        name = f"best-{step}.pt"
+        if any(e["file"] == name for e in self.best) or not self.is_best(bleu):
+            return
+        self._admit(name, step, bleu, lambda target: _copy_file(self.last_path, target))
+        log.warning(
+            "recovered %s from last.pt: its validation BLEU %.2f at step %d is among the %d "
+            "best, but an earlier process ended before writing its best checkpoint",
+            self.directory / name,
+            bleu,
+            step,
+            self.keep_best,
+        )
+
+    def _forget_missing(self, how: str = "deleted while the run was going") -> bool:
+        """Drop the listed files that are gone from the k-best list, with a warning naming
+        them (and ``last.pt`` when this process wrote it and it is gone too); whether the
+        list changed."""
+        gone = [e for e in self.best if not (self.directory / e["file"]).is_file()]
+        lost = [str(self.directory / e["file"]) for e in gone]
+        if self._wrote_last and not self.last_path.is_file():
+            lost.append(str(self.last_path))
+            self._wrote_last = False
+        if lost:
+            log.warning(
+                "%s %s %s, not by attnmt; best.json no longer lists what is gone",
+                ", ".join(lost),
+                "was" if len(lost) == 1 else "were",
+                how,
+            )
+        self.best = [e for e in self.best if e not in gone]
+        return bool(gone)
 
     def save_last(self, payload: dict[str, Any]) -> Path:
         """Atomically write ``last.pt``."""
-        return save_checkpoint(payload, self.last_path)
+        if self._forget_missing():
+            self._write_best_json()
+        path = save_checkpoint(payload, self.last_path)
+        self._wrote_last = True
+        return path
 
     def is_best(self, bleu: float) -> bool:
         """Would a checkpoint with this validation BLEU enter the top k?"""
@@ -343,10 +508,19 @@ class CheckpointManager:
 
         Ties keep the earlier checkpoint ahead. Returns whether it was written.
         """
+        changed = self._forget_missing()
         if not self.is_best(bleu):
+            if changed:
+                self._write_best_json()
             return False
         name = f"best-{step}.pt"
-        save_checkpoint(payload, self.directory / name)
+        self._admit(name, step, bleu, lambda target: save_checkpoint(payload, target))
+        return True
+
+    def _admit(self, name: str, step: int, bleu: float, write: Callable[[Path], Any]) -> None:
+        """``write(<dir>/name)``, then list it by ``bleu``, keep the k best in best.json
+        and delete the files pushed out."""
+        write(self.directory / name)
         entries = [e for e in self.best if e["file"] != name]
         entries.append({"file": name, "step": int(step), "val_bleu": float(bleu)})
         entries.sort(key=lambda e: (-e["val_bleu"], e["step"]))
@@ -355,11 +529,11 @@ class CheckpointManager:
         self._write_best_json()
         for entry in dropped:
             (self.directory / entry["file"]).unlink(missing_ok=True)
-        return True
 
     def add_best(self, payload: dict[str, Any], name: str, step: int, bleu: float) -> Path:
         """Write ``name`` and list it in best.json by ``bleu`` beside the k best (none of
         them is dropped: e.g. the average of the k best, which are kept)."""
+        self._forget_missing()
         path = save_checkpoint(payload, self.directory / name)
         entries = [e for e in self.best if e["file"] != name]
         entries.append({"file": name, "step": int(step), "val_bleu": float(bleu)})
