@@ -289,6 +289,31 @@ def test_bad_choice_or_value_names_the_key_and_choices(
         assert fragment in str(err.value)
 
 
+def float_settings(model: str) -> list[str]:
+    """Every dotted setting of ``model``'s run whose default is a float (or floats)."""
+    from attnmt.config import setting_defaults
+
+    def is_float(v: Any) -> bool:
+        return isinstance(v, float) or (
+            isinstance(v, list) and any(isinstance(x, float) for x in v)
+        )
+
+    return sorted(k for k, v in setting_defaults(model).items() if is_float(v))
+
+
+@pytest.mark.parametrize("model", ["transformer_tiny", "rnn_luong"])
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_every_float_setting_must_be_finite(model: str, bad: str, tmp_path: Path) -> None:
+    keys = float_settings("transformer" if model.startswith("transformer") else model)
+    assert {"trainer.lr", "decode.alpha", "decode.max_len_a", "model.dropout"} <= set(keys)
+    for key in keys:
+        value = f"[0.9,{bad}]" if key == "trainer.betas" else bad
+        with pytest.raises(ConfigError) as err:
+            validated([f"model={model}", f"{key}={value}"], tmp_path)
+        assert str(err.value).startswith(key), (key, str(err.value))
+        assert "not a finite number" in str(err.value), (key, str(err.value))
+
+
 def test_misspelt_key_in_an_experiment_file(tmp_path: Path) -> None:
     configs = tmp_path / "configs"
     shutil.copytree(CONFIGS, configs)

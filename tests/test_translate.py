@@ -179,3 +179,18 @@ def test_n_best_lines_are_tab_separated_best_first_with_optional_scores(ckpt: Pa
     assert texts == three[0] and values == sorted(values, reverse=True)  # best first
     with pytest.raises(ConfigError, match="n_best=4 must be between 1 and beam=3"):
         _translate(ckpt, lines, beam=3, n_best=4)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"alpha": "nan"}, "alpha: nan is not a finite number"),
+        ({"alpha": float("inf")}, "alpha: inf is not a finite number"),
+        ({"max_len_a": "inf"}, "max_len_a: inf is not a finite number"),
+    ],
+)
+def test_non_finite_decode_settings_fail_naming_the_key(
+    ckpt: Path, setting: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _translate(ckpt, ["a b c"], beam=2, **setting)

@@ -9,6 +9,8 @@ merges ``values`` (a dict, DictConfig or an instance of ``Schema``) onto the dat
   trainer.max_steps?`` (sub-dataclasses are checked too);
 * a wrong type fails with ``trainer.max_steps: expected int, got 'abc' (str)``;
 * a missing mandatory value (``???``) fails with ``ckpt: no value given; ...``;
+* a float setting that is NaN or infinite fails with ``decode.alpha: nan is not a finite
+  number; ...`` (:func:`check_finite`: every float, in sub-dataclasses and lists too);
 * the schema's own value checks run last: its ``check(prefix)`` method, if it has one.
 
 Every config section (data, model, trainer, decode, and the evaluate/translate
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -149,10 +152,37 @@ def parse(values: Mapping[str, Any] | Any, schema: type[T], prefix: str = "") ->
             raise no_value(_join(prefix, err)) from None
         except OmegaConfBaseException as err:
             raise ConfigError(f"{_join(prefix, err)}: {_type_message(err, schema)}") from None
+    check_finite(obj, prefix)
     check = getattr(obj, "check", None)
     if callable(check):
         check(prefix.rstrip("."))
     return obj  # type: ignore[return-value]
+
+
+def _floats(value: Any, key: str) -> Iterable[tuple[str, float]]:
+    """(dotted key, value) of every float in a parsed dataclass, mapping or list."""
+    if isinstance(value, float):
+        yield key, value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _floats(getattr(value, f.name), f"{key}.{f.name}" if key else f.name)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _floats(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _floats(v, f"{key}[{i}]")
+
+
+def check_finite(obj: Any, prefix: str = "") -> None:
+    """ConfigError naming the first float setting of ``obj`` that is NaN or infinite: no
+    setting means "no limit" by inf, and a NaN passes every comparison, so either would
+    give a silently wrong or crashing run."""
+    for key, value in _floats(obj, ""):
+        if not math.isfinite(value):
+            raise ConfigError(
+                f"{prefix}{key}: {value} is not a finite number; set it to a finite value"
+            )
 
 
 def plain(obj: Any) -> Any:
