@@ -269,6 +269,8 @@ def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: 
         (["data.tokenizer.character_coverage=1.5"], ["character_coverage=1.5", "(0, 1]"]),
         (["trainer.log_every_steps=0"], ["trainer.log_every_steps must be > 0"]),
         (["decode.beam=0"], ["decode.beam must be >= 1"]),
+        (["decode.beam=100000"], ["decode.beam=100000", "at most 16"]),
+        (["trainer.val_beam_size=17"], ["trainer.val_beam_size=17", "at most 16"]),
         (["+trainer.test_beam_size=2"], ["trainer.test_beam_size: unknown key"]),
         (["trainer.val_every_steps=-5"], ["trainer.val_every_steps must be >= 0"]),
         (["trainer.early_stopping_patience=-1"], ["trainer.early_stopping_patience"]),

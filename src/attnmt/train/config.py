@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attnmt.decode.config import check_beam
 from attnmt.errors import ConfigError
 
 PRECISION_PROBE_MODES = ("cache", "refresh")
@@ -101,6 +102,7 @@ class TrainerConfig:
             "num_samples",
             "keep_best",
         )
+        check_beam(f"{prefix}.val_beam_size", self.val_beam_size)
         if self.test_ensemble < 1:
             raise ConfigError(
                 f"{prefix}.test_ensemble must be >= 1 (1: the best checkpoint alone), "
