@@ -61,11 +61,11 @@ benchmark: setup ## speed and memory benchmarks (python -m benchmarks.benchmark)
 
 results: setup ## train what results/runs/ lacks for RESULTS_HOURS, then make results-docs
 	@if [ "$(RESULTS_QUICK)" = 1 ]; then rm -rf outputs/results-quick; fi
-	$(PY) -m benchmarks.results_run $(RESULTS_FLAGS) $(ARGS)
+	$(PY) -m experiments.results_run $(RESULTS_FLAGS) $(ARGS)
 
 results-docs: setup ## docs/results.md and docs/attention.md from the ledger results/runs/
-	$(PY) -m benchmarks.results_table docs
-	$(PY) -m benchmarks.attention_guide
+	$(PY) -m experiments.results_table docs
+	$(PY) -m experiments.attention_guide
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis

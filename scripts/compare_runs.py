@@ -18,12 +18,13 @@ import argparse
 import math
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from attnmt.run_curves import Curve, validation_figure
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 
@@ -150,28 +151,9 @@ def minutes_table(runs: list[Run], marks: list[float]) -> str:
     return "\n".join([note, "", *rows]) + "\n"
 
 
-def figure(runs: list[Run], marks: list[float] = ()) -> Figure:
+def figure(runs: list[Run], marks: Sequence[float] = ()) -> Figure:
     """Validation BLEU against step and against wall-clock minutes, one line per run."""
-    fig = Figure(figsize=(11, 4.5), dpi=100)
-    FigureCanvasAgg(fig)
-    for col, (x, xlabel) in enumerate(((0, "update (step)"), (1, "wall-clock minutes"))):
-        ax = fig.add_subplot(1, 2, 1 + col)
-        for run in runs:
-            if run.valid:
-                name = run.label if len(run.label) <= 60 else f"…{run.label[-59:]}"
-                ax.plot([v[x] for v in run.valid], [v[2] for v in run.valid], "o-", label=name)
-        if x == 1:
-            for mark in marks:
-                ax.axvline(mark, color="grey", linestyle=":", linewidth=1)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("validation BLEU")
-        ax.grid(alpha=0.3)
-    handles, labels = fig.axes[0].get_legend_handles_labels()
-    rows = max(len(labels), 1)
-    fig.set_size_inches(11, 4.5 + 0.2 * rows)
-    fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=1, frameon=False)
-    fig.tight_layout(rect=(0, 0.2 * rows / (4.5 + 0.2 * rows) + 0.02, 1, 1))
-    return fig
+    return validation_figure([Curve(r.label, r.valid) for r in runs], marks)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""benchmarks/attention_guide.py: the sheet's worked example through attnmt's own scorer and
+"""experiments/attention_guide.py: the sheet's worked example through attnmt's own scorer and
 attend, code quoted from the source, and docs/attention.md from toy records."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from helpers.ledger_records import record_for, toy_plan
 
-from benchmarks import attention_guide as ag
-from benchmarks.ledger import write_record
+from experiments import attention_guide as ag
+from experiments.ledger import write_record
 
 SHEET = {  # the attention reference sheet's worked example (shared/ATTENTION.md)
     "scores": [927, 397, 148, 929],

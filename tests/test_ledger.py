@@ -1,4 +1,4 @@
-"""The results ledger, plan and runner (benchmarks/ledger.py, results_plan.py, results_run.py):
+"""The results ledger, plan and runner (experiments/ledger.py, results_plan.py, results_run.py):
 keys, records only for finished runs, skip of recorded runs, priority order, the time limit,
 stale records; one real toy run through train.py."""
 
@@ -16,8 +16,8 @@ from helpers.toy_train import TOY_OVERRIDES
 
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter
-from benchmarks import results_run
-from benchmarks.ledger import (
+from experiments import results_run
+from experiments.ledger import (
     defining_settings,
     read_records,
     record_stem,
@@ -25,8 +25,8 @@ from benchmarks.ledger import (
     split_current,
     write_record,
 )
-from benchmarks.results_plan import TOP_CELLS, Cell, PlannedRun, make_plan
-from benchmarks.results_run import Runner, collect
+from experiments.results_plan import TOP_CELLS, Cell, PlannedRun, make_plan
+from experiments.results_run import Runner, collect
 
 TEST = {
     "checkpoint": "best-4.pt",
@@ -283,7 +283,7 @@ def test_a_real_toy_run_through_train_py_is_recorded(tmp_path: Path) -> None:
     assert 0 <= record.test["bleu"] <= 100 and record.test["bleu_signature"].startswith("BLEU|")
     assert record.params_m > 0 and record.wall_minutes > 0
     # the fixed-sentence map of a toy run: captured by the same code the runner uses
-    from benchmarks.attention_map import capture
+    from experiments.attention_map import capture
 
     maps = capture(Path(record.run_dir), source="c a f", reference="f a c")
     assert set(maps["maps"]) == {"enc_self", "self", "cross"}
@@ -348,7 +348,7 @@ def test_a_setting_added_at_its_default_keeps_a_record_current() -> None:
     """A new schema key at its default keeps the old behaviour (as resume assumes), so a
     record from before it still counts; a new key set elsewhere, or a changed value, does
     not."""
-    from benchmarks.ledger import same_run
+    from experiments.ledger import same_run
 
     recorded = {"trainer": {"lr": 0.001, "max_steps": 1500}, "data": {"name": "ding_de_en"}}
     defaults = {"trainer.lr": 0.001, "trainer.test_ensemble": 1, "data.tokenizer.sampling": {}}

@@ -1,4 +1,4 @@
-"""benchmarks/results_table.py and `make results`: docs/results.md generated from the ledger
+"""experiments/results_table.py and `make results`: docs/results.md generated from the ledger
 (toy records: the tables, mean ± std, machines, curves, stale and missing runs)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from helpers.ledger_records import MACHINE, record_for, toy_plan
 
 from attnmt.config import validate_config
-from benchmarks import results_table as rt
-from benchmarks.ledger import write_record
-from benchmarks.results_plan import CONFIGS, make_plan
+from experiments import results_table as rt
+from experiments.ledger import write_record
+from experiments.results_plan import CONFIGS, make_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,12 +85,12 @@ def test_make_results_runs_the_ledger_runner_and_the_docs() -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert "-m benchmarks.results_run --hours 1.5" in dry("results", "RESULTS_HOURS=1.5")
+    assert "-m experiments.results_run --hours 1.5" in dry("results", "RESULTS_HOURS=1.5")
     quick = dry("results", "RESULTS_QUICK=1")
-    assert "-m benchmarks.results_run --hours 0 --quick" in quick
+    assert "-m experiments.results_run --hours 0 --quick" in quick
     assert "rm -rf outputs/results-quick" in quick
     docs = dry("results-docs")
-    assert "-m benchmarks.results_table docs" in docs and "-m benchmarks.attention_guide" in docs
+    assert "-m experiments.results_table docs" in docs and "-m experiments.attention_guide" in docs
 
 
 def test_the_readme_holds_no_generated_table() -> None:

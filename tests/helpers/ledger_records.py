@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.ledger import Record
-from benchmarks.results_plan import Plan, make_plan
+from experiments.ledger import Record
+from experiments.results_plan import Plan, make_plan
 
 MACHINE = {
     "cpu": {"name": "Toy CPU", "family": 25, "model": 1, "flags": ["avx2"]},

@@ -4,7 +4,7 @@ The grids are ``hydra.sweeper.params`` of configs/experiment/results_main.yaml a
 results_attention.yaml (seeds, then the axes); the attention table adds a reference row,
 :data:`REFERENCE` in every alignment mode. Each cell's settings are composed with Hydra
 exactly as ``python train.py experiment=... <cell> <extra>`` would, and keyed
-(:func:`benchmarks.ledger.settings_key`).
+(:func:`experiments.ledger.settings_key`).
 
 Priority: seed 1 of every row of every table before any seed 2, seed 2 before seed 3; within
 a seed the main table before the attention table, rows in grid order. The attention table's
@@ -24,7 +24,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from attnmt.config import setting_defaults
-from benchmarks.ledger import Record, defining_settings, done, settings_key, split_current
+from experiments.ledger import Record, defining_settings, done, settings_key, split_current
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"

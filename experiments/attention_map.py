@@ -1,7 +1,7 @@
 """The attention maps of one fixed test sentence from a finished run's best checkpoint.
 
 The results runner keeps them beside the run's ledger record (``<stem>.attn.json``), so the
-attention guide (benchmarks/attention_guide.py) draws every model's map of the same sentence
+attention guide (experiments/attention_guide.py) draws every model's map of the same sentence
 without the checkpoint. The model is teacher-forced on its own greedy translation, as the
 trainer's heatmaps are; an RNN gives its one cross-attention map [T, S], a Transformer
 every head of its last layer: encoder self-attention [H, S, S], decoder (masked)

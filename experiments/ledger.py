@@ -7,7 +7,7 @@ change the result: paths, logging, the seed) and ``key``, a hash of them; the se
 git commit, the machine (:func:`attnmt.machine.this_machine`), updates, minutes, the
 validation curve, test BLEU/chrF with their sacrebleu signatures and the parameter count.
 Records are written atomically (:func:`attnmt.atomic.write_json`) by the sweep driver
-(benchmarks/results_run.py) once ``train.py`` has exited 0 with a test result, so a run
+(experiments/results_run.py) once ``train.py`` has exited 0 with a test result, so a run
 that was interrupted or lost leaves nothing. A record whose key is not a key the current
 plan asks for is *stale* (the configs changed since): reported, never tabulated.
 """

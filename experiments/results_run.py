@@ -1,14 +1,14 @@
 """``make results``: run what the ledger lacks, in priority order, while time is left.
 
-    python -m benchmarks.results_run --hours 1.5           # results/runs/, docs/*.md
-    python -m benchmarks.results_run --dry-run             # the plan only
-    python -m benchmarks.results_run --quick               # toy-sized smoke run in outputs/
+    python -m experiments.results_run --hours 1.5           # results/runs/, docs/*.md
+    python -m experiments.results_run --dry-run             # the plan only
+    python -m experiments.results_run --quick               # toy-sized smoke run in outputs/
 
 Each run is ``python train.py <cell> seed=N hydra.run.dir=outputs/results/<table>/<stem>``,
-a subprocess in its own session. It gets a record in the ledger (benchmarks/ledger.py) only
+a subprocess in its own session. It gets a record in the ledger (experiments/ledger.py) only
 when train.py exits 0 with a test result; then, for runs on the fixed sentence's corpus, the
-attention maps of that sentence go beside it (benchmarks/attention_map.py). A run is started
-only if its estimate (benchmarks/results_plan.py) fits in the hours left; SIGINT or SIGTERM
+attention maps of that sentence go beside it (experiments/attention_map.py). A run is started
+only if its estimate (experiments/results_plan.py) fits in the hours left; SIGINT or SIGTERM
 is passed to the running train.py (which saves last.pt and exits non-zero: no record, the run
 is redone next time) and no further run starts. At the end, stopped or not, the tables and
 the attention guide are regenerated from the ledger. Nothing is committed: records are
@@ -38,7 +38,7 @@ from attnmt.machine import this_machine
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record, source_commit
 from attnmt.train.run_lock import live_owner
-from benchmarks.ledger import (
+from experiments.ledger import (
     Record,
     defining_settings,
     read_records,
@@ -46,7 +46,7 @@ from benchmarks.ledger import (
     settings_key,
     write_record,
 )
-from benchmarks.results_plan import TABLES, Plan, PlannedRun, make_plan
+from experiments.results_plan import TABLES, Plan, PlannedRun, make_plan
 
 log = logging.getLogger("results")
 
@@ -235,7 +235,7 @@ class Runner:
 
 def keep_attention_map(record: Record, run_dir: Path, target: Path) -> None:
     """The fixed sentence's maps at ``target``, for runs on the fixed sentence's corpus."""
-    from benchmarks.attention_map import FIXED_CORPUS, keep
+    from experiments.attention_map import FIXED_CORPUS, keep
 
     if record.settings.get("data", {}).get("name") == FIXED_CORPUS:
         keep(run_dir, target)
@@ -243,7 +243,7 @@ def keep_attention_map(record: Record, run_dir: Path, target: Path) -> None:
 
 def regenerate(ledger: Path, docs: Path | None, guide: Path | None, extra: Sequence[str]) -> None:
     """The tables (``docs``) and the attention guide (``guide``) from the ledger."""
-    from benchmarks import attention_guide, results_table
+    from experiments import attention_guide, results_table
 
     if docs is not None:
         results_table.write_docs(ledger, docs, extra=extra)

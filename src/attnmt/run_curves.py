@@ -1,0 +1,47 @@
+"""Validation curves of several runs in one figure: BLEU against update and against minutes.
+
+Drawn by ``scripts/compare_runs.py`` (runs read from their run records) and by the results
+tables (``experiments/results_table.py``, runs read from the ledger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+@dataclass
+class Curve:
+    """One run's validation points: (step, training minutes, BLEU, chrF)."""
+
+    label: str
+    valid: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+
+def validation_figure(curves: Sequence[Curve], marks: Sequence[float] = ()) -> Figure:
+    """Validation BLEU against step (left) and against minutes (right), one line per curve;
+    ``marks`` draw dotted verticals on the minutes panel."""
+    fig = Figure(figsize=(11, 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    for col, (x, xlabel) in enumerate(((0, "update (step)"), (1, "wall-clock minutes"))):
+        ax = fig.add_subplot(1, 2, 1 + col)
+        for curve in curves:
+            if curve.valid:
+                label = curve.label
+                name = label if len(label) <= 60 else f"…{label[-59:]}"
+                ax.plot([v[x] for v in curve.valid], [v[2] for v in curve.valid], "o-", label=name)
+        if x == 1:
+            for mark in marks:
+                ax.axvline(mark, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("validation BLEU")
+        ax.grid(alpha=0.3)
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    rows = max(len(labels), 1)
+    fig.set_size_inches(11, 4.5 + 0.2 * rows)
+    fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=1, frameon=False)
+    fig.tight_layout(rect=(0, 0.2 * rows / (4.5 + 0.2 * rows) + 0.02, 1, 1))
+    return fig
