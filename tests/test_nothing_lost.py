@@ -9,6 +9,7 @@ import json
 import logging
 import runpy
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -186,21 +187,26 @@ def _enospc(*args: Any, **kw: Any) -> Any:
 def test_a_full_disk_while_writing_a_checkpoint_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from attnmt import checkpoint
     from attnmt.checkpoint import CheckpointManager, save_checkpoint
 
     old = save_checkpoint({"x": torch.zeros(2)}, tmp_path / "last.pt")
     before = old.read_bytes()
 
-    def torch_full(*args: Any, **kw: Any) -> None:  # what torch's zip writer raises
-        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 64")
+    def torch_full(*args: Any, **kw: Any) -> None:  # what torch 2.13 raises on a full disk
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
 
     monkeypatch.setattr(torch, "save", torch_full)
-    with pytest.raises(RuntimeError):  # not a write failure: a bug stays a bug
+    monkeypatch.setattr(checkpoint, "free_bytes", lambda directory: 0)
+    with pytest.raises(WriteError, match=f"cannot write {old}: no space left on device"):
+        save_checkpoint({"x": torch.ones(2)}, old)
+    monkeypatch.setattr(checkpoint, "free_bytes", lambda directory: 10**12)  # room: no ENOSPC
+    with pytest.raises(WriteError, match=r"the write failed \(\[enforce.*unexpected pos 576"):
         save_checkpoint({"x": torch.ones(2)}, old)
     monkeypatch.setattr(
-        torch, "save", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("file write failed"))
+        torch, "save", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("cannot pickle x"))
     )
-    with pytest.raises(WriteError, match=f"cannot write {old}: no space left on device"):
+    with pytest.raises(RuntimeError, match="cannot pickle"):  # no write failure: a bug
         save_checkpoint({"x": torch.ones(2)}, old)
     monkeypatch.undo()
     monkeypatch.setattr(atomic.os, "replace", _enospc)
@@ -208,6 +214,43 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_line(
         CheckpointManager(tmp_path).save_last({"x": torch.ones(2)})
     assert old.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A real 1 MiB filesystem (tmpfs) at ``tmp_path/disk``; skipped where mount is refused."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        done = subprocess.run(["umount", str(disk)], capture_output=True)
+        if done.returncode != 0:  # a file left open there: detach it anyway, then fail
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+        assert done.returncode == 0, done.stderr.decode()
+
+
+def test_a_real_full_disk_while_writing_a_checkpoint_is_one_line(small_disk: Path) -> None:
+    from attnmt import checkpoint
+    from attnmt.checkpoint import CheckpointManager
+
+    manager = CheckpointManager(small_disk / "checkpoints")
+    manager.save_last({"x": torch.zeros(4)})
+    before = manager.last_path.read_bytes()
+    with pytest.raises(WriteError) as info:
+        manager.save_last({"x": torch.zeros(1_000_000)})  # 4 MB on a 1 MiB disk
+    assert str(info.value) == (
+        f"cannot write {manager.last_path}: no space left on device; free some space or "
+        "write elsewhere (nothing there was changed)"
+    )
+    assert manager.last_path.read_bytes() == before
+    assert [p.name for p in manager.directory.iterdir()] == ["last.pt"]  # no temporary file
+    assert (checkpoint.free_bytes(small_disk) or 0) > 900_000  # nor one held open, unlinked
 
 
 def test_a_full_disk_or_read_only_data_root_fails_before_preparation(

@@ -57,7 +57,7 @@ FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 _BEST_FILE = re.compile(r"best-(\d+)\.pt")
-_TORCH_WRITE_FAILURE = re.compile(r"write|unexpected pos", re.IGNORECASE)
+_TORCH_WRITE_FAILURE = re.compile(r"write|unexpected pos|iostream error", re.IGNORECASE)
 FULL_DISK_BYTES = 1 << 20
 """Less free space than this after a failed checkpoint write: the disk is full."""
 # torch's own advice in its load errors (e.g. "Re-running `torch.load` with `weights_only` set
@@ -84,8 +84,9 @@ def _torch_write_error(err: RuntimeError, directory: Path) -> OSError | None:
 
     torch's zip writer reports a short write without an errno: as ``[enforce fail at
     inline_container.cc:...] . unexpected pos 576 vs 534`` (the next record's offset no
-    longer matches) or ``... file write failed``. Called while the partial temporary file
-    still fills the disk, so less than :data:`FULL_DISK_BYTES` free means a full disk.
+    longer matches), ``... file write failed`` or ``basic_ios::clear: iostream error``.
+    Called while the partial temporary file still fills the disk, so less than
+    :data:`FULL_DISK_BYTES` free means a full disk.
     """
     text = str(err)
     if not _TORCH_WRITE_FAILURE.search(text):
@@ -105,13 +106,15 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
     """
     path = Path(path)
     with atomic_path(path) as tmp:
+        cause = None
         try:
             torch.save(payload, tmp)
         except RuntimeError as err:
             cause = _torch_write_error(err, path.parent)
             if cause is None:
                 raise
-            raise cause from None
+        if cause is not None:  # raised here, torch's writer (err's frames) is freed at once:
+            raise cause  # it holds the temporary file open, and its space, until then
     return path
 
 
