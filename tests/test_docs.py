@@ -22,23 +22,43 @@ What is checked, in every markdown file of ``DOCS``:
 (c) **Command lines.** Every ``python train.py|evaluate.py|translate.py|serve.py ...`` (or
     ``torchrun ... train.py ...``) line in a fenced code block composes with Hydra
     (``configs/``, config ``train``/``evaluate``/``translate``/``serve``) and validates:
-    ``attnmt.config.validate_config`` for train.py, ``attnmt.cli.common.parse_settings`` with
+    ``attnmt.train.run_config.validate_config`` for train.py,
+    ``attnmt.cli.common.parse_settings`` with
     the entry point's settings schema (``SETTINGS``) for the others (what their ``run``
     does first). Nothing is trained, prepared or loaded: ``ckpt=RUN`` stays a string, and a
     ``<placeholder>`` in a value is replaced by a plain word first. A multirun (``-m``)
     value list ``a,b,c`` is checked one value at a time.
 (d) **Config keys.** Every dotted key of a section (``data.``, ``model.``, ``trainer.``,
     ``decode.``) written in a code span or a code block (``trainer.max_steps``,
-    ``decode.beam=5``) is a key of the schema: ``attnmt.config.setting_keys`` of some
+    ``decode.beam=5``) is a key of the schema: ``attnmt.train.run_config.setting_keys`` of some
     registered model. A code span quoting an error about an unknown key
     (``trainer.max_stpes: unknown key; ...``) is left out.
+(e) **Ratios beside their figures.** A ratio written beside the two figures it compares
+    must be their quotient, within the rounding of all three as printed (``103 vs 11.6``
+    is anything from 102.5/11.65 to 103.5/11.55; ``8.9×`` anything from 8.85 to 8.95).
+    The forms (``RATIO_FORMS``; ``×`` or ``x``, a unit such as ``ms`` or ``sent/s`` may
+    follow each figure, lines of a paragraph are joined first):
+    ``A vs B: N×``, ``A vs B (N×``, ``N× (A vs B`` and ``N× faster (A against B``, read
+    either way round (a speed-up is a quotient of times or of rates); ``A / B = N×``,
+    ``A / B ≈ N×`` and ``A / B = N%``, read as written. In a table, a column headed
+    ``× <baseline> (<column>)`` holds each row's ``<column>`` over the row whose ratio is
+    1 (either way round). A ratio computed otherwise (``make benchmark``'s median of
+    per-round ratios) is written in none of these forms.
+(f) **Generated figures.** docs/results.md is what ``python -m experiments.results_table
+    docs`` writes from the ledger ``results/runs/``, and every ``mean ± std`` figure
+    another doc states is one of the figures it holds (a hand-copied figure that the
+    ledger has moved past fails).
 
 ``test_the_checker_bites`` plants a broken path, a bad key, an unknown make target and a
-command line with an unknown setting into a copy of README.md, and each must be reported.
+command line with an unknown setting into a copy of README.md, and each must be reported;
+``test_the_ratio_checker_bites`` and ``test_the_figure_checker_bites`` do the same for (e)
+and (f) on strings.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shlex
 from collections.abc import Iterator
@@ -53,10 +73,10 @@ from omegaconf.errors import OmegaConfBaseException
 from attnmt.cli.common import parse_settings
 from attnmt.cli.evaluate import EvalSettings
 from attnmt.cli.translate import TranslateSettings
-from attnmt.config import setting_keys, validate_config
 from attnmt.errors import AttnmtError
 from attnmt.models.registry import MODELS
 from attnmt.serve.settings import ServeSettings
+from attnmt.train.run_config import setting_keys, validate_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"evaluate": EvalSettings, "translate": TranslateSettings, "serve": ServeSettings}
@@ -251,6 +271,124 @@ def unknown_keys(text: str) -> list[str]:
     return sorted(k for k in named if k not in known_keys())
 
 
+# --- (e) ratios beside their figures ---------------------------------------------------------
+
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+UNIT = r"(?:\s?[A-Za-zµ]+(?:/[a-z]+)?)?"  # " ms", " s", " sent/s", " MB", " words/s"
+TIMES = r"\s?[×x](?!\w)"
+VERSUS = rf"(?P<a>{NUMBER}){UNIT}\s(?:vs|against)\s(?P<b>{NUMBER}){UNIT}"
+RATIO_FORMS = (
+    # A vs B: N×, A vs B (N×
+    (re.compile(rf"(?<![\w.,]){VERSUS}(?::\s|\s\()\**(?P<n>{NUMBER}){TIMES}"), True),
+    # N× (A vs B, N× faster (A against B
+    (
+        re.compile(rf"(?<![\w.,])(?P<n>{NUMBER}){TIMES}\**(?:\s(?:faster|slower))?\s\({VERSUS}"),
+        True,
+    ),
+    # A / B = N×, A / B ≈ N×, A / B = N%
+    (
+        re.compile(
+            rf"(?<![\w.,/])(?P<a>{NUMBER}){UNIT}\s?/\s?(?P<b>{NUMBER}){UNIT}\s[=≈]\s"
+            rf"(?P<n>{NUMBER})(?:(?P<pct>%)|{TIMES})"
+        ),
+        False,
+    ),
+)
+"""(pattern, either way round) of a ratio written beside its two figures."""
+RATIO_HEADER = re.compile(r"^× .*\((?P<column>[^()]+)\)$")
+
+
+def printed(number: str, scale: float = 1.0) -> tuple[float, float]:
+    """(lowest, highest) value that rounds to ``number`` as printed (``2,979``, ``11.6``)."""
+    digits = number.replace(",", "")
+    half = 0.5 * 10.0 ** -len(digits.partition(".")[2])
+    value = float(digits)
+    return (value - half) * scale, (value + half) * scale
+
+
+def quotient_agrees(a: str, b: str, n: str, either_way: bool, scale: float = 1.0) -> bool:
+    """Whether the ratio ``n`` (times ``scale``) can be ``a / b`` (or ``b / a``), all three
+    rounded as printed."""
+    (a_lo, a_hi), (b_lo, b_hi), (n_lo, n_hi) = printed(a), printed(b), printed(n, scale)
+    tries = [(a_lo / b_hi, a_hi / b_lo)] if b_lo > 0 else []
+    if either_way and a_lo > 0:
+        tries.append((b_lo / a_hi, b_hi / a_lo))
+    return any(lo <= n_hi + 1e-12 and n_lo <= hi + 1e-12 for lo, hi in tries)
+
+
+def inline_ratios(text: str) -> list[tuple[str, bool]]:
+    """(match, whether its ratio is the quotient of its figures) of every ``RATIO_FORMS``
+    match."""
+    prose = re.sub(r"\s*\n\s*", " ", text)
+    found = []
+    for pattern, either_way in RATIO_FORMS:
+        for m in pattern.finditer(prose):
+            scale = 0.01 if m.groupdict().get("pct") else 1.0
+            found.append((m.group(0), quotient_agrees(m["a"], m["b"], m["n"], either_way, scale)))
+    return found
+
+
+def table_cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def first_number(cell: str) -> str | None:
+    match = re.search(NUMBER, cell)
+    return match.group(0) if match else None
+
+
+def table_ratios(text: str) -> list[tuple[str, bool]]:
+    """(row, whether its ``× <baseline> (<column>)`` cell is its ``<column>`` over the
+    baseline row's) of every table row below such a header; the baseline row is the one
+    whose ratio is 1."""
+    found = []
+    for table in re.findall(r"(?:^\|.*\|[ \t]*\n?)+", text, flags=re.M):
+        lines = [table_cells(line) for line in table.strip().splitlines()]
+        if len(lines) < 3:
+            continue
+        header, _, *rows = lines
+        for k, title in enumerate(header):
+            match = RATIO_HEADER.match(title)
+            if not match:
+                continue
+            j = header.index(match["column"]) if match["column"] in header else None
+            base = next((r for r in rows if first_number(r[k]) in ("1", "1.0", "1.00")), None)
+            if j is None or base is None:
+                found.append((f"{title}: no column {match['column']!r} or no row at 1", False))
+                continue
+            for row in (r for r in rows if r is not base):
+                a, b, n = first_number(row[j]), first_number(base[j]), first_number(row[k])
+                ok = bool(a and b and n and quotient_agrees(a, b, n, either_way=True))
+                found.append((f"{row[0]}: {title} = {row[k]}, {row[j]} against {base[j]}", ok))
+    return found
+
+
+def wrong_ratios(text: str) -> list[str]:
+    """The ratios of ``text`` that are not the quotient of the figures beside them."""
+    return [match for match, ok in inline_ratios(text) + table_ratios(text) if not ok]
+
+
+# --- (f) generated figures -------------------------------------------------------------------
+
+MEAN_STD = re.compile(rf"(?<![\w.,]){NUMBER} ± {NUMBER}")
+
+
+def generated_results(folder: Path) -> str:
+    """docs/results.md as ``python -m experiments.results_table docs`` writes it from the
+    ledger (into ``folder``, curves included)."""
+    from experiments.results_table import write_docs
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        out = write_docs(ROOT / "results" / "runs", folder / "results.md")
+    return out.read_text(encoding="utf-8")
+
+
+def figures_not_generated(text: str, generated: str) -> list[str]:
+    """The ``mean ± std`` figures of ``text`` that ``generated`` does not hold."""
+    known = set(MEAN_STD.findall(generated))
+    return [f for f in MEAN_STD.findall(text) if f not in known]
+
+
 # --- the tests -------------------------------------------------------------------------------
 
 
@@ -314,6 +452,70 @@ def test_the_checker_bites(tmp_path: Path) -> None:
     assert len(bad) == 2, bad
     assert "trainer.no_such_key" in bad[0] and "beem" in bad[1]
     assert broken_paths(readme, doc) == [] and unknown_keys(readme) == []
+
+
+def test_every_ratio_is_the_quotient_of_its_figures(doc: Path) -> None:
+    assert wrong_ratios(doc.read_text(encoding="utf-8")) == []
+
+
+def test_the_ratio_checker_sees_the_docs() -> None:
+    """performance.md's quotients are found in every form (so an empty result means
+    something)."""
+    text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    inline = {match for match, _ in inline_ratios(text)}
+    assert {"103 vs 11.6 sent/s: 8.9×", "1.15 s vs 2.93 s: 2.5×", "683 / 567 = 1.20×"} <= inline
+    assert "2,921 / 2,979 tok/s = 98%" in inline
+    assert sum("JoeyNMT" in row for row, _ in table_ratios(text)) == 2
+
+
+def test_the_ratio_checker_bites() -> None:
+    """Wrong quotients, in every form, are reported; right ones, rounded, are not."""
+    right = (
+        "103 vs 11.6 sent/s: 8.9×. 36.6 s vs 1.65 s (22× slower). 1.15 s vs 2.93 s (2.5× "
+        "faster). It is 1.20× faster (507 against\n607 ms). 2,921 / 2,979 tok/s = 98%; "
+        "1/0.68 ≈ 1.47×; 750 / 75 = 10×. Not a ratio of these: 1.71× (per round).\n"
+    )
+    table = (
+        "| system | sentences/s | × slow (sentences/s) |\n|---|---:|---:|\n"
+        "| slow | 8.2 | 1.00 |\n| fast | 380.6 | {} |\n"
+    )
+    assert wrong_ratios(right + table.format("46.3")) == []
+    planted = (
+        "103 vs 11.6 sent/s: 7.3×. 683 ms vs 567 ms (1.17×). ~20x (36.6 s vs 1.65 s). "
+        "1.18× faster (507 against 607 ms). 2,921 / 2,979 tok/s = 96%; 607 / 507 = 0.84×.\n"
+    )
+    assert wrong_ratios(planted) == [
+        "103 vs 11.6 sent/s: 7.3×",
+        "683 ms vs 567 ms (1.17×",
+        "20x (36.6 s vs 1.65 s",
+        "1.18× faster (507 against 607 ms",
+        "2,921 / 2,979 tok/s = 96%",
+        "607 / 507 = 0.84×",
+    ]
+    assert wrong_ratios(table.format("44.0")) == [
+        "fast: × slow (sentences/s) = 44.0, 380.6 against 8.2"
+    ]
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return generated_results(tmp_path_factory.mktemp("results"))
+
+
+def test_results_md_is_what_the_generator_writes(generated: str) -> None:
+    """docs/results.md holds the ledger's figures as they are now (`make results-docs`)."""
+    assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == generated
+
+
+def test_other_docs_state_only_generated_figures(doc: Path, generated: str) -> None:
+    """A mean ± std restated by hand elsewhere is the generated one."""
+    assert figures_not_generated(doc.read_text(encoding="utf-8"), generated) == []
+
+
+def test_the_figure_checker_bites() -> None:
+    generated = "| ding_de_en | transformer | 4.04 ± 0.38 | 22.09 ± 0.69 |\n"
+    text = "Seeds 3.78, 4.47, 3.86 (mean 4.04 ± 0.38; chrF 22.10 ± 0.69), about ±1 BLEU.\n"
+    assert figures_not_generated(text, generated) == ["22.10 ± 0.69"]
 
 
 def test_training_md_lists_what_may_change_on_resume() -> None:
