@@ -204,3 +204,42 @@ def test_a_beam_over_the_cap_fails_before_decoding(ckpt: Path) -> None:
     assert _translate(ckpt, ["a b c"], beam=MAX_BEAM)  # the cap itself decodes
     with pytest.raises(ConfigError, match=r"beam=100000 .*at most 16"):
         _translate(ckpt, ["a b c"], beam=100000)
+
+
+def test_a_long_line_is_cut_by_characters_before_encoding_to_the_same_pieces(
+    ckpt: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first ``limit`` pieces of a line cut by characters are those of the whole line
+    (pieces never cross a space), and the warning names the line by its characters."""
+    from attnmt.data.textio import normalize_space
+    from attnmt.decode.translator import encode_sources
+
+    tok = load_translator(ckpt, "cpu").tokenizer
+    words = ["a", "bc", "def", "abcdef", "fedcba" * 5, "xyz", "äöü", "a\u0301"]
+    lines = [
+        "  ".join(words[(i * 7 + j * 3) % len(words)] for j in range(n))
+        for i, n in enumerate([1, 3, 40, 400, 2000, 9000])
+    ] + ["abcdef" * 3000, " " * 50_000 + "a b c"]
+    for limit in (1, 5, 17, 60):
+        whole = [ids[:limit] for ids in tok.encode_src([normalize_space(s) for s in lines])]
+        with caplog.at_level(logging.WARNING):
+            assert encode_sources(tok, lines, limit) == whole, limit
+    assert f"6 ({len(lines[5])} characters)" in caplog.text
+    assert "8 (" not in caplog.text  # 50,000 spaces and "a b c": short once normalised
+
+
+def test_a_20_mb_line_is_never_encoded_whole(ckpt: Path) -> None:
+    """Encoding a 4 MB line allocates a few kB: it is cut by characters (a bound from
+    decode.max_src_len and the longest piece) before SentencePiece sees it."""
+    import tracemalloc
+
+    translator = load_translator(ckpt, "cpu")
+    huge = "ab c " * 800_000
+    tracemalloc.start()
+    try:
+        (ids,) = translator.encode([huge])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(ids) == translator.decode.max_src_len
+    assert peak < 1_000_000, peak

@@ -80,6 +80,7 @@ class Tokenizer:
         self._tgt_blob = self._src_blob if tgt_model is None else bytes(tgt_model)
         self._src = _load_processor(self._src_blob, JOINT_FILE if self.joint else SRC_FILE)
         self._tgt = self._src if self.joint else _load_processor(self._tgt_blob, TGT_FILE)
+        self._longest: dict[str, int] = {}  # side -> longest_piece(side)
 
     @property
     def src_vocab_size(self) -> int:
@@ -88,6 +89,17 @@ class Tokenizer:
     @property
     def tgt_vocab_size(self) -> int:
         return self._tgt.get_piece_size()
+
+    def longest_piece(self, side: str) -> int:
+        """Characters of the longest piece in the ``"src"`` or ``"tgt"`` vocabulary (the
+        ``▁`` word mark counts as one; at least 1), computed once per side. A text of
+        ``n · longest_piece`` characters or more holds at least ``n`` pieces, except where
+        SentencePiece merges a run of unknown characters into one ``<unk>``."""
+        if side not in self._longest:
+            sp = self.processor(side)
+            sizes = (len(sp.id_to_piece(i)) for i in range(sp.get_piece_size()))
+            self._longest[side] = max(1, *sizes)
+        return self._longest[side]
 
     def vocab_info(self) -> dict[str, Any]:
         """``{"src_size", "tgt_size", "joint"}`` as stored in checkpoints."""

@@ -28,8 +28,8 @@ import torch
 from torch import Tensor
 
 from attnmt.data.batching import make_batch
-from attnmt.data.textio import normalize_space
 from attnmt.data.tokenizer import Tokenizer
+from attnmt.decode.translator import cut_sources
 from attnmt.models.base import Seq2Seq
 
 KINDS = ("cross", "encoder_self", "decoder_self")
@@ -63,10 +63,10 @@ def _rounded(t: Tensor | None, digits: int) -> list | None:
 
 
 def source_ids(tokenizer: Tokenizer, sentences: Sequence[str], limit: int) -> list[list[int]]:
-    """Source piece ids as the Translator makes them (whitespace normalised, cut to
-    ``limit``), without its warning: callers that decode through the Translator get it
-    there once."""
-    return [ids[:limit] for ids in tokenizer.encode_src([normalize_space(s) for s in sentences])]
+    """Source piece ids as the Translator makes them (whitespace normalised, a very long
+    line cut by characters, then cut to ``limit`` pieces: :func:`cut_sources`), without its
+    warning: callers that decode through the Translator get it there once."""
+    return cut_sources(tokenizer, sentences, limit)[0]
 
 
 def _stack(maps: dict[str, Tensor], prefix: str, row: int) -> Tensor | None:

@@ -4,7 +4,8 @@ The trainer's validation and final test decoding, ``evaluate.py`` and ``translat
 call :meth:`Translator.hypotheses`, so the same checkpoint, sentences and
 :class:`~attnmt.decode.config.DecodeConfig` give the same hypotheses everywhere:
 
-    raw line ─► normalize_space ─► SentencePiece ids ─► cut to max_src_len (warned)
+    raw line ─► normalize_space ─► (a very long line: cut by characters) ─► SentencePiece
+             ids ─► cut to max_src_len (warned)
              ─► length-sorted batches of ≤ batch_tokens source pieces ─► greedy / beam search
              ─► pieces ─► detokenised text, one line per input line
 
@@ -41,6 +42,57 @@ from attnmt.models.registry import build_model
 log = logging.getLogger(__name__)
 
 
+def normalized_prefix(text: str, chars: int) -> str:
+    """At least the first ``chars`` characters of ``normalize_space(text)`` (all of it when
+    shorter), normalising only as much of ``text`` as that takes: a prefix of ``text``
+    normalises to a prefix of the whole, so a 20 MB line costs a few windows, not copies."""
+    window = max(chars, 1)
+    while True:
+        head = normalize_space(text[:window])
+        if len(head) >= chars or window >= len(text):
+            return head
+        window *= 4
+
+
+def source_text(text: str, limit: int, longest_piece: int) -> tuple[str, bool]:
+    """(the normalised text to encode, whether characters were cut off) for a line that is
+    decoded from at most ``limit`` pieces.
+
+    A line longer than ``2 · limit · longest_piece`` characters is cut there, back to its
+    last space when at least ``limit · longest_piece`` characters stay: those whole words
+    hold at least ``limit`` pieces, and since a piece never crosses a space, its first
+    ``limit`` pieces are the whole line's.
+    """
+    keep = 2 * limit * longest_piece
+    head = normalized_prefix(text, keep + 1)
+    if len(head) <= keep:
+        return head, False
+    head = head[:keep]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit * longest_piece else head), True
+
+
+def cut_sources(
+    tokenizer: Tokenizer, sentences: Sequence[str], limit: int
+) -> tuple[list[list[int]], dict[int, str]]:
+    """(whitespace-normalised source piece ids cut to ``limit`` pieces, {index: "(N pieces)"
+    or "(N characters)"} of the lines that were cut). A very long line is cut by characters
+    before it is encoded (:func:`source_text`), so its size never reaches SentencePiece."""
+    longest = tokenizer.longest_piece("src")
+    texts, notes = [], {}
+    for i, sentence in enumerate(sentences):
+        text, cut = source_text(sentence, limit, longest)
+        texts.append(text)
+        if cut:
+            notes[i] = f"({len(sentence)} characters)"
+    ids = tokenizer.encode_src(texts)
+    for i, x in enumerate(ids):
+        if len(x) > limit:
+            notes.setdefault(i, f"({len(x)} pieces)")
+            ids[i] = x[:limit]
+    return ids, dict(sorted(notes.items()))
+
+
 def encode_sources(
     tokenizer: Tokenizer,
     sentences: Sequence[str],
@@ -48,24 +100,22 @@ def encode_sources(
     first_line: int = 1,
     reason: str = "the limit",
 ) -> list[list[int]]:
-    """Whitespace-normalised source piece ids, each cut to ``limit`` pieces; one warning
-    names the lines cut (numbered from ``first_line``) and ``reason`` (what sets the limit)."""
-    ids = tokenizer.encode_src([normalize_space(s) for s in sentences])
-    long = [i for i, x in enumerate(ids) if len(x) > limit]
-    if long:
-        shown = ", ".join(f"{first_line + i} ({len(ids[i])} pieces)" for i in long[:5])
-        more = f" and {len(long) - 5} more" if len(long) > 5 else ""
+    """Whitespace-normalised source piece ids, each cut to ``limit`` pieces
+    (:func:`cut_sources`); one warning names the lines cut (numbered from ``first_line``)
+    and ``reason`` (what sets the limit)."""
+    ids, notes = cut_sources(tokenizer, sentences, limit)
+    if notes:
+        shown = ", ".join(f"{first_line + i} {note}" for i, note in list(notes.items())[:5])
+        more = f" and {len(notes) - 5} more" if len(notes) > 5 else ""
         log.warning(
             "%d source line(s) longer than %s pieces are translated from their first %d "
             "pieces: line %s%s",
-            len(long),
+            len(notes),
             reason,
             limit,
             shown,
             more,
         )
-        for i in long:
-            ids[i] = ids[i][:limit]
     return ids
 
 
