@@ -6,11 +6,16 @@
 The first k checkpoints of the inputs are averaged: a run directory stands for its
 checkpoints best first (``checkpoints/best.json``), a file for itself.
 θ_avg = (1/n) Σ_i θ_i (attnmt.train.averaging): the output evaluates, it does not resume.
+So it never replaces what a run still uses, ``--force`` or not: a run's ``last.pt`` (the
+training state ``resume=`` needs), a file its best.json lists, a name its trainer writes
+(``best-<step>.pt``, ``averaged.pt``), an input; another existing file only with
+``--force``. All of that is checked before any checkpoint is read.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +24,16 @@ from attnmt.checkpoint import read_best_json
 from attnmt.errors import AttnmtError, CheckpointError, ConfigError
 from attnmt.train.averaging import average_checkpoints, average_state_dicts
 
-__all__ = ["average_checkpoints", "average_state_dicts", "checkpoint_files", "main"]
+__all__ = [
+    "average_checkpoints",
+    "average_state_dicts",
+    "check_output",
+    "checkpoint_files",
+    "main",
+]
+
+_TRAINER_NAME = re.compile(r"last\.pt|best-\d+\.pt|averaged\.pt")
+"""The names a trainer writes in its checkpoints folder (resume= looks for them)."""
 
 
 def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
@@ -46,14 +60,63 @@ def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
     return files[:k]
 
 
+def _listed(ckpt_dir: Path) -> list[str]:
+    """The file names ``ckpt_dir/best.json`` lists (all of its ``"file"`` values, even of a
+    best.json that is otherwise malformed)."""
+    try:
+        return [e["file"] for e in read_best_json(ckpt_dir / "best.json")]
+    except CheckpointError:
+        try:
+            text = (ckpt_dir / "best.json").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        return re.findall(r'"file"\s*:\s*"([^"]+)"', text)
+
+
+def _is_checkpoint_dir(folder: Path) -> bool:
+    """Whether ``folder`` is (or looks like) a run's checkpoints folder."""
+    return folder.name == "checkpoints" or any(
+        (folder / name).is_file() for name in ("best.json", "last.pt")
+    )
+
+
+def check_output(output: Path, files: Sequence[Path], force: bool) -> None:
+    """ConfigError when writing ``output`` would destroy something: a run's ``last.pt``, a
+    file of a run's best.json, a name its trainer writes, one of ``files`` (the inputs),
+    a directory, or (without ``force``) any existing file."""
+    in_run = _is_checkpoint_dir(output.parent)
+    suggestion = (output.parent.parent if in_run else output.parent) / "avg.pt"
+    why, advice = None, f"choose another name, e.g. {suggestion}"
+    if output.is_dir():
+        why, advice = "is a directory", f"name the file to write, e.g. {output / 'avg.pt'}"
+    elif in_run and output.name == "last.pt":
+        why = "is the run's last.pt, the training state resume= continues from"
+    elif in_run and output.name in _listed(output.parent):
+        why = f"is listed in {output.parent / 'best.json'}, which evaluate.py and ensembles read"
+    elif in_run and _TRAINER_NAME.fullmatch(output.name):
+        why = "is named like the run's own checkpoints, which resume= would take it for"
+    elif any(output.resolve() == f.resolve() for f in files):
+        why = "is one of the checkpoints being averaged"
+    elif output.exists() and not force:
+        why, advice = "exists", "pass --force to replace it, or choose another name"
+    if why is not None:
+        raise ConfigError(f"--output {output} {why}; {advice} (nothing was written)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inputs", nargs="+", required=True, help="run directories or .pt files")
     parser.add_argument("--k", type=int, default=5, help="how many best checkpoints (default 5)")
     parser.add_argument("--output", required=True, help="the averaged checkpoint to write")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --output (never a checkpoint a run still uses)",
+    )
     args = parser.parse_args(argv)
     try:
         files = checkpoint_files(args.inputs, args.k)
+        check_output(Path(args.output), files, args.force)
         average_checkpoints(files, args.output)
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from helpers.tiny_checkpoint import private_run
 from attnmt.checkpoint import FORMAT, load_checkpoint, save_checkpoint
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.errors import CheckpointError, ConfigError
+from attnmt.train import averaging
 from scripts import average_checkpoints as avg
 
 
@@ -70,3 +72,40 @@ def test_bad_inputs(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     with pytest.raises(CheckpointError, match="has shape"):
         avg.average_checkpoints([a, tmp_path / "other.pt"], tmp_path / "o.pt")
     assert not (tmp_path / "o.pt").exists()
+
+
+def test_an_output_the_run_still_uses_is_refused_before_loading(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ckpt = run_dir / "checkpoints"
+    shutil.copy(ckpt / "best-61.pt", ckpt / "last.pt")  # the run's training state
+    (ckpt / "mine.pt").write_bytes(b"keep me")
+    before = {p.name: p.read_bytes() for p in ckpt.iterdir()}
+
+    def no_loading(*args: object, **kw: object) -> None:
+        raise AssertionError("a checkpoint was loaded before the output was checked")
+
+    monkeypatch.setattr(averaging, "load_checkpoint", no_loading)
+    refused = [
+        (ckpt / "last.pt", "is the run's last.pt"),
+        (ckpt / "best-60.pt", "is listed in"),
+        (ckpt / "best-75.pt", "is named like the run's own checkpoints"),
+        (run_dir / "checkpoints", "is a directory"),
+        (ckpt / "mine.pt", "exists; pass --force"),
+    ]
+    for output, why in refused:
+        code = avg.main(["--inputs", str(run_dir), "--k", "2", "--output", str(output)])
+        err = capsys.readouterr().err
+        assert code == 2 and f"--output {output} {why}" in err, err
+        assert len(err.strip().splitlines()) == 1
+    for output in (ckpt / "last.pt", ckpt / "best-61.pt"):  # --force never replaces those
+        assert avg.main(["--inputs", str(run_dir), "--output", str(output), "--force"]) == 2
+    assert {p.name: p.read_bytes() for p in ckpt.iterdir()} == before
+    assert not (ckpt / "best-75.pt").exists()
+    monkeypatch.undo()
+    args = ["--inputs", str(run_dir), "--k", "2", "--output", str(ckpt / "mine.pt")]
+    assert avg.main([*args, "--force"]) == 0  # a file the run does not use, replaced as asked
+    assert load_checkpoint(ckpt / "mine.pt")["averaged_from"] == [
+        str(ckpt / "best-60.pt"),
+        str(ckpt / "best-61.pt"),
+    ]
