@@ -23,7 +23,7 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from attnmt.config import setting_defaults
+from attnmt.train.run_config import setting_defaults
 from experiments.ledger import Record, defining_settings, done, settings_key, split_current
 
 ROOT = Path(__file__).resolve().parents[1]

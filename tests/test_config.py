@@ -20,8 +20,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from attnmt.config import RunConfig, validate_config
 from attnmt.errors import ConfigError
+from attnmt.train.run_config import RunConfig, validate_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -293,7 +293,7 @@ def test_bad_choice_or_value_names_the_key_and_choices(
 
 def float_settings(model: str) -> list[str]:
     """Every dotted setting of ``model``'s run whose default is a float (or floats)."""
-    from attnmt.config import setting_defaults
+    from attnmt.train.run_config import setting_defaults
 
     def is_float(v: Any) -> bool:
         return isinstance(v, float) or (
@@ -357,9 +357,9 @@ def test_validation_has_no_global_side_effects() -> None:
     before = set(ConfigStore.instance().list(""))
     import importlib
 
-    import attnmt.config
+    import attnmt.train.run_config
 
-    importlib.reload(attnmt.config)
+    importlib.reload(attnmt.train.run_config)
     assert set(ConfigStore.instance().list("")) == before
 
 
@@ -397,7 +397,7 @@ import sys
 from pathlib import Path
 import hydra
 from omegaconf import DictConfig
-from attnmt.config import validate_config
+from attnmt.train.run_config import validate_config
 
 @hydra.main(config_path={configs!r}, config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:

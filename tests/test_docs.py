@@ -518,6 +518,21 @@ def test_the_figure_checker_bites() -> None:
     assert figures_not_generated(text, generated) == ["22.10 ± 0.69"]
 
 
+EVAL_FOLDER = re.compile(r"eval/(<[^/`\s]*)/")
+
+
+def evaluate_folders(text: str) -> list[str]:
+    """The ``eval/<...>/`` folder names a text gives evaluate.py."""
+    return EVAL_FOLDER.findall(text)
+
+
+def test_evaluate_folder_is_named_as_evaluate_names_it(doc: Path) -> None:
+    """evaluate.py's folder is ``<ckpt>-<split>-beam<k>-<key>`` (``attnmt.cli.evaluate.run``;
+    tests/test_evaluate.py reads real ones): no doc leaves out the key."""
+    for name in evaluate_folders(doc.read_text(encoding="utf-8")):
+        assert re.fullmatch(r"<ckpt>-<split>-beam<k>-<key>", name), name
+
+
 def test_training_md_lists_what_may_change_on_resume() -> None:
     """docs/training.md's resume list is MAY_CHANGE (src/attnmt/train/continuation.py)."""
     from attnmt.train.continuation import MAY_CHANGE

@@ -347,7 +347,7 @@ def test_train_config_composes_validates_and_prepares_with_data_hf(
 ) -> None:
     from hydra import compose, initialize_config_dir
 
-    from attnmt.config import validate_config
+    from attnmt.train.run_config import validate_config
 
     overrides = [
         "data=hf",

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from helpers.toy_train import toy_train_config
 
-from attnmt.config import validate_config
 from attnmt.data import idcache
 from attnmt.data.corpora import PreparedCorpus
 from attnmt.data.idcache import FileTokens, cached_token_array, entry_dir
@@ -22,6 +21,7 @@ from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
 from attnmt.errors import DataError
 from attnmt.train.data import build_data
 from attnmt.train.distributed import DistInfo
+from attnmt.train.run_config import validate_config
 
 SRC = ["ein kleiner hund läuft", "die katze schläft", "das haus ist grün", "der fluss"] * 30
 TGT = ["a small dog runs", "the cat sleeps", "the house is green", "the river"] * 30

@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 from torch import Tensor
 
 from attnmt import PAD_ID
-from attnmt.data.batching import Batch, make_batch
+from attnmt.batch import Batch
+from attnmt.data.batching import make_batch
 from attnmt.errors import AttnmtError, ConfigError
 from attnmt.models.base import Seq2Seq, map_state, select_state
 from attnmt.models.registry import MODELS, build_model

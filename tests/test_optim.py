@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from attnmt.config import validate_config
 from attnmt.errors import ConfigError
 from attnmt.schema import parse
 from attnmt.train.config import TrainerConfig
 from attnmt.train.optim import SCHEDULES, build_optimizer, build_schedule
+from attnmt.train.run_config import validate_config
 
 
 def _opt(cfg: TrainerConfig) -> torch.optim.Optimizer:
@@ -81,7 +81,7 @@ def test_registries() -> None:
 
 
 def test_trainer_config_rejects_typos_types_and_bad_choices() -> None:
-    """Through the one schema helper and the run config's choice check (attnmt.config)."""
+    """Through the one schema helper and the run config's choice check (attnmt.train.run_config)."""
     with pytest.raises(ConfigError, match=r"trainer\.max_stpes.*trainer\.max_steps"):
         parse({"max_stpes": 3}, TrainerConfig, "trainer.")
     with pytest.raises(ConfigError, match=r"trainer\.max_steps: expected int"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers.ledger_records import MACHINE, record_for, toy_plan
 
-from attnmt.config import validate_config
+from attnmt.train.run_config import validate_config
 from experiments import results_table as rt
 from experiments.ledger import write_record
 from experiments.results_plan import CONFIGS, make_plan

@@ -9,9 +9,9 @@ import torch
 from helpers.toy_train import toy_train_config
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from attnmt.config import validate_config
 from attnmt.data.batching import make_batch
 from attnmt.errors import ConfigError
+from attnmt.train.run_config import validate_config
 from attnmt.train.word_dropout import drop_pieces, word_dropout
 
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from attnmt import BOS_ID
-from attnmt.data.batching import Batch, make_batch
+from attnmt.batch import Batch
+from attnmt.data.batching import make_batch
 from attnmt.decode.translator import Translator
 
 from .measure import Row, add_rate, compare

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnmt import PAD_ID
-from attnmt.data.batching import Batch
+from attnmt.batch import Batch
 
 from .measure import autocast
 

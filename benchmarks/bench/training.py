@@ -21,7 +21,7 @@ import torch
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
-from attnmt.data.batching import Batch
+from attnmt.batch import Batch
 from attnmt.schema import plain
 from attnmt.train.config import TrainerConfig
 from attnmt.train.loss import label_smoothed_nll

@@ -26,14 +26,14 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from attnmt.config import RunConfig, validate_config
+from attnmt.batch import Batch
 from attnmt.data import download
-from attnmt.data.batching import Batch
 from attnmt.models.base import Seq2Seq
 from attnmt.models.registry import build_model
 from attnmt.schema import plain
 from attnmt.train.data import TrainingData, build_data
 from attnmt.train.distributed import DistInfo
+from attnmt.train.run_config import RunConfig, validate_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FALLBACK = ["data=toy_reverse"]

@@ -13,56 +13,13 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID
-
-
-@dataclass
-class Batch:
-    """One batch, every tensor batch-first.
-
-    src:          LongTensor [B, S]   source ids, EOS-terminated, right-padded
-    src_pad_mask: BoolTensor [B, S]   True at padding
-    tgt_input:    LongTensor [B, T]   tgt[:, :-1], starts with BOS
-    tgt_out:      LongTensor [B, T]   tgt[:, 1:], ends with EOS (before padding)
-    tgt_pad_mask: BoolTensor [B, T]   True where tgt_out is padding
-    n_tokens:     int                 non-pad target tokens (the loss normaliser)
-    index:        LongTensor [B]      position of each pair in its dataset (or -1)
-    """
-
-    src: Tensor
-    src_pad_mask: Tensor
-    tgt_input: Tensor | None = None
-    tgt_out: Tensor | None = None
-    tgt_pad_mask: Tensor | None = None
-    n_tokens: int = 0
-    index: Tensor | None = None
-
-    def to(self, device: torch.device | str) -> Batch:
-        """Move every tensor to ``device`` (non-blocking where possible)."""
-        moved = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            moved[f.name] = (
-                value.to(device, non_blocking=True) if isinstance(value, Tensor) else value
-            )
-        return Batch(**moved)
-
-    def pin_memory(self) -> Batch:
-        """Page-locked copy, so that ``to(cuda)`` can overlap; DataLoader calls this."""
-        pinned = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            pinned[f.name] = value.pin_memory() if isinstance(value, Tensor) else value
-        return Batch(**pinned)
-
-    def __len__(self) -> int:
-        return self.src.size(0)
+from attnmt.batch import Batch
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> Tensor:

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from attnmt.data.batching import Batch, make_batch
+from attnmt.batch import Batch
+from attnmt.data.batching import make_batch
 from attnmt.errors import ConfigError, DataError
 
 Item = tuple[list[int], list[int] | None, int]

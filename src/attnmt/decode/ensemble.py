@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnmt.batch import Batch
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import ConfigError
 from attnmt.models.base import Seq2Seq, State
@@ -86,11 +86,11 @@ class Ensemble(Seq2Seq):
         attn = mean_tensors([a for _, _, a in outs])
         return log_probs, {"members": [s for _, s, _ in outs]}, attn
 
-    def forward(self, batch: Any) -> Tensor:
+    def forward(self, batch: Batch) -> Tensor:
         """Teacher-forced scores [B,T,V]: the members' mean log-softmax (usable as logits)."""
         return mean_tensors([F.log_softmax(m(batch).float(), dim=-1) for m in self.members])
 
-    def attention(self, batch: Any) -> dict[str, Tensor]:
+    def attention(self, batch: Batch) -> dict[str, Tensor]:
         """{"cross": [B,T,S]}: the members' mean teacher-forced cross-attention."""
         return {"cross": mean_tensors([m.attention(batch)["cross"] for m in self.members])}
 

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID
-from attnmt.data.batching import Batch
+from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.models.base import Seq2Seq, select_state
 

@@ -26,6 +26,8 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from attnmt.batch import Batch
+
 State = dict[str, Any]
 
 
@@ -78,5 +80,5 @@ class Seq2Seq(nn.Module, ABC):
         """prev_tokens [B] -> (log_probs [B,V], new state, cross-attention [B,S])."""
 
     @abstractmethod
-    def attention(self, batch: Any) -> dict[str, Tensor]:
+    def attention(self, batch: Batch) -> dict[str, Tensor]:
         """Teacher-forced attention maps for ``batch`` (see module docstring)."""

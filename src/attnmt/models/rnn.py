@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnmt import PAD_ID
+from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
 from attnmt.models.attention import Attention
@@ -168,7 +169,7 @@ class RNNSeq2Seq(Seq2Seq):
         )
         return ctx[:, 0], weights[:, 0]
 
-    def _teacher_force(self, batch: Any) -> tuple[Tensor, Tensor]:
+    def _teacher_force(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """-> (logits [B,T,V], cross-attention [B,T,S]), one _core call per position t."""
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
         embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
@@ -179,11 +180,11 @@ class RNNSeq2Seq(Seq2Seq):
             attn.append(step_attn)
         return self._output(torch.stack(features, dim=1)), torch.stack(attn, dim=1)
 
-    def forward(self, batch: Any) -> Tensor:
+    def forward(self, batch: Batch) -> Tensor:
         """Teacher forcing: batch.tgt_input [B,T] -> logits [B,T,V]."""
         return self._teacher_force(batch)[0]
 
-    def attention(self, batch: Any) -> dict[str, Tensor]:
+    def attention(self, batch: Batch) -> dict[str, Tensor]:
         """{"cross": [B,T,S]} teacher-forced attention weights."""
         return {"cross": self._teacher_force(batch)[1]}
 
@@ -261,7 +262,7 @@ class LuongSeq2Seq(RNNSeq2Seq):
     def _output(self, features: Tensor) -> Tensor:
         return self.generator(self.dropout(features))
 
-    def _teacher_force(self, batch: Any) -> tuple[Tensor, Tensor]:
+    def _teacher_force(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """-> (logits [B,T,V], cross-attention [B,T,S]).
 
         Without input feeding h_t does not depend on h̃_{t-1}, so all T positions go through

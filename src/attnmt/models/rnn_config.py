@@ -48,7 +48,7 @@ class RNNConfig:
     attention: AttentionConfig = field(default_factory=AttentionConfig)
 
     def check(self, prefix: str = "model") -> None:
-        """Value checks beyond types (called by attnmt.config and by from_config)."""
+        """Value checks beyond types (called by attnmt.train.run_config and by from_config)."""
         validate(self, prefix)
 
 

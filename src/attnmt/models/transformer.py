@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnmt import PAD_ID
+from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
 from attnmt.models.base import Seq2Seq, State
@@ -178,7 +179,7 @@ class Transformer(Seq2Seq):
 
     # --------------------------------------------------------------- interface
 
-    def forward(self, batch: Any) -> Tensor:
+    def forward(self, batch: Batch) -> Tensor:
         """Teacher-forced logits [B,T,V] for ``batch.tgt_input`` (fused attention path)."""
         memory, _ = self._encode(batch.src, batch.src_pad_mask)
         hidden, _, _ = self._decode(batch.tgt_input, memory, batch.src_pad_mask)
@@ -238,7 +239,7 @@ class Transformer(Seq2Seq):
         }
         return F.log_softmax(logits.float(), dim=-1), new_state, cross_w.mean(dim=1)[:, 0]
 
-    def attention(self, batch: Any) -> dict[str, Tensor]:
+    def attention(self, batch: Batch) -> dict[str, Tensor]:
         """Teacher-forced maps: "cross" [B,T,S] (last layer, head mean), "cross/layer{i}"
         [B,H,T,S], "self/layer{i}" [B,H,T,T], "enc_self/layer{i}" [B,H,S,S]."""
         memory, enc_ws = self._encode(batch.src, batch.src_pad_mask, need_weights=True)

@@ -1,9 +1,10 @@
 """Schema of the ``trainer`` config group (``configs/trainer/default.yaml``).
 
-:class:`TrainerConfig` is a plain dataclass, parsed by :func:`attnmt.config.validate_config`
-(through :func:`attnmt.schema.parse`) before any data work; :meth:`TrainerConfig.check`
-holds the value checks; the registry choices (optimizer, schedule, precision) are checked
-in :data:`attnmt.config.CHOICES`. Decoding settings live in the ``decode`` group
+:class:`TrainerConfig` is a plain dataclass, parsed by
+:func:`attnmt.train.run_config.validate_config` (through :func:`attnmt.schema.parse`)
+before any data work; :meth:`TrainerConfig.check` holds the value checks; the registry
+choices (optimizer, schedule, precision) are checked in
+:data:`attnmt.train.run_config.CHOICES`. Decoding settings live in the ``decode`` group
 (:class:`attnmt.decode.config.DecodeConfig`).
 """
 

@@ -30,8 +30,8 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from attnmt.batch import Batch
 from attnmt.checkpoint import CheckpointManager
-from attnmt.config import RunConfig
 from attnmt.decode.plots import figure_to_array
 from attnmt.errors import AttnmtError
 from attnmt.machine import this_machine
@@ -52,6 +52,7 @@ from attnmt.train.reporting import (
     save_figure,
 )
 from attnmt.train.rng import rng_state, seed_everything
+from attnmt.train.run_config import RunConfig
 from attnmt.train.setup import RunParts, start_run
 from attnmt.train.state import TrainingParts, TrainState, make_payload, restore
 from attnmt.train.tensorboard import TBLogger
@@ -236,7 +237,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ updates
 
-    def update(self, batches: list[Any]) -> dict[str, float]:
+    def update(self, batches: list[Batch]) -> dict[str, float]:
         """Forward/backward over ``batches`` (accumulated), clip, step; the step's figures."""
         step, started = self.step + 1, time.perf_counter()
         lr = self.schedule.step(step)
@@ -321,7 +322,7 @@ class Trainer:
             and (time.monotonic() - started > 60 * t.time_budget_min)
         ):
             reason = "time_budget"
-        return ddp.broadcast_object(reason) if self.dist.enabled else reason
+        return ddp.agreed_stop_reason(reason, self.stop_flag, self.dist)
 
     def fit(self) -> str:
         """Train until a stopping rule fires; returns its name."""

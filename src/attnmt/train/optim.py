@@ -36,7 +36,8 @@ OPTIMIZERS: dict[str, Callable[[Iterable[nn.Parameter], TrainerConfig], torch.op
 
 
 def build_optimizer(params: Iterable[nn.Parameter], cfg: TrainerConfig) -> torch.optim.Optimizer:
-    """The optimizer named ``cfg.optimizer`` (Adam or AdamW; validated by attnmt.config)."""
+    """The optimizer named ``cfg.optimizer`` (Adam or AdamW; validated by
+    attnmt.train.run_config)."""
     return OPTIMIZERS[cfg.optimizer](params, cfg)
 
 
@@ -137,5 +138,5 @@ SCHEDULES: dict[str, type[Schedule]] = {
 
 
 def build_schedule(optimizer: torch.optim.Optimizer, cfg: TrainerConfig) -> Schedule:
-    """The schedule named ``cfg.schedule`` (validated by attnmt.config)."""
+    """The schedule named ``cfg.schedule`` (validated by attnmt.train.run_config)."""
     return SCHEDULES[cfg.schedule](optimizer, cfg)

@@ -77,7 +77,7 @@ DTYPES: dict[str, torch.dtype | None] = {
 
 
 def resolve_precision(name: str, device: torch.device) -> Precision:
-    """Turn the config value (validated by attnmt.config) into a :class:`Precision`."""
+    """Turn the config value (validated by attnmt.train.run_config) into a :class:`Precision`."""
     resolved = RESOLVERS[name](device)
     scaler = torch.amp.GradScaler(device.type, enabled=resolved == "fp16")
     return Precision(resolved, DTYPES[resolved], device.type, scaler)

@@ -58,7 +58,8 @@ import torch
 from torch import nn
 
 from attnmt.atomic import write_json
-from attnmt.data.batching import Batch, make_batch, pack_token_batches
+from attnmt.batch import Batch
+from attnmt.data.batching import make_batch, pack_token_batches
 from attnmt.errors import ConfigError, WriteError
 from attnmt.machine import this_machine
 from attnmt.train import distributed as ddp

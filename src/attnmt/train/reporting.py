@@ -20,11 +20,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from attnmt.atomic import atomic_path
-from attnmt.config import RunConfig
 from attnmt.data.textio import write_lines
 from attnmt.decode.translator import Translator
 from attnmt.train.config import TrainerConfig
 from attnmt.train.evaluation import EvalSet, ValResult, attention_images
+from attnmt.train.run_config import RunConfig
 from attnmt.train.state import History, TrainState
 from attnmt.train.tensorboard import TBLogger
 

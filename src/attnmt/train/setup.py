@@ -2,7 +2,7 @@
 
 1. :func:`compose_settings`: the composed config as plain settings; ``resume=`` merges the
    checkpoint's settings into them (attnmt.train.continuation), ``finetune=`` its model's;
-2. :func:`attnmt.config.validate_config`, once, into a typed :class:`RunConfig`;
+2. :func:`attnmt.train.run_config.validate_config`, once, into a typed :class:`RunConfig`;
 3. :func:`start_run`: checks (the run directory is writable, not another run's, and
    locked for this one: attnmt.train.run_lock; the splits exist), data and tokenizer, the model, its
    precision, the translator, optimizer and schedule, each built from what it needs.
@@ -24,13 +24,6 @@ import torch
 from omegaconf import DictConfig
 
 from attnmt.checkpoint import load_resolved, load_resume, load_weights, run_dir_of
-from attnmt.config import (
-    RunConfig,
-    check_exclusive,
-    setting_keys,
-    settings_of,
-    validate_config,
-)
 from attnmt.data.corpora import check_splits
 from attnmt.decode.translator import Translator
 from attnmt.devices import resolve_device
@@ -44,7 +37,14 @@ from attnmt.train.optim import Schedule, build_optimizer, build_schedule
 from attnmt.train.precision import Precision
 from attnmt.train.precision_probe import choose_precision, probe_batch
 from attnmt.train.rng import seed_everything
-from attnmt.train.run_lock import RunLock, acquire, check_fresh
+from attnmt.train.run_config import (
+    RunConfig,
+    check_exclusive,
+    setting_keys,
+    settings_of,
+    validate_config,
+)
+from attnmt.train.run_lock import RunLock, acquire, check_fresh, held
 
 log = logging.getLogger(__name__)
 OUTPUTS = Path("outputs")  # where resume=auto looks for runs
@@ -124,10 +124,10 @@ def start_run(
     lock = None
     if dist.is_main:
         check_writable(settings.run_dir)
-        if settings.resumed is None:
-            check_fresh(settings.run_dir)
-        lock = acquire(settings.run_dir)
+        lock = held(settings.run_dir) or acquire(settings.run_dir)  # held: train.py's claim
     try:
+        if lock is not None and settings.resumed is None:
+            check_fresh(settings.run_dir)  # under the lock: no other start can slip in
         return _build(settings, dist, device, lock, run_dir, started)
     except BaseException:
         if lock is not None:

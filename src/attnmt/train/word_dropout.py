@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from attnmt import EOS_ID, UNK_ID
-from attnmt.data.batching import Batch
+from attnmt.batch import Batch
 
 
 def drop_pieces(ids: Tensor, p: float) -> Tensor:
