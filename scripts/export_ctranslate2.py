@@ -8,7 +8,8 @@ CTranslate2's model files, the checkpoint's SentencePiece model(s) and attnmt_ex
 Settings: ``quantization`` (none | int8 | int8_float32 | int8_float16 | int8_bfloat16 |
 int16 | float16 | bfloat16 | float32; default none = float32 weights), ``max_positions``
 (positions of the sinusoidal table, default 1024; learned positions keep the model's),
-``force=true`` to replace an existing ``out``. Needs ``pip install 'attnmt[ct2]'``.
+``force=true`` to replace a previous export in ``out`` (never a folder an export did
+not write). Needs ``pip install 'attnmt[ct2]'``.
 How the model maps onto CTranslate2's spec: src/attnmt/decode/ct2.py.
 """
 

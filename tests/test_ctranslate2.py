@@ -211,6 +211,10 @@ def test_export_script(toy: dict[str, Any], monkeypatch, capsys) -> None:  # typ
     assert len(hyps) == 20 and any(hyps)
     code, _, err = tc.run_entry_point("scripts/export_ctranslate2", args, monkeypatch, capsys)
     assert code == 2 and err.startswith("error: out=") and "force=true" in err
+    again = [*args[:2], "force=true"]  # a previous export is replaced: float32 now
+    code, _, err = tc.run_entry_point("scripts/export_ctranslate2", again, monkeypatch, capsys)
+    assert code == 0, err
+    assert json.loads((out / ct2.EXPORT_FILE).read_text())["quantization"] == "float32"
     code, _, err = tc.run_entry_point(
         "scripts/export_ctranslate2", [*args, "quantisation=int8"], monkeypatch, capsys
     )

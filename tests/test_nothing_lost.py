@@ -180,6 +180,32 @@ def test_an_export_never_writes_over_a_run(
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
 
+def test_export_force_replaces_only_a_previous_export(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    corpus = tmp_path / "corpus"  # a folder of the user's own: nothing an export wrote
+    for name in ("train.de", "train.en", "notes/readme.txt"):
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_text("mine\n")
+    old_export = tmp_path / "ct2-old"  # an export, and a file the user put beside it
+    old_export.mkdir()
+    for name in ("model.bin", "config.json", "shared_vocabulary.json", "spm.model"):
+        (old_export / name).write_bytes(b"x")
+    (old_export / "attnmt_export.json").write_text('{"format": "attnmt-ctranslate2-v1"}')
+    (old_export / "results.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for d in (corpus, old_export) for p in d.rglob("*") if p.is_file()}
+    for out, listed in [
+        (corpus, "notes/, train.de, train.en"),
+        (old_export, "results.txt"),
+    ]:
+        code, err = _export([f"ckpt={run_dir}", f"out={out}", "force=true"], monkeypatch, capsys)
+        assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert f"out={out} is not a previous export" in err and listed in err, err
+        assert "nothing was deleted" in err
+    after = {p: p.read_bytes() for d in (corpus, old_export) for p in d.rglob("*") if p.is_file()}
+    assert after == before
+
+
 def _enospc(*args: Any, **kw: Any) -> Any:
     raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -288,7 +314,7 @@ def test_translate_output_and_closed_stdin(
 def test_a_negative_seed_fails_before_any_data_work(tmp_path: Path) -> None:
     from helpers.toy_train import toy_train_config
 
-    from attnmt.config import validate_config
+    from attnmt.train.run_config import validate_config
 
     with pytest.raises(ConfigError, match="seed=-1 must be between 0"):
         validate_config(toy_train_config(tmp_path / "data", "seed=-1"))

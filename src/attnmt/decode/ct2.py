@@ -68,6 +68,7 @@ import dataclasses
 import json
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,6 +339,51 @@ def refuse_run_output(out: Path) -> None:
         )
 
 
+EXPORT_NAMES = re.compile(
+    r"model\.bin|config\.json|\w*vocabulary\w*\.(?:json|txt)|(?:spm|src|tgt)\.model"
+    rf"|{re.escape(EXPORT_FILE)}"
+)
+"""The files an export writes: CTranslate2's model, config and vocabularies, the
+SentencePiece model(s), attnmt_export.json."""
+
+
+def _listing(paths: Sequence[Path], most: int = 6) -> str:
+    """``a, b/, c and 4 more`` (a folder with a trailing slash)."""
+    names = [p.name + ("/" if p.is_dir() and not p.is_symlink() else "") for p in paths]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def check_replaceable(out: Path, force: bool) -> None:
+    """ConfigError unless :func:`export` may write ``out``: absent, an empty folder, or with
+    ``force`` a previous export (attnmt_export.json and only files an export writes); the
+    error lists what replacing anything else would delete."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not force:
+        raise ConfigError(
+            f"out={out} already exists; choose another directory or pass force=true "
+            "(which replaces a previous export only)"
+        )
+    if out.is_dir() and not out.is_symlink():
+        entries = sorted(out.iterdir())
+        foreign = [p for p in entries if not (p.is_file() and EXPORT_NAMES.fullmatch(p.name))]
+        if is_export_dir(out) and not foreign:
+            return
+        held = (
+            f"it holds {_listing(foreign)}"
+            if is_export_dir(out)
+            else (f"no {EXPORT_FILE}; it holds {_listing(entries)}")
+        )
+    else:
+        held = "it is a file"
+    raise ConfigError(
+        f"out={out} is not a previous export ({held}), and force=true replaces only "
+        "a folder an export wrote; choose a new directory, e.g. out=ct2-model (nothing was "
+        "deleted)"
+    )
+
+
 def export(
     checkpoint_path: str | Path,
     out_dir: str | Path,
@@ -349,11 +395,12 @@ def export(
     """Convert a Transformer checkpoint (a file, or a run directory: its best checkpoint)
     into the CTranslate2 model directory ``out_dir``; returns what was written (the
     content of ``attnmt_export.json``, with ``files``). ConfigError for a model or option
-    CTranslate2 cannot express, an existing ``out_dir`` (unless ``force``), an ``out_dir``
-    that is, holds or lies in a run directory or is a checkpoint (even with ``force``:
-    :func:`refuse_run_output`), a bad ``quantization``; written to a temporary directory
-    first, renamed into place."""
+    CTranslate2 cannot express, an existing ``out_dir`` (with ``force``, unless it is a
+    previous export: :func:`check_replaceable`), an ``out_dir`` that is, holds or lies in
+    a run directory or is a checkpoint (even with ``force``: :func:`refuse_run_output`), a
+    bad ``quantization``; written to a temporary directory first, renamed into place."""
     refuse_run_output(Path(out_dir))
+    check_replaceable(Path(out_dir), force)
     ct2 = require_ctranslate2()
     if quantization in ("", "none", "None"):
         quantization = None
@@ -362,8 +409,6 @@ def export(
             f"quantization={quantization!r} is not one of: none, {', '.join(QUANTIZATIONS)}"
         )
     out = Path(out_dir)
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())) and not force:
-        raise ConfigError(f"out={out} already exists; choose another directory or pass force=true")
     translator = load_translator(checkpoint_path, device="cpu")
     model, tokenizer = translator.model, translator.tokenizer
     check_expressible(model)
