@@ -8,6 +8,7 @@ so nothing is registered with pyplot and no GUI backend is needed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -19,14 +20,43 @@ from attnmt.errors import DataError
 
 #: cells are annotated with their weight when the map has at most this many cells
 ANNOTATE_MAX_CELLS = 150
-#: inches per piece at 100 dpi: 40 pixels
+#: inches per piece at 100 dpi: 40 pixels, while the map fits MAX_MAP_INCHES
 CELL_INCHES = 0.4
+#: the longer side of a map, in inches (1,600 px): longer maps get smaller cells
+MAX_MAP_INCHES = 16.0
+#: inches a 10-point tick label needs (y; x labels at 45° need 1.5 times that); more
+#: pieces than fit are labelled every k-th
+LABEL_INCHES = 0.18
+#: characters of a piece shown as a label (longer ones end in "…")
+LABEL_CHARS = 16
 
 
 def _as_array(weights: Tensor | np.ndarray) -> np.ndarray:
     if isinstance(weights, Tensor):
         weights = weights.detach().float().cpu().numpy()
     return np.asarray(weights, dtype=np.float32)
+
+
+def cell_inches(n_tgt: int, n_src: int) -> float:
+    """Inches per piece: :data:`CELL_INCHES`, smaller when the map would exceed
+    :data:`MAX_MAP_INCHES`, never under one pixel at 100 dpi (every weight stays visible)."""
+    longest = max(n_tgt, n_src, 1)
+    return max(min(CELL_INCHES, MAX_MAP_INCHES / longest), 0.01)
+
+
+def _ticks(labels: list[str], cell: float, room: float) -> tuple[list[int], list[str], int]:
+    """(positions, labels, step): every piece when ``cell`` inches leave each label its
+    ``room``, else every ``step``-th, its label led by its position (``"12 ▁house"``)."""
+    step = max(1, math.ceil(room / cell - 1e-9))
+    short = [t if len(t) <= LABEL_CHARS else t[: LABEL_CHARS - 1] + "…" for t in labels]
+    if step == 1:
+        return list(range(len(labels))), short, 1
+    positions = list(range(0, len(labels), step))
+    return positions, [f"{i} {short[i]}" for i in positions], step
+
+
+def _axis_label(name: str, n: int, step: int) -> str:
+    return name if step == 1 else f"{name} ({n} pieces; a label every {step})"
 
 
 def attention_figure(
@@ -41,7 +71,10 @@ def attention_figure(
 
     Readable at its own size: about 40 px per piece, 10-point labels, source labels at 45°,
     one colour scale for every map (0 to 1, so maps and heads compare), the weights printed
-    in the cells of small maps only. ``axis_labels`` = (x label, y label); ``caption`` is
+    in the cells of small maps only. A long map (a hypothesis decoded to the length cap)
+    shrinks to :data:`MAX_MAP_INCHES` with every weight still drawn (at least a pixel
+    each) and every k-th piece labelled (said in the axis label), so drawing it costs
+    about what a short one does. ``axis_labels`` = (x label, y label); ``caption`` is
     printed under the map (e.g. the reference). Raises DataError when the token lists do
     not match the shape of ``weights``.
     """
@@ -52,16 +85,21 @@ def attention_figure(
             f"{len(tgt_tokens)} target × {len(src_tokens)} source tokens"
         )
     n_tgt, n_src = w.shape
-    width = max(5.0, CELL_INCHES * n_src + 3.0)
-    height = max(3.5, CELL_INCHES * n_tgt + 2.2 + (0.4 if caption else 0.0))
+    cell = cell_inches(n_tgt, n_src)
+    width = max(5.0, cell * n_src + 3.0)
+    height = max(3.5, cell * n_tgt + 2.2 + (0.4 if caption else 0.0))
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=1.0, aspect="equal")
-    ax.set_xticks(range(n_src), labels=src_tokens, rotation=45, ha="right", fontsize=10)
-    ax.set_yticks(range(n_tgt), labels=tgt_tokens, fontsize=10)
-    ax.set_xlabel(axis_labels[0], fontsize=10)
-    ax.set_ylabel(axis_labels[1], fontsize=10)
+    image = ax.imshow(
+        w, cmap="viridis", vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest"
+    )
+    x_at, x_labels, x_step = _ticks(src_tokens, cell, 1.5 * LABEL_INCHES)
+    y_at, y_labels, y_step = _ticks(tgt_tokens, cell, LABEL_INCHES)
+    ax.set_xticks(x_at, labels=x_labels, rotation=45, ha="right", fontsize=10)
+    ax.set_yticks(y_at, labels=y_labels, fontsize=10)
+    ax.set_xlabel(_axis_label(axis_labels[0], n_src, x_step), fontsize=10)
+    ax.set_ylabel(_axis_label(axis_labels[1], n_tgt, y_step), fontsize=10)
     if title:
         ax.set_title(title, fontsize=10)
     if 0 < w.size <= ANNOTATE_MAX_CELLS:
