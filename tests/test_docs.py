@@ -533,6 +533,50 @@ def test_evaluate_folder_is_named_as_evaluate_names_it(doc: Path) -> None:
         assert re.fullmatch(r"<ckpt>-<split>-beam<k>-<key>", name), name
 
 
+DOC_POINTER = re.compile(r"docs/(\w+\.md)(?:[,\s(]*\"([^\"]+)\")?")
+
+
+def doc_pointers(text: str) -> list[tuple[str, str]]:
+    """(doc, section or "") of every ``docs/NAME.md`` a text names, with the section when
+    a quoted heading follows (``docs/experiments.md ("To be measured")``)."""
+    return DOC_POINTER.findall(text)
+
+
+def missing_pointers(pointers: list[tuple[str, str]]) -> list[str]:
+    """The pointers whose doc, or heading in it, does not exist."""
+    missing = []
+    for name, section in pointers:
+        path = ROOT / "docs" / name
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if not text or (section and section not in re.findall(r"^#+ (.+)$", text, flags=re.M)):
+            missing.append(f"docs/{name} {section}".strip())
+    return missing
+
+
+def test_code_and_configs_point_at_docs_that_hold_it() -> None:
+    """Every docs/NAME.md that a config comment or a module names exists, and so does the
+    heading quoted after it."""
+    files = [*CONFIGS.rglob("*.yaml"), *(ROOT / "src").rglob("*.py")]
+    pointers = [p for f in files for p in doc_pointers(f.read_text(encoding="utf-8"))]
+    assert ("experiments.md", "To be measured") in pointers
+    assert missing_pointers(pointers) == []
+    gone = [("results.md", "to be measured"), ("gone.md", "")]
+    assert missing_pointers(gone) == ["docs/results.md to be measured", "docs/gone.md"]
+
+
+def test_the_precision_comment_says_what_auto_does() -> None:
+    """configs/trainer/default.yaml: ``auto`` on a CPU is fp32 unless the timed probe picks
+    bf16 (attnmt.train.precision_probe), not bf16 wherever the CPU has native kernels."""
+    import torch
+
+    from attnmt.train.precision import resolve_precision
+
+    text = (CONFIGS / "trainer" / "default.yaml").read_text(encoding="utf-8")
+    comment = text.split("\nprecision: auto", 1)[1].split("\nprecision_probe:", 1)[0]
+    assert "CPU: fp32" in comment and "timed probe" in comment, comment
+    assert resolve_precision("auto", torch.device("cpu")).name == "fp32"
+
+
 def test_training_md_lists_what_may_change_on_resume() -> None:
     """docs/training.md's resume list is MAY_CHANGE (src/attnmt/train/continuation.py)."""
     from attnmt.train.continuation import MAY_CHANGE

@@ -14,7 +14,7 @@ the size measured best for it (configs/data/ding_de_en.yaml); a 100k-word corpus
 roughly 15-20k types → 2,000, Sennrich & Zhang's choice; anything above 315k types gets
 the usual 32k cap; below 15k types (a few thousand short pairs) the floor of 1,000 keeps
 the common words whole. Untested against measurement on valid splits so far: the command
-that would compare it with fixed sizes is in docs/results.md ("to be measured").
+that would compare it with fixed sizes is in docs/experiments.md ("To be measured").
 
 The rule is versioned (:data:`RULE`): the tokenizer cache key holds ``"auto"`` and the
 rule, not the resolved size, so a warm start never counts words (the key already hashes
