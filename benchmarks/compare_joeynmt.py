@@ -35,6 +35,7 @@ from typing import Any
 
 from attnmt.atomic import write_json, write_text
 from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
 from attnmt.run_record import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,9 +174,9 @@ def prepare(run: Path, work: Path, test_lines: int = 0) -> dict[str, Any]:
     from attnmt.data.tokenizer import JOINT_FILE, SRC_FILE, TGT_FILE, Tokenizer
     from attnmt.models.registry import build_model
 
-    if not (run / "checkpoints" / "last.pt").is_file():
+    if not RunDir(run).last.is_file():
         raise CompareError(f"{run}: no checkpoints/last.pt; not a finished attnmt run")
-    payload = load_checkpoint(run / "checkpoints" / "last.pt")
+    payload = load_checkpoint(RunDir(run).last)
     cfg, files = payload["config"], payload["tokenizer"]
     corpus = prepare_corpus(cfg["data"])
     sl, tl = corpus.src_lang, corpus.tgt_lang
@@ -410,7 +411,7 @@ def compare(args: argparse.Namespace) -> str:
         step([*cmd, *args.overrides], "attnmt training")
     work = out / "joeynmt"
     setup = prepare(run, work, args.test_lines)
-    attnmt_hyps = run / "hyps" / "test.txt"  # a fresh run's own final test decoding
+    attnmt_hyps = RunDir(run).hyps / "test.txt"  # a fresh run's own final test decoding
     if args.attnmt_run or not attnmt_hyps.is_file():
         step([sys.executable, "evaluate.py", f"ckpt={run}", "split=test", f"beam={setup['beam']}",
               f"out_dir={out / 'attnmt-eval'}"], "attnmt decoding")  # fmt: skip

@@ -27,6 +27,7 @@ from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.metrics import corpus_scores, score_fields
 from attnmt.decode.plots import attention_figure, figure_to_array
 from attnmt.decode.translator import Translator, load_translator
+from attnmt.run_dir import RunDir
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision
 
@@ -228,7 +229,7 @@ def _score_test(
     translator: Translator, label: str, src: list[str], ref: list[str], run_dir: Path
 ) -> tuple[dict[str, Any], list[str]]:
     hyps = translator.translate(src)
-    write_lines(run_dir / "hyps" / "test.txt", hyps)
+    write_lines(RunDir(run_dir).hyps / "test.txt", hyps)
     scores = corpus_scores(hyps, ref, metrics=("bleu", "chrf"))
     beam = translator.decode.beam
     log.info("test (%s, beam %d): %s", label, beam, scores["bleu"].text)

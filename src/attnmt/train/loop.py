@@ -130,7 +130,7 @@ class Trainer:
         # events in the run directory itself: TensorBoard names the run after it
         self.tb = TBLogger(self.run_dir, enabled=self.dist.is_main, purge_step=purge)
         self.clock0 = time.monotonic() - self.state.wall_s
-        self.ckpts = CheckpointManager(self.run_dir / "checkpoints", self.tcfg.keep_best)
+        self.ckpts = CheckpointManager(RunDir(self.run_dir).checkpoints, self.tcfg.keep_best)
         self.resume_point = (self.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
         self.stop_flag = StopFlag()
@@ -473,7 +473,7 @@ class Trainer:
         cfg = self.cfg
         title = f"{self.run_dir.name}: {cfg.model.name} on {cfg.data.name}, step {step}"
         fig = results_figure(self.state.history, title)
-        save_figure(fig, self.run_dir / "results.png")
+        save_figure(fig, RunDir(self.run_dir).results_png)
         self.tb.image("valid_summary/results", figure_to_array(fig), step)
 
     # ------------------------------------------------------------------ the end of a run
