@@ -304,3 +304,57 @@ def test_prepared_corpus_is_plain_data(tmp_path: Path) -> None:
     corpus = PreparedCorpus("x", "a", "b", tmp_path, {"train": 0})
     assert corpus.files("train") == (tmp_path / "train.a", tmp_path / "train.b")
     assert corpus.splits == ["train"]
+
+
+def _custom(tmp_path: Path) -> dict:
+    data = tmp_path / "mine"
+    data.mkdir()
+    (data / "train.xx").write_text("a b\nc d\ne f\n", encoding="utf-8")
+    (data / "train.yy").write_text("A B\nC D\nE F\n", encoding="utf-8")
+    (data / "valid.xx").write_text("g h\ni j\n", encoding="utf-8")
+    (data / "valid.yy").write_text("G H\nI J\n", encoding="utf-8")
+    return {"name": "custom", "path": str(data), "src_lang": "xx", "tgt_lang": "yy"} | {
+        "root": str(tmp_path / "cache")
+    }
+
+
+def test_a_hand_edited_cached_split_is_refused_not_misaligned(tmp_path: Path) -> None:
+    """Deleting one line of a prepared file would pair every later source with the next
+    line's target: reading the cache checks each file against what was prepared."""
+    cfg = _custom(tmp_path)
+    corpus = prepare_corpus(cfg)
+    assert corpus.file_info["valid.xx"]["bytes"] == len("g h\ni j\n")
+    valid_src = corpus.directory / "valid.xx"
+    valid_src.write_text("i j\n", encoding="utf-8")  # the first line deleted by hand
+    with pytest.raises(DataError) as err:
+        prepare_corpus(cfg)
+    message = str(err.value)
+    assert str(valid_src) in message and "changed since it was prepared" in message
+    assert f"delete {corpus.directory}" in message
+
+
+def test_an_old_cache_without_sizes_is_checked_by_its_line_counts(tmp_path: Path) -> None:
+    import json
+
+    cfg = _custom(tmp_path)
+    corpus = prepare_corpus(cfg)
+    meta_path = corpus.directory / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["files"]  # as caches prepared before sizes were recorded
+    meta_path.write_text(json.dumps(meta))
+    assert prepare_corpus(cfg).counts == corpus.counts  # intact: read as before
+    train_tgt = corpus.directory / "train.yy"
+    train_tgt.write_text("A B\nE F\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        prepare_corpus(cfg)
+    message = str(err.value)
+    assert f"{train_tgt} has 2 lines" in message and "counts.json" in message
+    assert "3 train pairs" in message and f"delete {corpus.directory}" in message
+
+
+def test_an_unreadable_counts_file_names_the_cache(tmp_path: Path) -> None:
+    cfg = _custom(tmp_path)
+    corpus = prepare_corpus(cfg)
+    (corpus.directory / "counts.json").write_text("{ not json")
+    with pytest.raises(DataError, match=rf"{corpus.directory / 'counts.json'}: .*delete"):
+        prepare_corpus(cfg)

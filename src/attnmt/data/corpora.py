@@ -6,7 +6,10 @@ cached under ``<data.root>/<name>-<hash>/`` where the hash covers every setting 
 changes the output, so a second call with the same settings reads the cache instantly.
 
 Cache layout: ``<split>.<lang>`` files for both languages (UTF-8, one sentence per line,
-aligned), ``counts.json`` (pairs per split) and ``meta.json`` (settings, removals). Later
+aligned), ``counts.json`` (pairs per split) and ``meta.json`` (settings, removals, each
+file's size and sha256). Reading a cache checks each file's size against ``meta.json``
+(a cache prepared before sizes were recorded: its line counts against ``counts.json``),
+so a prepared file edited by hand fails instead of pairing misaligned lines. Later
 steps keep their products beside them: ``spm-<key>/`` (attnmt.data.tokenizer) and
 ``ids-<file>-<key>/``, the train split's ids (attnmt.data.idcache).
 The directory is built under a temporary name and renamed when complete, so an
@@ -129,6 +132,8 @@ class PreparedCorpus:
     directory: Path  # the cache dir of this recipe + settings
     counts: dict[str, int]  # pairs per split
     removed: dict[str, int] = field(default_factory=dict)  # filter -> pairs removed
+    # file name -> {"bytes", "sha256"} as prepared ({} for a cache older than that record)
+    file_info: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def splits(self) -> list[str]:
@@ -199,11 +204,80 @@ def cache_dir(cfg: DataConfig, key: Mapping[str, Any]) -> Path:
     return Path(cfg.root) / f"{cfg.name}-{digest}"
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    """A cache's JSON file; DataError naming it (and the cure) when unreadable."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise DataError(
+            f"{path}: cannot read the prepared corpus' record ({err}); delete "
+            f"{path.parent} to prepare the corpus again"
+        ) from None
+    if not isinstance(value, dict):
+        raise DataError(f"{path}: not a JSON object; delete {path.parent} to prepare it again")
+    return value
+
+
+def file_info(path: Path) -> dict[str, Any]:
+    """``{"bytes", "sha256"}`` of a prepared file (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def count_lines(path: Path) -> int:
+    """Lines of a file as :func:`attnmt.data.textio.read_lines` splits it."""
+    lines, last = 0, b"\n"
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
+def _changed(path: Path, what: str) -> DataError:
+    return DataError(
+        f"{path} {what}: the prepared file changed since it was prepared (edited or damaged), "
+        f"so its lines would pair with the wrong partners; delete {path.parent} to prepare "
+        "the corpus again from its source"
+    )
+
+
+def check_cache(
+    directory: Path,
+    counts: Mapping[str, int],
+    info: Mapping[str, Any],
+    langs: tuple[str, str],
+) -> None:
+    """Every prepared file ``<split>.<lang>`` is as it was written: its size as ``info``
+    (meta.json's ``files``) records, or for a cache without that record, one line per
+    pair of ``counts``. DataError naming the file and what to do otherwise."""
+    for split in counts:
+        for lang in langs:
+            path = directory / f"{split}.{lang}"
+            if not path.is_file():
+                raise _changed(path, "is missing")
+            if info:
+                size, want = path.stat().st_size, (info.get(path.name) or {}).get("bytes")
+                if size != want:
+                    raise _changed(path, f"has {size} bytes, not the {want} it was written with")
+                continue
+            lines = count_lines(path)
+            if lines != counts[split]:
+                raise _changed(
+                    path, f"has {lines} lines, but counts.json says {counts[split]} {split} pairs"
+                )
+
+
 def _load(directory: Path, cfg: DataConfig) -> PreparedCorpus:
-    counts = json.loads((directory / "counts.json").read_text(encoding="utf-8"))
-    meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+    counts = _read_json(directory / "counts.json")
+    meta = _read_json(directory / "meta.json")
+    info = meta.get("files", {})
+    check_cache(directory, counts, info, (cfg.src_lang, cfg.tgt_lang))
     return PreparedCorpus(
-        cfg.name, cfg.src_lang, cfg.tgt_lang, directory, counts, meta.get("removed", {})
+        cfg.name, cfg.src_lang, cfg.tgt_lang, directory, counts, meta.get("removed", {}), info
     )
 
 
@@ -236,7 +310,12 @@ def _write(
         for split, pairs in splits.items():
             for side, lang in enumerate(langs):
                 write_lines(tmp / f"{split}.{lang}", [p[side] for p in pairs])
-        meta = {"key": key, "removed": dict(removed)}
+        files = {
+            f"{split}.{lang}": file_info(tmp / f"{split}.{lang}")
+            for split in splits
+            for lang in langs
+        }
+        meta = {"key": key, "removed": dict(removed), "files": files}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
         counts = {split: len(pairs) for split, pairs in splits.items()}
         (tmp / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
