@@ -20,6 +20,7 @@ from attnmt.data.batching import (
 from attnmt.data.dataset import collate, make_loader
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.errors import ConfigError, DataError
+from attnmt.models.registry import build_model
 from attnmt.train.precision_probe import probe_batch
 
 T, F = True, False
@@ -50,6 +51,21 @@ def test_make_batch_empty_target_and_inference() -> None:
     assert src_only.index is None
     with pytest.raises(ValueError, match="2 sources but 1 targets"):
         make_batch([[5], [6]], [[7]])
+
+
+def test_target_gives_the_three_target_tensors_or_a_clear_error() -> None:
+    batch = make_batch([[5]], [[9, 10]])
+    tgt_input, tgt_out, tgt_pad_mask = batch.target()
+    assert tgt_input is batch.tgt_input and tgt_out is batch.tgt_out
+    assert tgt_pad_mask is batch.tgt_pad_mask
+    src_only = make_batch([[5, 6], [7]])
+    with pytest.raises(ValueError, match="only sources"):
+        src_only.target()
+    # teacher forcing a source-only batch names the missing target, for every model
+    for name in ("transformer", "rnn_luong", "rnn_bahdanau"):
+        model = build_model({"name": name}, 20, 20, shared_vocab=True)
+        with pytest.raises(ValueError, match="only sources"):
+            model(src_only)
 
 
 def test_pad_sequences_keeps_width_one_for_empty() -> None:

@@ -28,7 +28,7 @@ from attnmt.decode.search import max_length
 from attnmt.decode.translator import load_translator
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.registry import build_model
-from attnmt.models.transformer import Config as TransformerConfig
+from attnmt.models.transformer import TransformerConfig
 
 GREEDY = DecodeConfig(beam=1)
 TEST_SENTENCES = 300  # the toy test split, larger than the helper's 12

@@ -18,7 +18,7 @@ from attnmt.data.batching import make_batch
 from attnmt.errors import ConfigError
 from attnmt.models.base import select_state
 from attnmt.models.positional import LearnedPositions, SinusoidalPositions
-from attnmt.models.transformer import Config, Transformer
+from attnmt.models.transformer import Transformer, TransformerConfig
 from attnmt.schema import parse
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
@@ -42,8 +42,8 @@ def _batch():
 
 
 def test_defaults_match_the_dataclass() -> None:
-    cfg = parse({"name": "transformer"}, Config, "model.")
-    assert cfg == Config()
+    cfg = parse({"name": "transformer"}, TransformerConfig, "model.")
+    assert cfg == TransformerConfig()
 
 
 @pytest.mark.parametrize(
@@ -68,17 +68,20 @@ def test_bad_config_is_a_config_error_naming_the_key(cfg: dict, needle: str) -> 
 @pytest.mark.parametrize("preset", sorted(p.stem for p in CONFIGS.glob("transformer*.yaml")))
 def test_presets_parse_and_build(preset: str) -> None:
     cfg = OmegaConf.load(CONFIGS / f"{preset}.yaml")
-    parsed = parse(cfg, Config, "model.")
+    parsed = parse(cfg, TransformerConfig, "model.")
     assert parsed.name == "transformer"
     assert parsed.d_model % parsed.n_heads == 0
 
 
 def test_default_preset_is_the_dataclass_default() -> None:
-    assert parse(OmegaConf.load(CONFIGS / "transformer.yaml"), Config, "model.") == Config()
+    assert (
+        parse(OmegaConf.load(CONFIGS / "transformer.yaml"), TransformerConfig, "model.")
+        == TransformerConfig()
+    )
 
 
 def test_transformer_base_is_the_papers() -> None:
-    cfg = parse(OmegaConf.load(CONFIGS / "transformer_base.yaml"), Config, "model.")
+    cfg = parse(OmegaConf.load(CONFIGS / "transformer_base.yaml"), TransformerConfig, "model.")
     assert (cfg.d_model, cfg.n_heads, cfg.d_model // cfg.n_heads) == (512, 8, 64)
     assert (cfg.enc_layers, cfg.dec_layers, cfg.d_ff, cfg.norm) == (6, 6, 2048, "post")
     model = Transformer(cfg, 100, 100, share=True)
@@ -224,7 +227,7 @@ def test_bf16_autocast_runs_and_log_probs_are_float32() -> None:
 
 
 def test_from_config_accepts_a_config_instance() -> None:
-    cfg = parse(TINY, Config, "model.")
+    cfg = parse(TINY, TransformerConfig, "model.")
     model = Transformer.from_config(cfg, 20, 20, True)
     assert model.config == cfg and model.config.d_model == 16
 

@@ -6,6 +6,7 @@ A leaf module (torch only), so models/ can name the type without importing data/
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -22,6 +23,9 @@ class Batch:
     tgt_pad_mask: BoolTensor [B, T]   True where tgt_out is padding
     n_tokens:     int                 non-pad target tokens (the loss normaliser)
     index:        LongTensor [B]      position of each pair in its dataset (or -1)
+
+    A source-only batch (decoding input) has no target: ``tgt_*`` are None and
+    :meth:`target` raises.
     """
 
     src: Tensor
@@ -34,7 +38,7 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """Move every tensor to ``device`` (non-blocking where possible)."""
-        moved = {}
+        moved: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             moved[f.name] = (
@@ -44,11 +48,21 @@ class Batch:
 
     def pin_memory(self) -> Batch:
         """Page-locked copy, so that ``to(cuda)`` can overlap; DataLoader calls this."""
-        pinned = {}
+        pinned: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             pinned[f.name] = value.pin_memory() if isinstance(value, Tensor) else value
         return Batch(**pinned)
+
+    def target(self) -> tuple[Tensor, Tensor, Tensor]:
+        """(tgt_input [B,T], tgt_out [B,T], tgt_pad_mask [B,T]): what teacher forcing and the
+        loss read; ValueError for a source-only batch."""
+        if self.tgt_input is None or self.tgt_out is None or self.tgt_pad_mask is None:
+            raise ValueError(
+                "this batch holds only sources (decoding input): it has no target to "
+                "teacher-force or score; build it with make_batch(src, tgt)"
+            )
+        return self.tgt_input, self.tgt_out, self.tgt_pad_mask
 
     def __len__(self) -> int:
         return self.src.size(0)

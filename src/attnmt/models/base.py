@@ -21,14 +21,29 @@ dim 0 of every leaf), so models never need their own reorder code.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from torch import Tensor, nn
 
 from attnmt.batch import Batch
 
 State = dict[str, Any]
+
+M = TypeVar("M", bound=nn.Module)
+
+
+class TypedModuleList(nn.ModuleList, Generic[M]):
+    """An ``nn.ModuleList`` of modules of one type ``M``, which iteration yields as ``M``
+    (torch types every item as ``nn.Module``, whose attributes are ``Tensor | Module``).
+    At run time it is ``nn.ModuleList`` unchanged: the two signatures below are for the
+    type checker only."""
+
+    if TYPE_CHECKING:
+
+        def __init__(self, modules: Iterable[M] = ()) -> None: ...
+
+        def __iter__(self) -> Iterator[M]: ...
 
 
 def map_state(state: Any, fn: Callable[[Tensor], Tensor]) -> Any:

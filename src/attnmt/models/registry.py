@@ -11,21 +11,35 @@ is a repeated dict key, which ruff rejects (F601, run by tests/test_lint.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from attnmt.errors import ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq
 from attnmt.models.transformer import Transformer
 
-MODELS: dict[str, type[Seq2Seq]] = {
+
+class ModelClass(Protocol):
+    """What a registered class offers: its config schema and a constructor from a config."""
+
+    @property
+    def Config(self) -> type[Any]:
+        """The config dataclass (the schema of ``configs/model/<name>.yaml``)."""
+
+    def from_config(
+        self, cfg: Any, src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool
+    ) -> Seq2Seq:
+        """The model built from ``cfg`` (a ``Config`` or a mapping merged onto it)."""
+
+
+MODELS: dict[str, ModelClass] = {
     "rnn_bahdanau": BahdanauSeq2Seq,
     "rnn_luong": LuongSeq2Seq,
     "transformer": Transformer,
 }
 
 
-def model_class(name: str) -> type[Seq2Seq]:
+def model_class(name: str) -> ModelClass:
     """The class registered as ``name``; a clear error listing the choices otherwise."""
     try:
         return MODELS[name]

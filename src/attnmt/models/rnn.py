@@ -171,8 +171,9 @@ class RNNSeq2Seq(Seq2Seq):
 
     def _teacher_force(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """-> (logits [B,T,V], cross-attention [B,T,S]), one _core call per position t."""
+        tgt_input, _, _ = batch.target()
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
-        embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
+        embedded = self.dropout(self.tgt_embed(tgt_input))  # [B,T,E]
         features, attn = [], []
         for t in range(embedded.size(1)):
             step_features, state, step_attn = self._core(state, embedded[:, t])
@@ -199,7 +200,8 @@ class BahdanauSeq2Seq(RNNSeq2Seq):
     The query is the top decoder layer's previous state.
     """
 
-    Config = BahdanauConfig
+    Config: ClassVar[type[BahdanauConfig]] = BahdanauConfig
+    cfg: BahdanauConfig
 
     def _decoder_input_dim(self, enc_dim: int) -> int:
         return self.cfg.emb_dim + enc_dim
@@ -229,7 +231,8 @@ class LuongSeq2Seq(RNNSeq2Seq):
     p(y_t | y_<t, x) = softmax(W_s h̃_t + b_s)
     """
 
-    Config = LuongConfig
+    Config: ClassVar[type[LuongConfig]] = LuongConfig
+    cfg: LuongConfig
 
     def _decoder_input_dim(self, enc_dim: int) -> int:
         return self.cfg.emb_dim + (self.cfg.hidden_size if self.cfg.input_feeding else 0)
@@ -271,8 +274,9 @@ class LuongSeq2Seq(RNNSeq2Seq):
         """
         if self.cfg.input_feeding:
             return super()._teacher_force(batch)
+        tgt_input, _, _ = batch.target()
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
-        embedded = self.dropout(self.tgt_embed(batch.tgt_input))  # [B,T,E]
+        embedded = self.dropout(self.tgt_embed(tgt_input))  # [B,T,E]
         h, _ = rnn_run(self.decoder, embedded, state)  # [B,T,H]
         ctx, weights = self.attn(h, state["memory"], state["src_mask"], cache=state["keys"])
         return self._output(self._attentional(ctx, h)), weights

@@ -11,8 +11,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-#: ``model.cell`` -> recurrent layer class (both share the nn.RNNBase signature)
-CELLS: dict[str, type[nn.RNNBase]] = {"gru": nn.GRU, "lstm": nn.LSTM}
+#: ``model.cell`` -> recurrent layer class (both take input_size, hidden_size, num_layers, …)
+CELLS: dict[str, type[nn.GRU] | type[nn.LSTM]] = {"gru": nn.GRU, "lstm": nn.LSTM}
 
 
 class RNNEncoder(nn.Module):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -27,14 +27,14 @@ from attnmt import PAD_ID
 from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
-from attnmt.models.base import Seq2Seq, State
+from attnmt.models.base import Seq2Seq, State, TypedModuleList
 from attnmt.models.positional import POSITIONS
 from attnmt.models.transformer_layers import ACTIVATIONS, NORM_FIRST, DecoderLayer, EncoderLayer
 from attnmt.schema import parse
 
 
 @dataclass
-class Config:
+class TransformerConfig:
     """Schema of ``configs/model/transformer*.yaml`` (unknown keys are rejected)."""
 
     name: str = "transformer"
@@ -82,9 +82,11 @@ _CHOICES: dict[str, Mapping[str, Any]] = {
 class Transformer(Seq2Seq):
     """Encoder–decoder Transformer; see the module docstring and attnmt.models.base."""
 
-    Config = Config
+    Config: ClassVar[type[TransformerConfig]] = TransformerConfig
 
-    def __init__(self, config: Config, src_vocab_size: int, tgt_vocab_size: int, share: bool):
+    def __init__(
+        self, config: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int, share: bool
+    ):
         super().__init__()
         self.config = config
         d = config.d_model
@@ -102,8 +104,8 @@ class Transformer(Seq2Seq):
             config.activation,
             config.norm,
         )
-        self.encoder = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(config.enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(config.dec_layers))
+        self.encoder = TypedModuleList(EncoderLayer(*layer_args) for _ in range(config.enc_layers))
+        self.decoder = TypedModuleList(DecoderLayer(*layer_args) for _ in range(config.dec_layers))
         final_norm = nn.LayerNorm if NORM_FIRST[config.norm] else (lambda _: nn.Identity())
         self.enc_norm, self.dec_norm = final_norm(d), final_norm(d)
         self.out_proj = nn.Linear(d, tgt_vocab_size, bias=False)
@@ -114,13 +116,14 @@ class Transformer(Seq2Seq):
     @classmethod
     def from_config(
         cls,
-        cfg: Mapping[str, Any] | Config,
+        cfg: Mapping[str, Any] | TransformerConfig,
         src_vocab_size: int,
         tgt_vocab_size: int,
         shared_vocab: bool,
     ) -> Transformer:
-        """Build from a config mapping (see :class:`Config`); ConfigError on bad keys/values."""
-        config = parse(cfg, Config, "model.")
+        """Build from a config mapping (see :class:`TransformerConfig`); ConfigError on bad
+        keys/values."""
+        config = parse(cfg, TransformerConfig, "model.")
         share = config.share_embeddings and shared_vocab and src_vocab_size == tgt_vocab_size
         return cls(config, src_vocab_size, tgt_vocab_size, share)
 
@@ -181,8 +184,9 @@ class Transformer(Seq2Seq):
 
     def forward(self, batch: Batch) -> Tensor:
         """Teacher-forced logits [B,T,V] for ``batch.tgt_input`` (fused attention path)."""
+        tgt_input, _, _ = batch.target()
         memory, _ = self._encode(batch.src, batch.src_pad_mask)
-        hidden, _, _ = self._decode(batch.tgt_input, memory, batch.src_pad_mask)
+        hidden, _, _ = self._decode(tgt_input, memory, batch.src_pad_mask)
         return self.out_proj(hidden)
 
     def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:
@@ -242,9 +246,10 @@ class Transformer(Seq2Seq):
     def attention(self, batch: Batch) -> dict[str, Tensor]:
         """Teacher-forced maps: "cross" [B,T,S] (last layer, head mean), "cross/layer{i}"
         [B,H,T,S], "self/layer{i}" [B,H,T,T], "enc_self/layer{i}" [B,H,S,S]."""
+        tgt_input, _, _ = batch.target()
         memory, enc_ws = self._encode(batch.src, batch.src_pad_mask, need_weights=True)
         _, self_ws, cross_ws = self._decode(
-            batch.tgt_input, memory, batch.src_pad_mask, need_weights=True
+            tgt_input, memory, batch.src_pad_mask, need_weights=True
         )
         maps = {"cross": cross_ws[-1].mean(dim=1)}
         for prefix, ws in (("cross", cross_ws), ("self", self_ws), ("enc_self", enc_ws)):

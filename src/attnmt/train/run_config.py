@@ -96,7 +96,7 @@ def _model_schema(container: Mapping[str, Any]) -> type:
             f"{', '.join(sorted(MODELS))} (model=<name> on the command line)"
             + suggest(str(name), MODELS, "model.name=")
         )
-    return model_class(str(name)).Config  # type: ignore[attr-defined]
+    return model_class(str(name)).Config
 
 
 def _build_model_on_meta(model_cfg: Any) -> None:
