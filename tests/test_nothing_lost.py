@@ -311,6 +311,82 @@ def test_translate_output_and_closed_stdin(
     assert code == 2 and "stdin is closed" in err and "Traceback" not in err
 
 
+def test_a_full_disk_mid_translation_says_how_much_was_written(run_dir: Path) -> None:
+    class FillsUp(io.BytesIO):
+        name = "out.txt"
+
+        def write(self, data: bytes) -> int:  # type: ignore[override]
+            if self.tell() > 0:  # room for the first chunk only
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().write(data)
+
+    out = FillsUp()
+    stdin = io.BytesIO(b"a b\nb c\nc a\n")
+    with pytest.raises(WriteError) as info:
+        translate.run({"ckpt": str(run_dir), "chunk_lines": 2, "beam": 1}, stdin, out)
+    message = str(info.value)
+    assert message.startswith("cannot write out.txt: no space left on device")
+    assert "the translations of the first 2 lines were written" in message
+    assert "nothing there was changed" not in message
+    assert out.getvalue().decode().count("\n") == 2
+
+
+def _ctrl_c(*args: Any, **kw: Any) -> Any:
+    raise KeyboardInterrupt
+
+
+def _run_pressing_ctrl_c(name: str, args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    """:func:`run_entry_point`; a KeyboardInterrupt that escapes fails the test (it would
+    end the test session)."""
+    try:
+        return run_entry_point(name, args, monkeypatch, capsys)
+    except KeyboardInterrupt:
+        pytest.fail(f"{name}.py: Ctrl-C escaped as a KeyboardInterrupt traceback")
+
+
+def test_ctrl_c_in_translate_or_evaluate_is_one_line_and_exit_130(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    real = Translator.translate
+    calls = {"n": 0}
+
+    def ctrl_c_at_the_second_chunk(self: Translator, *args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(Translator, "translate", ctrl_c_at_the_second_chunk)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a b\nb c\nc a\n")))
+    args = [f"ckpt={run_dir}", "chunk_lines=2", "beam=1", "interactive=false"]
+    code, out, err = _run_pressing_ctrl_c("translate", args, monkeypatch, capsys)
+    assert code == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "interrupted (Ctrl-C): the translations of the first 2 lines were written"
+    )
+    assert out.count("\n") == 2
+    monkeypatch.setattr(Translator, "hypotheses", _ctrl_c)
+    code, out, err = _run_pressing_ctrl_c("evaluate", [f"ckpt={run_dir}"], monkeypatch, capsys)
+    (folder,) = (run_dir / "eval").iterdir()
+    assert code == 130 and "Traceback" not in err and out == "", err
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted (Ctrl-C) while decoding: {folder} holds no scores yet; the same "
+        "command again evaluates into it"
+    )
+
+
+def test_evaluate_with_stdout_closed_fails_before_decoding(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    _no_decoding(monkeypatch)
+    monkeypatch.setattr(Translator, "hypotheses", Translator.n_best)
+    monkeypatch.setattr(sys, "stdout", None)  # python evaluate.py ... >&-
+    code, _, err = run_entry_point("evaluate", [f"ckpt={run_dir}"], monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("error: stdout is closed;")
+    assert not (run_dir / "eval").exists()
+
+
 def test_a_negative_seed_fails_before_any_data_work(tmp_path: Path) -> None:
     from helpers.toy_train import toy_train_config
 

@@ -53,10 +53,13 @@ _ADVICE = {
 }
 
 
-def write_error(path: str | Path, err: OSError) -> WriteError:
-    """One line naming ``path``, the cause and what to do (the old file, if any, is kept)."""
+def write_error(
+    path: str | Path, err: OSError, outcome: str = "nothing there was changed"
+) -> WriteError:
+    """One line naming ``path``, the cause, what to do and the ``outcome`` (by default:
+    the old file, if any, is kept)."""
     advice = _ADVICE.get(err.errno or 0, err.strerror or str(err))
-    return WriteError(f"cannot write {path}: {advice} (nothing there was changed)")
+    return WriteError(f"cannot write {path}: {advice} ({outcome})")
 
 
 def is_tmp_name(name: str) -> bool:

@@ -25,3 +25,8 @@ class CheckpointError(AttnmtError):
 
 class WriteError(AttnmtError):
     """A file cannot be written (disk full, read-only filesystem, no permission)."""
+
+
+class CommandInterrupted(AttnmtError):
+    """Ctrl-C ended a command; the message says what it had written. Entry points print it
+    and exit 130 (128 + SIGINT), as shells expect, without a traceback."""

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from omegaconf import DictConfig, OmegaConf
 
 from attnmt.decode.config import DecodeConfig
-from attnmt.errors import AttnmtError, ConfigError
+from attnmt.errors import AttnmtError, CommandInterrupted, ConfigError
 from attnmt.schema import parse, unknown_key
 from attnmt.train.run_lock import check_fresh, live_owner
 
@@ -27,16 +27,21 @@ def log_to_stderr() -> None:
 
 
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE, what a shell reports for ``yes | head -1``
+INTERRUPT_EXIT = 130  # 128 + SIGINT, what a shell reports after Ctrl-C
 
 
 def run_cli(fn: Callable[[], T]) -> T:
     """Call ``fn``; on an :class:`AttnmtError` print ``error: <message>`` and exit 2.
 
     A closed stdout (``translate.py ... | head``) ends the program quietly with status 141,
-    as Unix filters do, instead of a BrokenPipeError traceback.
+    as Unix filters do, instead of a BrokenPipeError traceback; a
+    :class:`~attnmt.errors.CommandInterrupted` (Ctrl-C) prints its line and exits 130.
     """
     try:
         return fn()
+    except CommandInterrupted as err:
+        print(err, file=sys.stderr)
+        sys.exit(INTERRUPT_EXIT)
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from attnmt import EOS_ID
-from attnmt.atomic import check_writable_dir, write_json
+from attnmt.atomic import check_writable_dir, write_error, write_json
 from attnmt.checkpoint import run_dir_of
 from attnmt.cli.common import check_ckpt, parse_settings
 from attnmt.data.textio import read_lines, write_lines
@@ -50,7 +50,7 @@ from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores, score_fi
 from attnmt.decode.plots import save_attention_png
 from attnmt.decode.search import Hypothesis
 from attnmt.decode.translator import Translator, load_translator
-from attnmt.errors import ConfigError, DataError, WriteError
+from attnmt.errors import CommandInterrupted, ConfigError, DataError, WriteError
 from attnmt.run_record import VERSION as RECORD_VERSION
 
 log = logging.getLogger(__name__)
@@ -227,10 +227,66 @@ def decoding_speed(hyps: list[Hypothesis | None], seconds: float) -> dict[str, f
     }
 
 
+@dataclass
+class Progress:
+    """How far an evaluation got: what a Ctrl-C leaves behind."""
+
+    out_dir: Path | None = None  # set once the folder holds evaluation.json
+    stage: str = "before anything was written"
+    scores: Path | None = None  # set once scores.json is written
+
+    def interrupted(self) -> str:
+        """The line for a Ctrl-C now."""
+        if self.scores is not None:
+            return f"interrupted (Ctrl-C): the scores are in {self.scores}"
+        if self.out_dir is None:
+            return f"interrupted (Ctrl-C) {self.stage}"
+        return (
+            f"interrupted (Ctrl-C) {self.stage}: {self.out_dir} holds no scores yet; the same "
+            "command again evaluates into it"
+        )
+
+
+def text_stdout(stdout: TextIO | None) -> TextIO:
+    """``stdout``, else ``sys.stdout``; ConfigError when that is closed (``>&-``)."""
+    out = stdout or sys.stdout
+    if out is None:
+        raise ConfigError(
+            "stdout is closed; evaluate.py prints its scores there: give it somewhere to "
+            "write, e.g. > scores.txt (nothing was decoded)"
+        )
+    return out
+
+
+def print_scores(scores: dict[str, MetricResult], out: TextIO, scores_file: Path) -> None:
+    """One line per metric on ``out``; a write error (a full disk) is one WriteError line."""
+    try:
+        for result in scores.values():
+            print(result.text, file=out)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        raise write_error("stdout", err, f"the scores are in {scores_file}") from None
+
+
 def run(
     cfg: DictConfig | Mapping[str, Any], stdout: TextIO | None = None
 ) -> dict[str, MetricResult]:
-    """Evaluate as configs/evaluate.yaml describes; print one line per metric to stdout."""
+    """Evaluate as configs/evaluate.yaml describes; print one line per metric to stdout.
+    Ctrl-C ends it with :class:`CommandInterrupted` saying what was written."""
+    out = text_stdout(stdout)
+    progress = Progress()
+    try:
+        return _run(cfg, out, progress)
+    except KeyboardInterrupt:
+        raise CommandInterrupted(progress.interrupted()) from None
+
+
+def _run(
+    cfg: DictConfig | Mapping[str, Any], out: TextIO, progress: Progress
+) -> dict[str, MetricResult]:
+    """:func:`run`, recording in ``progress`` how far it got."""
     s, decode = parse_settings(cfg, EvalSettings)
     translator = load_translator(s.ckpt, s.device, decode, s.ensemble)
     label, sources, refs = read_eval_data(s, translator)
@@ -242,6 +298,7 @@ def run(
     tag = f"{name}-{label}-beam{decode.beam}-{key}"
     out_dir = Path(s.out_dir) if s.out_dir else (run_dir_of(ckpt) or ckpt.parent) / "eval" / tag
     open_out_dir(out_dir, key, record, chosen=bool(s.out_dir))
+    progress.out_dir, progress.stage = out_dir, "while decoding"
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
     start = time.perf_counter()
     hyps = translator.hypotheses(sources)
@@ -253,6 +310,7 @@ def run(
         speed["sentences_per_sec"],
         speed["pieces_per_sec"],
     )
+    progress.stage = "while writing the hypotheses"
     texts = translator.detokenize(hyps)
     scores = corpus_scores(texts, refs, s.metrics)
     hyp_path = out_dir / "hyps.txt"
@@ -282,10 +340,8 @@ def run(
         **score_fields(scores),
     }
     write_scores(out_dir / "scores.json", tag, entry)
+    progress.scores = out_dir / "scores.json"
     for path in [out_dir / "evaluation.json", *written, out_dir / "scores.json", *plots]:
         log.info("wrote %s", path)
-    out = stdout or sys.stdout
-    for result in scores.values():
-        print(result.text, file=out)
-    out.flush()
+    print_scores(scores, out, out_dir / "scores.json")
     return scores

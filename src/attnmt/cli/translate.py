@@ -25,7 +25,7 @@ from attnmt.data.textio import utf8_lines
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.decode.word_alignment import hypothesis_alignments
-from attnmt.errors import ConfigError, WriteError
+from attnmt.errors import CommandInterrupted, ConfigError, WriteError
 from attnmt.schema import check_choice
 
 if TYPE_CHECKING:
@@ -109,15 +109,24 @@ def check_room(out: BinaryIO) -> None:
         )
 
 
-def write_out(out: BinaryIO, data: bytes) -> None:
-    """Write to stdout; a full disk or other write error is one WriteError line."""
+def _written(lines: int) -> str:
+    """What stdout holds after ``lines`` complete output lines."""
+    if lines == 0:
+        return "no translation was written"
+    return f"the translations of the first {lines} line{'s' if lines != 1 else ''} were written"
+
+
+def write_out(out: BinaryIO, data: bytes, done: int = 0) -> None:
+    """Write to stdout, which holds ``done`` complete lines so far; a full disk or other
+    write error is one WriteError line saying how many (anything after them is cut off)."""
     try:
         out.write(data)
         out.flush()
     except BrokenPipeError:
         raise
     except OSError as err:
-        raise write_error(getattr(out, "name", "stdout"), err) from None
+        outcome = _written(done) + (", anything after them is cut off" if done else "")
+        raise write_error(getattr(out, "name", "stdout"), err, outcome) from None
 
 
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
@@ -171,16 +180,20 @@ def translate_stream(
     """Translate ``lines`` chunk by chunk, writing one UTF-8 line each; returns the count.
     ``kw``: ``n_best`` and ``scores`` of :func:`output_lines`."""
     count = 0
-    for chunk in chunks(lines, chunk_lines):
-        texts = output_lines(translator, chunk, count + 1, **kw)
-        write_out(out, "".join(text + "\n" for text in texts).encode("utf-8"))
-        count += len(chunk)
+    try:
+        for chunk in chunks(lines, chunk_lines):
+            texts = output_lines(translator, chunk, count + 1, **kw)
+            write_out(out, "".join(text + "\n" for text in texts).encode("utf-8"), count)
+            count += len(chunk)
+    except KeyboardInterrupt:
+        raise CommandInterrupted(f"interrupted (Ctrl-C): {_written(count)}") from None
     return count
 
 
 def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: Any) -> None:
     """Prompt on stderr, translate each entered line; Ctrl-D or Ctrl-C ends."""
     print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
+    done = 0
     try:
         while True:
             sys.stderr.write("> ")
@@ -190,7 +203,8 @@ def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: An
                 break
             (line,) = decode_lines([raw])
             (text,) = output_lines(translator, [line], **kw)
-            write_out(out, (text + "\n").encode("utf-8"))
+            write_out(out, (text + "\n").encode("utf-8"), done)
+            done += 1
     except KeyboardInterrupt:
         pass
     sys.stderr.write("\n")
@@ -201,7 +215,19 @@ def run(
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
 ) -> None:
-    """Translate stdin to stdout as configs/translate.yaml describes."""
+    """Translate stdin to stdout as configs/translate.yaml describes; Ctrl-C ends it with
+    :class:`CommandInterrupted` saying how many lines were written (interactively, it just
+    ends)."""
+    try:
+        _run(cfg, stdin, stdout)
+    except KeyboardInterrupt:  # before the first line was translated
+        raise CommandInterrupted(f"interrupted (Ctrl-C): {_written(0)}") from None
+
+
+def _run(
+    cfg: DictConfig | Mapping[str, Any], stdin: BinaryIO | None, stdout: BinaryIO | None
+) -> None:
+    """:func:`run`, Ctrl-C aside."""
     s, decode = parse_settings(cfg, TranslateSettings)
     stdin = stdin or std_stream(sys.stdin, "stdin", "give input, e.g. translate.py ... < in.txt")
     stdout = stdout or std_stream(
