@@ -102,3 +102,90 @@ def test_explicit_keys_from_hydra_overrides() -> None:
         "data.x",
     }
     assert explicit_keys(["experiment=quick"]) == {"data", "model", "trainer", "decode"}
+
+
+def _write_custom(directory: Path) -> None:
+    """A small reversal task as the user's own files (data=custom)."""
+    import random
+
+    rng = random.Random(0)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 300), ("valid", 20)):
+        src = [" ".join(rng.choices("abcdefghijklmnop", k=rng.randint(3, 8))) for _ in range(n)]
+        (directory / f"{split}.xx").write_text("".join(s + "\n" for s in src))
+        (directory / f"{split}.yy").write_text("".join(s[::-1] + "\n" for s in src))
+
+
+CUSTOM = (
+    "data=custom",
+    "data.src_lang=xx",
+    "data.tgt_lang=yy",
+    "data.tokenizer.model_type=bpe",
+    "data.tokenizer.vocab_size=36",
+)
+
+
+@pytest.fixture(scope="module")
+def custom_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A 4-step run on data=custom; (its files, data root, run dir)."""
+    root = tmp_path_factory.mktemp("custom")
+    _write_custom(root / "mine")
+    overrides = (*CUSTOM, f"data.path={root / 'mine'}")
+    cfg = toy_train_config(root / "data", *overrides, "trainer.max_steps=4")
+    train(cfg, root / "run")
+    return root / "mine", root / "data", root / "run"
+
+
+def _resume(files: Path, data: Path, run: Path, tmp_path: Path) -> Trainer:
+    overrides = (*CUSTOM, f"data.path={files}", f"resume={run}")
+    return Trainer(toy_train_config(data, *overrides), tmp_path / "new", explicit={"resume"})
+
+
+def test_resume_on_changed_corpus_files_fails_naming_them(
+    custom_run: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """The files of data=custom changed under a run: resuming would have prepared a new
+    cache and trained on other pairs without a word."""
+    files, data, run = custom_run
+    saved = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert set(saved["corpus"]["files"]) == {"train.xx", "train.yy", "valid.xx", "valid.yy"}
+    for name in ("train.yy", "valid.xx"):
+        original = (files / name).read_text()
+        lines = original.splitlines(keepends=True)
+        try:
+            (files / name).write_text("".join(lines[:-1]) + "z z z\n")  # last line edited
+            with pytest.raises(ConfigError) as err:
+                _resume(files, data, run, tmp_path)
+            message = str(err.value)
+            assert f"{name} (" in message and "corpus differs" in message, message
+            assert f"finetune={run / 'checkpoints' / 'last.pt'}" in message
+        finally:
+            (files / name).write_text(original)
+    # the same content written again (a new modification time, so a new cache): resumes
+    trainer = _resume(files, data, run, tmp_path)
+    try:
+        assert trainer.step == 4
+    finally:
+        trainer.close()
+
+
+def test_a_checkpoint_without_a_corpus_fingerprint_still_resumes(
+    custom_run: tuple[Path, Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import shutil
+
+    from attnmt.checkpoint import save_checkpoint
+
+    files, data, run = custom_run
+    old = Path(shutil.copytree(run, tmp_path / "old", ignore=shutil.ignore_patterns(".lock")))
+    for ckpt in (old / "checkpoints").glob("*.pt"):
+        payload = torch.load(ckpt, weights_only=True)
+        payload.pop("corpus")
+        save_checkpoint(payload, ckpt)
+    with caplog.at_level("INFO"):
+        trainer = _resume(files, data, old, tmp_path)
+    try:
+        assert trainer.step == 4
+    finally:
+        trainer.close()
+    assert "records no corpus fingerprint" in caplog.text

@@ -152,6 +152,17 @@ class PreparedCorpus:
             self.directory / f"{split}.{self.tgt_lang}",
         )
 
+    def fingerprint(self, splits: tuple[str, ...] = ("train", "valid")) -> dict[str, Any]:
+        """What a run trains and validates on, as its checkpoints record it: the cache's
+        name and, per file of ``splits``, its pairs and sha256 (as prepared; hashed now for
+        a cache older than that record)."""
+        files: dict[str, dict[str, Any]] = {}
+        for split in (s for s in splits if s in self.counts):
+            for path in self.files(split):
+                info = self.file_info.get(path.name) or file_info(path)
+                files[path.name] = {"pairs": self.counts[split], "sha256": info["sha256"]}
+        return {"cache": self.directory.name, "files": files}
+
     def read(self, split: str) -> tuple[list[str], list[str]]:
         """(source sentences, target sentences) of ``split``."""
         src, tgt = self.files(split)

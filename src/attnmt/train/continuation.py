@@ -13,14 +13,22 @@ different validation sets.
 the model and tokenizer come from the checkpoint (an explicit model key that differs
 fails), everything else (corpus, optimiser, schedule, budget) is this run's own, and the
 step, optimiser state and sampler start afresh.
+
+Same settings are not the same data: ``data=custom`` files edited between the runs give a
+new prepared cache under the same settings. A checkpoint therefore records the train and
+valid files it was trained on (:meth:`attnmt.data.corpora.PreparedCorpus.fingerprint`), and
+:func:`check_same_corpus` refuses to resume on other pairs.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from attnmt.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 MAY_CHANGE: frozenset[str] = frozenset(
     {
@@ -180,3 +188,36 @@ def finetuned_settings(
             f"differ from it: {'; '.join(refused)}; drop those overrides"
         )
     return merged
+
+
+def _file_change(name: str, then: Mapping[str, Any], now: Mapping[str, Any] | None) -> str:
+    """``"train.de (1000 pairs then, 999 now)"``-style words for one changed file."""
+    if now is None:
+        return f"{name} (gone)"
+    if now["pairs"] != then["pairs"]:
+        return f"{name} ({then['pairs']} pairs then, {now['pairs']} now)"
+    return f"{name} (other content, {now['pairs']} pairs)"
+
+
+def check_same_corpus(saved: Mapping[str, Any] | None, now: Mapping[str, Any], source: str) -> None:
+    """A resumed run goes on with the pairs it trained and validated on: ``saved`` (the
+    checkpoint's ``corpus`` record) against ``now`` (this run's prepared corpus), both
+    :meth:`~attnmt.data.corpora.PreparedCorpus.fingerprint`. ConfigError naming each file
+    that differs and how to go on; a checkpoint older than that record is only logged."""
+    if saved is None:
+        log.info("%s records no corpus fingerprint (an older checkpoint): not compared", source)
+        return
+    files = now.get("files", {})
+    changed = [
+        _file_change(name, then, files.get(name))
+        for name, then in sorted(saved.get("files", {}).items())
+        if then["sha256"] != (files.get(name) or {}).get("sha256")
+    ]
+    if changed:
+        raise ConfigError(
+            f"resume: the corpus differs from the one the run in {source} trained on (prepared "
+            f"as {saved.get('cache')}, now {now.get('cache')}): {'; '.join(changed)}. "
+            "Resuming would go on training and choosing checkpoints on other pairs. Put the "
+            "files back as they were to continue this run, or start a new run from its "
+            f"weights on the new data with finetune={source}"
+        )

@@ -114,6 +114,7 @@ class Trainer:
             self.data.tokenizer,
             plain(self.cfg.model),
             self.cfg.to_dict(),
+            self.data.corpus.fingerprint(),
         )
         if settings.resumed is not None:
             restore(self.parts, settings.resumed, self.state, self.dist.rank, settings.resume_from)

@@ -21,6 +21,7 @@ from attnmt.checkpoint import FORMAT, load_weights
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import CheckpointError
+from attnmt.train.continuation import check_same_corpus
 from attnmt.train.distributed import rank_seed
 from attnmt.train.optim import Schedule
 from attnmt.train.rng import seed_everything, set_rng_state
@@ -96,6 +97,9 @@ class TrainingParts:
     tokenizer: Tokenizer
     model_config: dict[str, Any]
     config: dict[str, Any]  # the whole resolved run config
+    # PreparedCorpus.fingerprint() of the train and valid files: stored, and compared when
+    # resuming (None: neither)
+    corpus: dict[str, Any] | None = None
 
 
 def make_payload(
@@ -130,6 +134,8 @@ def make_payload(
     }
     if rng_ranks is not None and len(rng_ranks) > 1:
         payload["rng_ranks"] = list(rng_ranks)
+    if parts.corpus is not None:
+        payload["corpus"] = parts.corpus
     return payload
 
 
@@ -144,6 +150,8 @@ def restore(
 
     Rank r takes its own RNG snapshot when the checkpoint has one (same world size);
     otherwise rank 0's, reseeded per rank so that ranks > 0 still draw their own masks.
+    The corpus must be the one the checkpoint was trained on
+    (:func:`~attnmt.train.continuation.check_same_corpus`), checked before anything loads.
     """
     missing = [k for k in RESUME_KEYS if k not in payload]
     if missing:
@@ -151,6 +159,8 @@ def restore(
             f"the checkpoint holds no training state ({', '.join(missing)} missing; e.g. an "
             "averaged checkpoint): evaluate it with evaluate.py, or resume from last.pt"
         )
+    if parts.corpus is not None:
+        check_same_corpus(payload.get("corpus"), parts.corpus, str(source))
     load_weights(parts.model, payload["model"], source)
     parts.optimizer.load_state_dict(payload["optimizer"])
     parts.schedule.load_state_dict(payload["scheduler"])
