@@ -35,6 +35,9 @@ from torch.utils.data import Sampler
 from attnmt.data.batching import pack_token_batches
 from attnmt.errors import CheckpointError, ConfigError, DataError
 
+#: piece counts per pair: a list, or a numpy array (the memory-mapped training set's)
+Lengths = Sequence[int] | np.ndarray
+
 
 class EpochLengths(Protocol):
     """A dataset whose pairs' lengths change with the epoch (subword sampling,
@@ -49,7 +52,7 @@ class EpochLengths(Protocol):
         ...
 
 
-def batch_cost(src_lengths: Sequence[int], tgt_lengths: Sequence[int] | None) -> np.ndarray:
+def batch_cost(src_lengths: Lengths, tgt_lengths: Lengths | None) -> np.ndarray:
     """[n] int32: ``max(|x_i|, |y_i|) + 1``, the positions a pair takes in a batch."""
     cost = np.array(src_lengths, dtype=np.int32).reshape(-1)  # [n], built in place:
     if tgt_lengths is not None:  # millions of pairs make every temporary count
@@ -72,8 +75,8 @@ class TokenBatchSampler(Sampler[list[int]]):
 
     def __init__(
         self,
-        src_lengths: Sequence[int],
-        tgt_lengths: Sequence[int] | None,
+        src_lengths: Lengths,
+        tgt_lengths: Lengths | None,
         max_tokens: int,
         shuffle: bool = True,
         seed: int = 0,

@@ -36,12 +36,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from attnmt.batch import Batch
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import ConfigError
-from attnmt.models.base import Seq2Seq, State
+from attnmt.models.base import Seq2Seq, State, TypedModuleList
 
 
 def mean_tensors(tensors: Sequence[Tensor]) -> Tensor:
@@ -59,7 +59,7 @@ class Ensemble(Seq2Seq):
         super().__init__()
         if not members:
             raise ConfigError("an ensemble needs at least one model")
-        self.members = nn.ModuleList(members)
+        self.members = TypedModuleList(members)
         self.name = "+".join(m.name or type(m).__name__ for m in members)
 
     def __len__(self) -> int:

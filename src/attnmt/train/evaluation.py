@@ -106,7 +106,8 @@ def evaluate_loss(
         batch = make_batch([data.src_ids[i] for i in rows], tgt).to(device)
         with precision.autocast():
             logits = model(batch)
-        out = label_smoothed_nll(logits, batch.tgt_out, 0.0, count_correct=True)
+        out = label_smoothed_nll(logits, batch.target()[1], 0.0, count_correct=True)
+        assert out.n_correct is not None  # counted: count_correct=True
         nll += float(out.nll)
         tokens += out.n_tokens
         correct += out.n_correct
@@ -172,8 +173,9 @@ def attention_images(
     batch = make_batch([src_ids], [hyp.tokens if hyp is not None else []]).to(translator.device)
     maps = {k: v[0].float().cpu() for k, v in model.attention(batch).items()}
     src_tok = tok.src_pieces(batch.src[0].tolist())
-    tgt_in = tok.tgt_pieces(batch.tgt_input[0].tolist())
-    tgt_out = tok.tgt_pieces(batch.tgt_out[0].tolist())
+    tgt_input, tgt_output, _ = batch.target()
+    tgt_in = tok.tgt_pieces(tgt_input[0].tolist())
+    tgt_out = tok.tgt_pieces(tgt_output[0].tolist())
     panels: list[tuple[str, str, torch.Tensor, list[str], list[str]]] = []
     cross_layers = _head_mean(maps, "cross")
     if not cross_layers:

@@ -17,15 +17,21 @@ from torch import nn
 from attnmt.train.config import TrainerConfig
 
 
+def _betas(cfg: TrainerConfig) -> tuple[float, float]:
+    """``trainer.betas`` (a list of two, checked by TrainerConfig.check) as Adam's pair."""
+    beta1, beta2 = cfg.betas
+    return beta1, beta2
+
+
 def _adam(params: Iterable[nn.Parameter], cfg: TrainerConfig) -> torch.optim.Optimizer:
     return torch.optim.Adam(
-        params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay
+        params, lr=cfg.lr, betas=_betas(cfg), eps=cfg.eps, weight_decay=cfg.weight_decay
     )
 
 
 def _adamw(params: Iterable[nn.Parameter], cfg: TrainerConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(
-        params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay
+        params, lr=cfg.lr, betas=_betas(cfg), eps=cfg.eps, weight_decay=cfg.weight_decay
     )
 
 

@@ -136,7 +136,7 @@ class Timing:
 
 def cache_key(model_name: str, model_cfg: dict[str, Any], vocab: int, batch: Batch) -> str:
     """What the verdict depends on: the machine (CPU, torch, threads), model and batch shape."""
-    shape = (tuple(batch.src.shape), tuple(batch.tgt_input.shape))
+    shape = (tuple(batch.src.shape), tuple(batch.target()[0].shape))
     what = json.dumps([model_name, model_cfg, vocab, shape], sort_keys=True, default=str)
     digest = hashlib.sha1(what.encode()).hexdigest()[:12]
     return f"{this_machine().key()} | {digest}"
@@ -170,7 +170,7 @@ def model_steps(model: nn.Module, batch: Batch) -> dict[str, Callable[[], None]]
         def step() -> None:
             with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
                 logits = model(batch)
-            label_smoothed_nll(logits, batch.tgt_out, 0.1).loss.backward()
+            label_smoothed_nll(logits, batch.target()[1], 0.1).loss.backward()
 
         return step
 
