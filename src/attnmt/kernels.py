@@ -96,7 +96,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, logits: Tensor, target: Tensor, keep: Tensor, smoothing: float
     ) -> tuple[Tensor, Tensor]:
         """logits [N,V], target [N], keep [N] bool -> (loss sum, nll sum), fp32 or wider."""
@@ -113,7 +113,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         return loss, nll_sum
 
     @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor | None, ...]:
         lprobs, target, keep = ctx.saved_tensors
         eps, vocab = ctx.smoothing, lprobs.size(-1)
         grad = lprobs.exp()  # p [N,V]

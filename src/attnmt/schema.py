@@ -25,7 +25,7 @@ import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -147,7 +147,8 @@ def parse(values: Mapping[str, Any] | Any, schema: type[T], prefix: str = "") ->
             missing = sorted(OmegaConf.missing_keys(merged))
             if missing:
                 raise no_value(f"{prefix}{missing[0]}")
-            obj = OmegaConf.to_object(merged)
+            # a structured config's object is an instance of its dataclass, ``schema``
+            obj = cast(T, OmegaConf.to_object(merged))
         except MissingMandatoryValue as err:
             raise no_value(_join(prefix, err)) from None
         except OmegaConfBaseException as err:
@@ -156,7 +157,7 @@ def parse(values: Mapping[str, Any] | Any, schema: type[T], prefix: str = "") ->
     check = getattr(obj, "check", None)
     if callable(check):
         check(prefix.rstrip("."))
-    return obj  # type: ignore[return-value]
+    return obj
 
 
 def _floats(value: Any, key: str) -> Iterable[tuple[str, float]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,13 @@ class AlignmentSpec:
     window: int = 5  # local_m/local_p: D, the window is [p_t - D, p_t + D]
     hard_estimator: str = "gumbel"  # hard: a key of HARD_ESTIMATORS
     gumbel_tau: float = 1.0  # hard: softmax temperature of the relaxed sample
+
+
+class AlignmentMode(Protocol):
+    """What :data:`ALIGNMENTS` holds: a module class built from an :class:`AlignmentSpec`."""
+
+    def from_spec(self, spec: AlignmentSpec) -> nn.Module:
+        """The mode's module, configured by ``spec``."""
 
 
 def source_lengths(mask: Tensor) -> Tensor:
@@ -180,7 +188,7 @@ class HardAlignment(nn.Module):
         return hard - soft.detach() + soft
 
 
-ALIGNMENTS: dict[str, type[nn.Module]] = {
+ALIGNMENTS: dict[str, AlignmentMode] = {
     "global": GlobalAlignment,
     "local_m": LocalMonotonic,
     "local_p": LocalPredictive,
@@ -196,4 +204,4 @@ def build_alignment(name: str, spec: AlignmentSpec) -> nn.Module:
         raise ConfigError(
             f"model.attention.mode={name!r} is unknown; choose one of: {', '.join(ALIGNMENTS)}"
         ) from None
-    return cls.from_spec(spec)  # type: ignore[attr-defined]
+    return cls.from_spec(spec)
