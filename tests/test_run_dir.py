@@ -29,7 +29,7 @@ def test_a_new_run_refuses_a_directory_holding_another_runs_checkpoints(
     run = tmp_path / "run"
     train(_cfg(tmp_path / "data"), run)
     before = {p.name: p.stat().st_mtime_ns for p in (run / "checkpoints").iterdir()}
-    with pytest.raises(ConfigError, match=rf"hydra.run.dir={run}: .*resume={run}"):
+    with pytest.raises(ConfigError, match=rf"run folder {run} already holds .*resume={run}"):
         train(_cfg(tmp_path / "data", "seed=2"), run)
     after = {p.name: p.stat().st_mtime_ns for p in (run / "checkpoints").iterdir()}
     assert after == before  # nothing touched
@@ -117,8 +117,9 @@ def test_two_trainings_started_at_once_on_one_directory(tmp_path: Path) -> None:
 def test_train_py_refuses_another_runs_directory_before_hydra_touches_it(
     tmp_path: Path,
 ) -> None:
-    """Hydra writes .hydra/ into hydra.run.dir before any attnmt code runs: train.py's
-    pre-check refuses an owned directory first, so the old run's .hydra/ stays as it was."""
+    """Hydra creates hydra.run.dir and opens its train.log before the task runs: train.py's
+    Hydra callback refuses an owned directory first, so the old run's files stay as they
+    were (tests/test_run_folder.py: interpolated folders, live owners, sweeps)."""
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "last.pt").write_bytes(b"old")
