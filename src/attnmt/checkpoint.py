@@ -44,7 +44,7 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
@@ -236,11 +236,11 @@ def load_first_readable(
     )
 
 
-def _is_step(value: Any) -> bool:
+def _is_step(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _is_score(value: Any) -> bool:
+def _is_score(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -387,7 +387,9 @@ def _scores_of(payload: dict[str, Any] | None) -> tuple[int, float] | None:
         return None
     step, metrics = payload.get("step"), payload.get("metrics")
     bleu = metrics.get("val_bleu") if isinstance(metrics, dict) else None
-    return (step, float(bleu)) if _is_step(step) and _is_score(bleu) else None
+    if not (_is_step(step) and _is_score(bleu)):
+        return None
+    return int(step), float(bleu)
 
 
 def _copy_file(source: Path, target: Path) -> None:
