@@ -200,6 +200,12 @@ def test_dataset_and_collate() -> None:
     mono = ParallelDataset([[5, 6]], None)
     assert mono[0] == ([5, 6], None, 0) and mono.tgt_lengths is None
     assert collate([mono[0]]).tgt_out is None
+    empty_target = collate([([5], [], 0), ([6], [7], 1)])
+    assert empty_target.tgt_out.tolist() == [[EOS_ID, PAD_ID], [7, EOS_ID]]
+    with pytest.raises(ValueError, match="some items have a target and some do not"):
+        collate([ds[0], mono[0]])
+    with pytest.raises(ValueError, match="some items have a target and some do not"):
+        collate([mono[0], ds[0]])
     with pytest.raises(DataError, match="2 sources but 1 targets"):
         ParallelDataset([[5], [6]], [[7]])
 

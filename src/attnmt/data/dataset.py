@@ -83,11 +83,10 @@ def collate(items: Sequence[Item]) -> Batch:
     if not items:
         raise ValueError("collate: empty batch")
     src = [s for s, _, _ in items]
-    tgts = [t for _, t, _ in items]
-    has_tgt = [t is not None for t in tgts]
-    if any(has_tgt) and not all(has_tgt):
+    tgts = [t for _, t, _ in items if t is not None]
+    if tgts and len(tgts) != len(items):
         raise ValueError("collate: some items have a target and some do not")
-    return make_batch(src, tgts if all(has_tgt) else None, index=[i for _, _, i in items])
+    return make_batch(src, tgts or None, index=[i for _, _, i in items])
 
 
 def make_loader(
