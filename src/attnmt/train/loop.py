@@ -116,18 +116,18 @@ class Trainer:
             self.cfg.to_dict(),
             self.data.corpus.fingerprint(),
         )
-        if settings.resumed is not None:
-            restore(self.parts, settings.resumed, self.state, self.dist.rank, settings.resume_from)
+        if (resume := settings.resume) is not None:
+            restore(self.parts, resume.payload, self.state, self.dist.rank, resume.path)
             log.info(
                 "resumed from %s at step %d (run dir %s)",
-                settings.resume_from,
+                resume.path,
                 self.step,
                 self.run_dir,
             )
         elif self.dist.rank > 0:  # the model is built alike everywhere; dropout differs per rank
             seed_everything(ddp.rank_seed(self.cfg.seed, self.dist.rank))
         self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
-        purge = self.step + 1 if settings.resumed is not None else None
+        purge = self.step + 1 if settings.resume is not None else None
         # events in the run directory itself: TensorBoard names the run after it
         self.tb = TBLogger(self.run_dir, enabled=self.dist.is_main, purge_step=purge)
         self.clock0 = time.monotonic() - self.state.wall_s
@@ -149,7 +149,7 @@ class Trainer:
 
     def _open_record(self, parts: RunParts) -> RecordWriter:
         """Start the run record (attnmt.run_record): summary.json "running", a start event."""
-        settings, resumed = parts.settings, parts.settings.resumed is not None
+        resume = parts.settings.resume
         about = {
             "run_dir": str(self.run_dir),
             "model": self.model.name,
@@ -162,14 +162,15 @@ class Trainer:
             "machine": this_machine().to_dict(),
             "commit": source_commit(),
             "started": parts.started,
-            "resumed_from": str(settings.resume_from) if resumed else None,
+            "resumed_from": str(resume.path) if resume is not None else None,
         }
-        record = RecordWriter(RunDir(self.run_dir), self.step if resumed else None, about)
+        resume_step = self.step if resume is not None else None
+        record = RecordWriter(RunDir(self.run_dir), resume_step, about)
         record.update(step=self.step, epoch=self.data.sampler.epoch, minutes=self.minutes())
         record.event(
             "start",
             self.step,
-            resumed=resumed,
+            resumed=resume is not None,
             setup_started=parts.started,
             data_ready=parts.data_ready,
             data_seconds=round(parts.data_seconds, 3),

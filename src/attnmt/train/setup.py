@@ -50,16 +50,34 @@ log = logging.getLogger(__name__)
 OUTPUTS = Path("outputs")  # where resume=auto looks for runs
 
 
+@dataclass(frozen=True)
+class Resume:
+    """``resume=``: the run goes on from this checkpoint (weights and training state)."""
+
+    path: Path
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finetune:
+    """``finetune=``: a new run starts from this checkpoint's weights and tokenizer."""
+
+    path: Path
+    payload: dict[str, Any]
+
+
 @dataclass
 class Settings:
-    """A run's validated config and the checkpoints it continues or starts from."""
+    """A run's validated config, and the checkpoint it continues or starts from (None: a
+    run from scratch)."""
 
     cfg: RunConfig
     run_dir: Path  # where the run writes (a resumed run: the checkpoint's run directory)
-    resume_from: Path | None = None  # resume: the checkpoint file
-    resumed: dict[str, Any] | None = None  # resume: its payload
-    start: dict[str, Any] | None = None  # finetune: the payload whose weights start the run
-    start_from: Path | None = None  # finetune: its file
+    origin: Resume | Finetune | None = None
+
+    @property
+    def resume(self) -> Resume | None:
+        return self.origin if isinstance(self.origin, Resume) else None
 
 
 @dataclass
@@ -96,17 +114,19 @@ def compose_settings(
     resume, finetune = raw.get("resume"), raw.get("finetune")
     check_exclusive(resume, finetune)
     ckpt_path, payload = load_resume(resume, OUTPUTS, run_dir)
-    start, source = None, None
-    if payload is not None:
+    origin: Resume | Finetune | None = None
+    if ckpt_path is not None and payload is not None:
         raw = resumed_settings(raw, payload["config"], explicit, str(ckpt_path), setting_keys)
+        origin = Resume(ckpt_path, payload)
+        run_dir = run_dir_of(ckpt_path) or run_dir
     elif resume == "auto":
         log.info("resume=auto: no checkpoint under %s/; starting afresh", OUTPUTS)
     if finetune:
         source, start = load_resolved(finetune)
         raw = finetuned_settings(raw, start["config"], explicit, str(source), setting_keys)
         log.info("finetune: a new run from the weights and tokenizer of %s", source)
-    run_dir = (run_dir_of(ckpt_path) if ckpt_path else None) or run_dir
-    return Settings(validate_config(raw), run_dir, ckpt_path, payload, start, source)
+        origin = Finetune(source, start)
+    return Settings(validate_config(raw), run_dir, origin)
 
 
 def start_run(
@@ -126,7 +146,7 @@ def start_run(
         check_writable(settings.run_dir)
         lock = held(settings.run_dir) or acquire(settings.run_dir)  # held: train.py's claim
     try:
-        if lock is not None and settings.resumed is None:
+        if lock is not None and settings.resume is None:
             check_fresh(settings.run_dir)  # under the lock: no other start can slip in
         return _build(settings, dist, device, lock, run_dir, started)
     except BaseException:
@@ -148,15 +168,15 @@ def _build(
     check_splits(cfg.data, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
     log_handler = _continue_log(settings.run_dir, own_dir, dist.is_main)
     seed_everything(cfg.seed)
-    inherited = settings.resumed or settings.start
+    inherited = settings.origin.payload["tokenizer"] if settings.origin is not None else None
     data_started = time.perf_counter()
-    data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited and inherited["tokenizer"])
+    data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited)
     data_seconds, data_ready = time.perf_counter() - data_started, time.time()
     tok = data.tokenizer
     model_cfg = plain(cfg.model)
     model = build_model(model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
-    if settings.start is not None:
-        load_weights(model, settings.start["model"], settings.start_from or "finetune=")
+    if isinstance(settings.origin, Finetune):
+        load_weights(model, settings.origin.payload["model"], settings.origin.path)
     model = model.to(device)
     precision = choose_precision(
         tcfg.precision,
