@@ -89,6 +89,7 @@ def attention_maps(
     if not src:
         return []
     batch = make_batch(list(src), [list(t) for t, _ in hyps]).to(device)
+    tgt_input, tgt_out, _ = batch.target()
     was_training = model.training
     model.eval()
     try:
@@ -107,8 +108,8 @@ def attention_maps(
         out.append(
             AttentionMaps(
                 source_pieces=tokenizer.src_pieces(batch.src[i, :s].tolist()),
-                target_pieces=tokenizer.tgt_pieces(batch.tgt_out[i, :t].tolist()),
-                decoder_input_pieces=tokenizer.tgt_pieces(batch.tgt_input[i, :t].tolist()),
+                target_pieces=tokenizer.tgt_pieces(tgt_out[i, :t].tolist()),
+                decoder_input_pieces=tokenizer.tgt_pieces(tgt_input[i, :t].tolist()),
                 cross=cross[..., :t, :s].contiguous(),
                 encoder_self=None if enc is None else enc[..., :s, :s].contiguous(),
                 decoder_self=None if dec is None else dec[..., :t, :t].contiguous(),

@@ -187,13 +187,16 @@ class Translator:
             for group in length_batches([len(ids[i]) + 1 for i in todo], decode.batch_tokens):
                 chosen = [todo[j] for j in group]
                 batch = make_batch([ids[i] for i in chosen]).to(self.device)
-                limits = {"max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b}
+                len_a, len_b = decode.max_len_a, decode.max_len_b
                 if self.should_stop is not None and self.should_stop():
                     raise KeyboardInterrupt
                 stop = self.should_stop
                 if decode.beam == 1:
                     found = [
-                        [h] for h in greedy_search(self.model, batch, **limits, should_stop=stop)
+                        [h]
+                        for h in greedy_search(
+                            self.model, batch, max_len_a=len_a, max_len_b=len_b, should_stop=stop
+                        )
                     ]
                 else:
                     found = beam_search(
@@ -202,7 +205,8 @@ class Translator:
                         decode.beam,
                         decode.alpha,
                         n_best=n,
-                        **limits,
+                        max_len_a=len_a,
+                        max_len_b=len_b,
                         should_stop=stop,
                     )
                 for i, hyps in zip(chosen, found):
