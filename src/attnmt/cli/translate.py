@@ -147,7 +147,7 @@ def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def output_lines(
-    translator: Translator,
+    translator: Translator | CT2Translator,
     lines: list[str],
     first_line: int = 1,
     n_best: int = 1,
@@ -159,6 +159,8 @@ def output_lines(
     Pharaoh word alignment (:mod:`attnmt.decode.word_alignment`) last, tab-separated."""
     if n_best == 1 and not scores and not alignments:
         return translator.translate(lines, first_line)
+    if not isinstance(translator, Translator):  # load_backend refuses these settings first
+        raise ConfigError("backend=ctranslate2 gives no n-best lists, scores or alignments")
     found = translator.n_best(lines, n_best, first_line)
     links = hypothesis_alignments(translator, lines, found) if alignments else None
     out = []
@@ -175,7 +177,11 @@ def output_lines(
 
 
 def translate_stream(
-    translator: Translator, lines: Iterable[str], out: BinaryIO, chunk_lines: int, **kw: Any
+    translator: Translator | CT2Translator,
+    lines: Iterable[str],
+    out: BinaryIO,
+    chunk_lines: int,
+    **kw: Any,
 ) -> int:
     """Translate ``lines`` chunk by chunk, writing one UTF-8 line each; returns the count.
     ``kw``: ``n_best`` and ``scores`` of :func:`output_lines`."""
@@ -190,7 +196,9 @@ def translate_stream(
     return count
 
 
-def interactive(translator: Translator, stdin: BinaryIO, out: BinaryIO, **kw: Any) -> None:
+def interactive(
+    translator: Translator | CT2Translator, stdin: BinaryIO, out: BinaryIO, **kw: Any
+) -> None:
     """Prompt on stderr, translate each entered line; Ctrl-D or Ctrl-C ends."""
     print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
     done = 0
