@@ -22,6 +22,7 @@ from pathlib import Path
 
 from attnmt.checkpoint import read_best_json
 from attnmt.errors import AttnmtError, CheckpointError, ConfigError
+from attnmt.run_dir import BEST_JSON, CHECKPOINTS, LAST, RunDir
 from attnmt.train.averaging import average_checkpoints, average_state_dicts
 
 __all__ = [
@@ -46,8 +47,8 @@ def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
         if item.is_file():
             files.append(item)
             continue
-        ckpt_dir = item / "checkpoints" if (item / "checkpoints").is_dir() else item
-        best = ckpt_dir / "best.json"
+        ckpt_dir = RunDir.checkpoint_dir(item)
+        best = ckpt_dir / BEST_JSON
         if not best.is_file():
             raise CheckpointError(
                 f"{item}: neither a checkpoint file nor a run directory with "
@@ -64,10 +65,10 @@ def _listed(ckpt_dir: Path) -> list[str]:
     """The file names ``ckpt_dir/best.json`` lists (all of its ``"file"`` values, even of a
     best.json that is otherwise malformed)."""
     try:
-        return [e["file"] for e in read_best_json(ckpt_dir / "best.json")]
+        return [e["file"] for e in read_best_json(ckpt_dir / BEST_JSON)]
     except CheckpointError:
         try:
-            text = (ckpt_dir / "best.json").read_text(encoding="utf-8", errors="replace")
+            text = (ckpt_dir / BEST_JSON).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return []
         return re.findall(r'"file"\s*:\s*"([^"]+)"', text)
@@ -75,9 +76,7 @@ def _listed(ckpt_dir: Path) -> list[str]:
 
 def _is_checkpoint_dir(folder: Path) -> bool:
     """Whether ``folder`` is (or looks like) a run's checkpoints folder."""
-    return folder.name == "checkpoints" or any(
-        (folder / name).is_file() for name in ("best.json", "last.pt")
-    )
+    return folder.name == CHECKPOINTS or any((folder / n).is_file() for n in (BEST_JSON, LAST))
 
 
 def check_output(output: Path, files: Sequence[Path], force: bool) -> None:
@@ -89,10 +88,10 @@ def check_output(output: Path, files: Sequence[Path], force: bool) -> None:
     why, advice = None, f"choose another name, e.g. {suggestion}"
     if output.is_dir():
         why, advice = "is a directory", f"name the file to write, e.g. {output / 'avg.pt'}"
-    elif in_run and output.name == "last.pt":
+    elif in_run and output.name == LAST:
         why = "is the run's last.pt, the training state resume= continues from"
     elif in_run and output.name in _listed(output.parent):
-        why = f"is listed in {output.parent / 'best.json'}, which evaluate.py and ensembles read"
+        why = f"is listed in {output.parent / BEST_JSON}, which evaluate.py and ensembles read"
     elif in_run and _TRAINER_NAME.fullmatch(output.name):
         why = "is named like the run's own checkpoints, which resume= would take it for"
     elif any(output.resolve() == f.resolve() for f in files):

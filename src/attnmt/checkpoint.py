@@ -51,12 +51,12 @@ import torch
 from attnmt import atomic
 from attnmt.atomic import STALE_TMP_AGE_S, atomic_path, write_json
 from attnmt.errors import CheckpointError
+from attnmt.run_dir import BEST_FILE, BEST_JSON, LAST, RunDir, best_name
 
 log = logging.getLogger(__name__)
 FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
-_BEST_FILE = re.compile(r"best-(\d+)\.pt")
 _TORCH_WRITE_FAILURE = re.compile(r"write|unexpected pos|iostream error", re.IGNORECASE)
 FULL_DISK_BYTES = 1 << 20
 """Less free space than this after a failed checkpoint write: the disk is full."""
@@ -304,13 +304,13 @@ def evaluation_candidates(path: str | Path) -> list[Path]:
         return [path]
     if not path.exists():
         raise CheckpointError(f"checkpoint or run directory not found: {path}")
-    ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    listed = _best_files(ckpt_dir / "best.json")
+    ckpt_dir = RunDir.checkpoint_dir(path)
+    listed = _best_files(ckpt_dir / BEST_JSON)
     missing = [n for n in listed if not (ckpt_dir / n).is_file()]
     if missing:
         log.warning(
             "%s lists %s but %s missing; using the newest readable checkpoint of the run",
-            ckpt_dir / "best.json",
+            ckpt_dir / BEST_JSON,
             ", ".join(str(ckpt_dir / n) for n in missing),
             "it is" if len(missing) == 1 else "they are",
         )
@@ -351,11 +351,11 @@ def best_checkpoints(path: str | Path, k: int) -> list[Path]:
             f"ensemble={k} needs a run directory (its best.json lists the best checkpoints), "
             f"got {path}; or name the files: ckpt=[A.pt,B.pt]"
         )
-    ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    listed = [ckpt_dir / name for name in _best_files(ckpt_dir / "best.json")]
+    ckpt_dir = RunDir.checkpoint_dir(path)
+    listed = [ckpt_dir / name for name in _best_files(ckpt_dir / BEST_JSON)]
     if len(listed) < k:
         raise CheckpointError(
-            f"ensemble={k}: {ckpt_dir / 'best.json'} lists {len(listed)} checkpoint(s); "
+            f"ensemble={k}: {ckpt_dir / BEST_JSON} lists {len(listed)} checkpoint(s); "
             f"lower ensemble to at most {len(listed)} (trainer.keep_best sets how many are kept)"
         )
     missing = [str(p) for p in listed[:k] if not p.is_file()]
@@ -419,11 +419,11 @@ class CheckpointManager:
 
     @property
     def last_path(self) -> Path:
-        return self.directory / "last.pt"
+        return self.directory / LAST
 
     @property
     def best_json(self) -> Path:
-        return self.directory / "best.json"
+        return self.directory / BEST_JSON
 
     def _read_best(self) -> list[dict[str, Any]]:
         """The listed best checkpoints that exist (a warning names those that do not); a
@@ -445,7 +445,7 @@ class CheckpointManager:
         a validation BLEU, best first."""
         entries = []
         for path in self.directory.glob("best-*.pt"):
-            match, scores = _BEST_FILE.fullmatch(path.name), _scores_of(peek_checkpoint(path))
+            match, scores = BEST_FILE.fullmatch(path.name), _scores_of(peek_checkpoint(path))
             if match and scores is not None:
                 entries.append(
                     {"file": path.name, "step": int(match.group(1)), "val_bleu": scores[1]}
@@ -462,7 +462,7 @@ class CheckpointManager:
         if scores is None:
             return
         step, bleu = scores
-        name = f"best-{step}.pt"
+        name = best_name(step)
         if any(e["file"] == name for e in self.best) or not self.is_best(bleu):
             return
         self._admit(name, step, bleu, lambda target: _copy_file(self.last_path, target))
@@ -518,7 +518,7 @@ class CheckpointManager:
             if changed:
                 self._write_best_json()
             return False
-        name = f"best-{step}.pt"
+        name = best_name(step)
         self._admit(name, step, bleu, lambda target: save_checkpoint(payload, target))
         return True
 
@@ -558,12 +558,12 @@ def resume_candidates(path: str | Path) -> list[Path]:
     """A run directory's checkpoints (``<run>`` or ``<run>/checkpoints``), newest training
     state first: ``last.pt``, then ``best-<step>.pt`` by step, descending."""
     path = Path(path)
-    ckpt_dir = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    last = [ckpt_dir / "last.pt"] if (ckpt_dir / "last.pt").is_file() else []
+    ckpt_dir = RunDir.checkpoint_dir(path)
+    last = [ckpt_dir / LAST] if (ckpt_dir / LAST).is_file() else []
     best = [
         (int(m.group(1)), p)
         for p in ckpt_dir.glob("best-*.pt")
-        if (m := _BEST_FILE.fullmatch(p.name)) and p.is_file()
+        if (m := BEST_FILE.fullmatch(p.name)) and p.is_file()
     ]
     return last + [p for _, p in sorted(best, key=lambda sp: sp[0], reverse=True)]
 
@@ -632,5 +632,6 @@ def load_resume(
 
 
 def run_dir_of(checkpoint: Path) -> Path | None:
-    """``<run>`` for ``<run>/checkpoints/<file>.pt``, else None."""
-    return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else None
+    """``<run>`` for ``<run>/checkpoints/<file>.pt``, else None (:meth:`RunDir.of_checkpoint`)."""
+    run = RunDir.of_checkpoint(checkpoint)
+    return None if run is None else run.path

@@ -26,10 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CHECKPOINTS = "checkpoints"
+LAST = "last.pt"
+BEST_JSON = "best.json"
 HYDRA = ".hydra"
 MARKERS = (CHECKPOINTS, HYDRA)
 """What makes a folder a training run's: either subfolder (a loose ``train.log`` does not)."""
 BEST_FILE = re.compile(r"best-(\d+)\.pt")
+
+
+def best_name(step: int) -> str:
+    """The file name of the best checkpoint of ``step``: ``best-<step>.pt``."""
+    return f"best-{step}.pt"
 
 
 @dataclass(frozen=True)
@@ -47,15 +54,15 @@ class RunDir:
 
     @property
     def last(self) -> Path:
-        return self.checkpoints / "last.pt"
+        return self.checkpoints / LAST
 
     @property
     def best_json(self) -> Path:
-        return self.checkpoints / "best.json"
+        return self.checkpoints / BEST_JSON
 
     def best(self, step: int) -> Path:
         """``checkpoints/best-<step>.pt``."""
-        return self.checkpoints / f"best-{step}.pt"
+        return self.checkpoints / best_name(step)
 
     @property
     def lock(self) -> Path:

@@ -42,7 +42,6 @@ from omegaconf import DictConfig
 
 from attnmt import EOS_ID
 from attnmt.atomic import check_writable_dir, write_error, write_json
-from attnmt.checkpoint import run_dir_of
 from attnmt.cli.common import check_ckpt, parse_settings
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.config import DecodeConfig
@@ -51,6 +50,7 @@ from attnmt.decode.plots import save_attention_png
 from attnmt.decode.search import Hypothesis
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.errors import CommandInterrupted, ConfigError, DataError, WriteError
+from attnmt.run_dir import RunDir
 from attnmt.run_record import VERSION as RECORD_VERSION
 
 log = logging.getLogger(__name__)
@@ -296,7 +296,8 @@ def _run(
     key, record = evaluation_key(list(members), s, decode, sources, refs)
     name = ckpt.stem if len(members) == 1 else f"ensemble{len(members)}-{ckpt.stem}"
     tag = f"{name}-{label}-beam{decode.beam}-{key}"
-    out_dir = Path(s.out_dir) if s.out_dir else (run_dir_of(ckpt) or ckpt.parent) / "eval" / tag
+    run = RunDir.of_checkpoint(ckpt) or RunDir(ckpt.parent)
+    out_dir = Path(s.out_dir) if s.out_dir else run.eval / tag
     open_out_dir(out_dir, key, record, chosen=bool(s.out_dir))
     progress.out_dir, progress.stage = out_dir, "while decoding"
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)

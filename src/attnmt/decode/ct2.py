@@ -86,6 +86,7 @@ from attnmt.decode.translator import detokenize_lines, encode_sources, load_tran
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.transformer import Transformer
+from attnmt.run_dir import BEST_JSON, CHECKPOINTS, LAST, RunDir
 
 log = logging.getLogger(__name__)
 
@@ -305,15 +306,6 @@ def vocabularies(tokenizer: Tokenizer) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------- export
 
 
-RUN_MARKERS = ("checkpoints", ".hydra")
-"""What makes a directory a training run's: either subdirectory (a loose ``train.log``
-does not: any folder may hold a file of that name)."""
-
-
-def _is_run_dir(path: Path) -> bool:
-    return any((path / marker).is_dir() for marker in RUN_MARKERS)
-
-
 def refuse_run_output(out: Path) -> None:
     """ConfigError when writing ``out`` could destroy a training run or a checkpoint: ``out``
     is a checkpoint file, a run directory, inside one, or holds one (``force=true``
@@ -324,11 +316,11 @@ def refuse_run_output(out: Path) -> None:
             f"out={out} is a checkpoint file; an export would destroy it. Choose a new "
             "directory, e.g. out=ct2-model"
         )
-    inside = next((p for p in [out, *out.parents] if _is_run_dir(p)), None)
+    inside = next((p for p in [out, *out.parents] if RunDir.is_run(p)), None)
     held = None
     if inside is None and out.is_dir():
         held = next(
-            (p for p in out.rglob("*") if p.suffix == ".pt" or (p.is_dir() and _is_run_dir(p))),
+            (p for p in out.rglob("*") if p.suffix == ".pt" or (p.is_dir() and RunDir.is_run(p))),
             None,
         )
     if inside is not None or held is not None:
@@ -486,7 +478,7 @@ def read_export_info(model_dir: str | Path) -> dict[str, Any]:
     """``attnmt_export.json`` of an exported directory; CheckpointError when it is not one."""
     path = Path(model_dir)
     hint = "export a checkpoint with: python scripts/export_ctranslate2.py ckpt=RUN out=DIR"
-    if path.is_file() or any((path / n).exists() for n in ("checkpoints", "best.json", "last.pt")):
+    if path.is_file() or any((path / n).exists() for n in (CHECKPOINTS, BEST_JSON, LAST)):
         raise CheckpointError(
             f"{path} is an attnmt checkpoint, not a CTranslate2 export: translate it without "
             f"backend=ctranslate2, or {hint.replace('RUN', str(path))}"

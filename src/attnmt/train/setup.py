@@ -23,12 +23,13 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from attnmt.checkpoint import load_resolved, load_resume, load_weights, run_dir_of
+from attnmt.checkpoint import load_resolved, load_resume, load_weights
 from attnmt.data.corpora import check_splits
 from attnmt.decode.translator import Translator
 from attnmt.devices import resolve_device
 from attnmt.errors import ConfigError
 from attnmt.models.registry import build_model
+from attnmt.run_dir import RunDir
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
 from attnmt.train.continuation import finetuned_settings, resumed_settings
@@ -118,7 +119,7 @@ def compose_settings(
     if ckpt_path is not None and payload is not None:
         raw = resumed_settings(raw, payload["config"], explicit, str(ckpt_path), setting_keys)
         origin = Resume(ckpt_path, payload)
-        run_dir = run_dir_of(ckpt_path) or run_dir
+        run_dir = run.path if (run := RunDir.of_checkpoint(ckpt_path)) else run_dir
     elif resume == "auto":
         log.info("resume=auto: no checkpoint under %s/; starting afresh", OUTPUTS)
     if finetune:
@@ -227,7 +228,7 @@ def _continue_log(run_dir: Path, new_dir: Path, is_main: bool) -> logging.Handle
     directory Hydra opened for this process), so one file tells the whole run."""
     if not is_main or run_dir.resolve() == new_dir.resolve():
         return None
-    handler = logging.FileHandler(run_dir / "train.log", mode="a", encoding="utf-8")
+    handler = logging.FileHandler(RunDir(run_dir).train_log, mode="a", encoding="utf-8")
     handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
     logging.getLogger().addHandler(handler)
     log.info("this process's own directory: %s", new_dir)
