@@ -4,6 +4,7 @@ every refusal as a JSON error naming the field, the bounded queue and batching."
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from attnmt.decode.config import DecodeConfig
 from attnmt.errors import ConfigError
 from attnmt.serve.app import STATIC, create_app
 from attnmt.serve.backend import Options, ServedModel, load_model
+from attnmt.serve.jsonio import dumps
 from attnmt.serve.settings import ServeSettings
 from attnmt.serve.worker import DecodeWorker
 
@@ -322,7 +324,7 @@ def test_queued_requests_decode_as_one_batch_with_the_same_output(
     futures = [worker.submit([line], Options(2, 0.6, 2)) for line in LINES if line]
     other = worker.submit(["c"], Options(1, 0.6, 1))  # another beam: its own batch
     gate.open.set()
-    got = [f.result(30) for f in futures]
+    got = [json.loads(b"".join(f.result(30))) for f in futures]  # the encoded lines
     assert first.result(30) and other.result(30)
     worker.stop()
     assert batches == [[1], [1, 1, 1, 1], [1]]
@@ -333,7 +335,7 @@ def test_queued_requests_decode_as_one_batch_with_the_same_output(
                 t["score"] = round(t["score"], 4)
         return results
 
-    assert [rounded(r) for r in got] == [rounded(r) for r in alone]
+    assert [rounded(r) for r in got] == [rounded(json.loads(dumps(r))) for r in alone]
 
 
 # ---------------------------------------------------------------- the command line

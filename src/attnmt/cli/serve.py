@@ -61,7 +61,8 @@ def is_loopback(host: str) -> bool:
 
 def run(cfg: DictConfig | Mapping[str, Any], start: Callable[..., Any] | None = None) -> None:
     """Load the model(s) of configs/serve.yaml and serve them; ``start(app, host, port,
-    log_level)`` runs the server (default ``uvicorn.run``; tests pass their own)."""
+    log_level)`` runs the server (default :func:`attnmt.serve.runner.serve`: uvicorn until
+    Ctrl-C; tests pass their own)."""
     s, decode = parse_settings(cfg, ServeSettings)
     require_serve_extra()
     check_port_free(s.host, s.port)
@@ -81,7 +82,7 @@ def run(cfg: DictConfig | Mapping[str, Any], start: Callable[..., Any] | None = 
         s.port,
     )
     if start is None:
-        import uvicorn
+        from attnmt.serve.runner import serve
 
-        start = uvicorn.run
+        start = serve
     start(app, host=s.host, port=s.port, log_level=s.log_level)

@@ -38,10 +38,12 @@ class TranslateRequest(BaseModel):
 
 
 def lines_of(text: str | list[str], max_lines: int) -> list[str]:
-    """The request's lines; ApiError for empty text, only blank lines or too many lines."""
+    """The request's lines; ApiError for empty text, only blank lines, too many lines or
+    a line that is not Unicode text (:func:`check_encodable`)."""
     if isinstance(text, str):
         if not text.strip():
             raise ApiError(422, "text", "text: empty or only whitespace; give a sentence")
+        check_encodable(text, "text")
         return [text]
     if not text:
         raise ApiError(422, "text", "text: an empty list; give at least one line")
@@ -54,7 +56,25 @@ def lines_of(text: str | list[str], max_lines: int) -> list[str]:
         )
     if not any(line.strip() for line in text):
         raise ApiError(422, "text", "text: every line is empty or only whitespace")
+    for i, line in enumerate(text):
+        check_encodable(line, f"text[{i}]")
     return text
+
+
+def check_encodable(line: str, field: str) -> None:
+    """ApiError naming ``field`` when ``line`` holds a lone surrogate (JSON's ``\\ud800``
+    escape decodes to one): it is no character, UTF-8 cannot encode it and the tokenizer
+    would fail on it."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(line[err.start])
+        raise ApiError(
+            422,
+            field,
+            f"{field}: character {err.start + 1} is a lone surrogate (\\u{code:04x}), not "
+            "text; send valid Unicode (a surrogate pair for characters beyond U+FFFF)",
+        ) from None
 
 
 def options_of(

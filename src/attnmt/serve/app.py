@@ -1,7 +1,11 @@
 """The ASGI app, built by :func:`create_app` from settings and loaded models (no globals).
 
 Routes: ``GET /`` the page (static/, no build step, nothing from the network), ``GET /info``,
-``POST /translate``, ``GET /docs`` and ``/openapi.json`` (FastAPI's OpenAPI description).
+``POST /translate``, ``/openapi.json`` (FastAPI's OpenAPI description) and, with
+``docs=true``, ``/docs`` (Swagger UI, whose scripts come from a CDN).
+
+``app.state.stop()`` (Ctrl-C, see :mod:`attnmt.serve.runner`, or the end of the lifespan)
+closes every worker: the requests waiting or decoding get 503 at once.
 """
 
 from __future__ import annotations
@@ -13,15 +17,16 @@ from contextlib import asynccontextmanager
 from importlib.resources import files
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from attnmt.serve.api import ApiError, TranslateRequest, lines_of, options_of
 from attnmt.serve.backend import NO_ATTENTION, ServedModel
-from attnmt.serve.errors import BodyLimit, dumps, install_error_handlers
+from attnmt.serve.errors import BodyLimit, install_error_handlers
+from attnmt.serve.jsonio import dumps
 from attnmt.serve.settings import ServeSettings
-from attnmt.serve.worker import DecodeWorker, QueueFull
+from attnmt.serve.worker import DecodeWorker, Job, QueueFull, Stopping
 
 log = logging.getLogger(__name__)
 
@@ -32,34 +37,52 @@ def json_response(content: Any, status: int = 200) -> Response:
     return Response(dumps(content), status_code=status, media_type="application/json")
 
 
+STOPPING = "the server is stopping (Ctrl-C); retry when it is back"
+JOIN_S = 5.0  # seconds a stopping server waits for each decode thread to end
+
+
 def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
     """The app serving ``models`` (the first is ``ckpt=``, a second ``ckpt2=``) within the
     limits of ``settings``; one :class:`DecodeWorker` per model, stopped at shutdown."""
-    workers = [DecodeWorker(m, settings.queue_size, settings.batch_lines) for m in models]
+    workers = [
+        DecodeWorker(m, settings.queue_size, settings.batch_lines, settings.max_attention_values)
+        for m in models
+    ]
+
+    def stop() -> None:
+        for worker in workers:
+            worker.close()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        stop()
         for worker in workers:
-            worker.stop()
+            await asyncio.to_thread(worker.join, JOIN_S)
 
     app = FastAPI(
         title="attnmt",
         summary="Translations, scores, pieces, attention maps and word alignments",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url="/docs" if settings.docs else None,
+        redoc_url=None,
     )
     app.state.workers = workers
     app.state.settings = settings
+    app.state.stop = stop
     install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_kb * 1024)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_kb * 1024, timeout_s=settings.body_timeout_s
+    )
     static = str(STATIC)
     app.mount("/static", StaticFiles(directory=static), name="static")
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(f"{static}/index.html", media_type="text/html")
 
+    @app.head("/info", include_in_schema=False)
     @app.get("/info", summary="The models served and the server's limits")
     async def info() -> Response:
         return json_response(
@@ -72,6 +95,8 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
                     "queue_size": settings.queue_size,
                     "batch_lines": settings.batch_lines,
                     "timeout_s": settings.timeout_s,
+                    "max_attention_values": settings.max_attention_values,
+                    "body_timeout_s": settings.body_timeout_s,
                 },
             }
         )
@@ -82,18 +107,19 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
         responses={
             200: {"description": "per line: translations, scores, pieces, attention"},
             400: {"description": "invalid JSON"},
+            408: {"description": "the body did not arrive within body_timeout_s"},
             413: {"description": "body or line count over the limit"},
             422: {"description": "a field with a wrong type or value (named in `field`)"},
-            503: {"description": "the queue is full or decoding took too long"},
+            503: {"description": "the queue is full, decoding took too long, or stopping"},
         },
     )
-    async def translate(req: TranslateRequest) -> Response:
+    async def translate(req: TranslateRequest, request: Request) -> Response:
         lines = lines_of(req.text, settings.max_lines)
         model, options = options_of(req, settings, models)
         note = NO_ATTENTION if req.attention and not model.has_attention else None
         worker = workers[req.model]
         try:
-            future = worker.submit(lines, options)
+            job = worker.submit(lines, options)
         except QueueFull:
             raise ApiError(
                 503,
@@ -101,22 +127,51 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
                 f"busy: {settings.queue_size} requests are waiting for model {req.model} "
                 "(queue_size); retry shortly",
             ) from None
-        try:
-            results = await asyncio.wait_for(asyncio.wrap_future(future), settings.timeout_s)
-        except TimeoutError:
-            raise ApiError(
-                503, None, f"decoding took longer than {settings.timeout_s:g} s (timeout_s)"
-            ) from None
-        except Exception as err:  # the decode failed (logged by the worker); the server goes on
-            raise ApiError(500, None, f"decoding failed: {type(err).__name__}: {err}") from None
-        return json_response(
+        except Stopping:
+            raise ApiError(503, None, STOPPING) from None
+        lines_json = await outcome(job, worker, request, settings.timeout_s)
+        head = dumps(
             {
                 "model": req.model,
                 "backend": model.info.get("backend"),
                 "decode": {"beam": options.beam, "alpha": options.alpha, "n_best": options.n_best},
                 "attention_note": note,
-                "lines": results,
             }
         )
+        body = b"".join([head[:-1], b',"lines":', *lines_json, b"}"])
+        return Response(body, media_type="application/json")
 
     return app
+
+
+async def outcome(job: Job, worker: DecodeWorker, request: Request, timeout: float) -> list[bytes]:
+    """``job``'s encoded lines once decoded; ApiError when it failed (500), the server
+    stops (503), ``timeout`` s pass (503) or the client hangs up (499, sent to no one).
+    A job nobody waits for any more is abandoned: it leaves the queue, or its decode stops."""
+    result = asyncio.wrap_future(job)
+    gone = asyncio.ensure_future(hung_up(request))
+    try:
+        done, _ = await asyncio.wait(
+            {result, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        gone.cancel()
+    if result in done:
+        error = result.exception()
+        if error is None:
+            return result.result()
+        if isinstance(error, Stopping):
+            raise ApiError(503, None, STOPPING)
+        # the decode failed (logged by the worker); the server goes on
+        raise ApiError(500, None, f"decoding failed: {type(error).__name__}: {error}")
+    result.cancel()  # so a result or error set later is dropped, not logged as unread
+    worker.abandon(job)
+    if gone in done:
+        raise ApiError(499, None, "client closed the connection before its translation")
+    raise ApiError(503, None, f"decoding took longer than {timeout:g} s (timeout_s)")
+
+
+async def hung_up(request: Request) -> None:
+    """Return when the client of ``request`` (whose body has been read) disconnects."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

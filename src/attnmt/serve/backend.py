@@ -10,20 +10,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnmt import UNK_ID
 from attnmt.checkpoint import load_checkpoint
 from attnmt.data.textio import normalize_space
-from attnmt.decode.attention_maps import AttentionMaps, attention_maps
+from attnmt.decode.attention_maps import KINDS, AttentionMaps, attention_maps
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.ct2 import CT2Translator, is_export_dir, load_ct2_translator, read_export_info
-from attnmt.decode.search import Hypothesis
+from attnmt.decode.search import Hypothesis, StopCheck
 from attnmt.decode.translator import Translator, detokenize_lines, load_translator
 from attnmt.decode.word_alignment import pharaoh, word_alignment
 from attnmt.errors import ConfigError
+from attnmt.serve.jsonio import map_json
 
 NO_ATTENTION = (
     "CTranslate2 backend: no attention, scores or alignments (serve the checkpoint for them)"
 )
-MAPS_PER_BATCH = 64  # hypotheses teacher-forced at once for their attention maps
+#: padded attention values teacher-forced at once (float32: 8 MB), so that alignments of
+#: long lines never hold every map of a request in memory together
+MAP_VALUES_PER_CHUNK = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class ServedModel:
     label: str
     translator: Translator | CT2Translator
     info: dict[str, Any] = field(default_factory=dict)
+    _counts: tuple[int, int, int] | None = field(default=None, init=False, repr=False)
 
     @property
     def has_attention(self) -> bool:
@@ -64,25 +69,44 @@ class ServedModel:
         return self.decode.max_src_len
 
     def search(
-        self, lines: Sequence[str], options: Options, n: int
+        self, lines: Sequence[str], options: Options, n: int, should_stop: StopCheck | None = None
     ) -> list[list[Hypothesis]] | list[list[list[int]]]:
         """The ``n`` best per line (attnmt: Hypothesis lists; CTranslate2: one piece-id
-        list per line), decoded as the Translator batches them."""
+        list per line), decoded as the Translator batches them. ``should_stop`` is checked
+        between decoder steps (attnmt only; True: KeyboardInterrupt)."""
         overrides = {"beam": options.beam, "alpha": options.alpha}
         if isinstance(self.translator, Translator):
-            return self.translator.n_best(lines, n, **overrides)
+            self.translator.should_stop = should_stop
+            try:
+                return self.translator.n_best(lines, n, **overrides)
+            finally:
+                self.translator.should_stop = None
         found = self.translator.piece_ids(lines, **overrides)
         return [[ids] if ids is not None else [] for ids in found]
 
     def results(
-        self, lines: Sequence[str], found: Sequence[Sequence[Any]], options: Options
+        self,
+        lines: Sequence[str],
+        found: Sequence[Sequence[Any]],
+        options: Options,
+        max_values: int | None = None,
+        should_stop: StopCheck | None = None,
     ) -> list[dict[str, Any]]:
-        """The JSON result of each line from its ``found`` hypotheses."""
+        """The JSON result of each line from its ``found`` hypotheses (maps pre-encoded as
+        :class:`~attnmt.serve.jsonio.RawJSON`). With ``options.attention`` the maps of at
+        most ``max_values`` attention values are returned, best translations of every line
+        first (:meth:`grant_maps`); the lines whose maps were left out say so in their
+        ``warnings``. ``should_stop`` is checked between teacher-forced chunks (True: raise
+        KeyboardInterrupt, as the search does)."""
         tok = self.translator.tokenizer
         limit = self.source_limit()
         src_ids = tok.encode_src([normalize_space(s) for s in lines])
+        sources = [ids[:limit] for ids in src_ids]
         found = [list(hyps)[: options.n_best] for hyps in found]
-        maps = self._maps(src_ids, found, limit) if options.attention or options.alignments else {}
+        granted: set[tuple[int, int]] = set()
+        if options.attention and self.has_attention:
+            granted = self.grant_maps(sources, found, max_values)
+        extras = self._map_outputs(sources, found, granted, options.alignments, should_stop)
         out = []
         for i, (line, ids) in enumerate(zip(lines, src_ids)):
             warnings = []
@@ -91,8 +115,16 @@ class ServedModel:
                     f"line {i + 1}: {len(ids)} source pieces; translated from its first {limit} "
                     f"(decode.max_src_len={self.decode.max_src_len})"
                 )
+            left_out = [j + 1 for j in range(len(found[i])) if (i, j) not in granted]
+            if options.attention and self.has_attention and left_out:
+                warnings.append(
+                    f"line {i + 1}: no attention maps for translation {_ranks(left_out)}: the "
+                    f"response's maps would exceed max_attention_values={max_values}; ask "
+                    "for fewer lines or a smaller n_best"
+                )
             translations = [
-                self._translation(hyp, maps.get((i, j)), options) for j, hyp in enumerate(found[i])
+                self._translation(hyp, extras.get((i, j), {}), options)
+                for j, hyp in enumerate(found[i])
             ]
             out.append(
                 {
@@ -104,27 +136,102 @@ class ServedModel:
             )
         return out
 
-    def _maps(
-        self, src_ids: list[list[int]], found: list[list[Any]], limit: int
-    ) -> dict[tuple[int, int], AttentionMaps]:
+    def map_values(self, target: int, source: int) -> int:
+        """Attention values in the maps of one translation of ``target`` rows (pieces and
+        ``</s>`` when finished) for ``source`` columns (pieces and ``</s>``)."""
+        cross, enc, dec = self._map_counts()
+        return cross * target * source + enc * source * source + dec * target * target
+
+    def grant_maps(
+        self, sources: list[list[int]], found: list[list[Any]], max_values: int | None
+    ) -> set[tuple[int, int]]:
+        """The (line, rank) pairs whose maps fit in ``max_values`` values, taken in the order
+        every line's best translation, then every second best, ...; a pair that does not fit
+        is skipped and smaller ones after it still get theirs (None: no limit)."""
+        order = sorted(
+            ((i, j) for i, hyps in enumerate(found) for j in range(len(hyps))),
+            key=lambda key: (key[1], key[0]),
+        )
+        granted, used = set(), 0
+        for i, j in order:
+            cost = self.map_values(_rows(found[i][j]), len(sources[i]) + 1)
+            if max_values is None or used + cost <= max_values:
+                granted.add((i, j))
+                used += cost
+        return granted
+
+    def _map_counts(self) -> tuple[int, int, int]:
+        """How many [rows, columns] matrices (layers x heads) the cross, encoder-self and
+        decoder-self maps hold, read once from the maps of a one-piece pair."""
+        if self._counts is None:
+            assert isinstance(self.translator, Translator)
+            t = self.translator
+            (probe,) = attention_maps(
+                t.model, t.tokenizer, t.device, [[UNK_ID]], [([UNK_ID], True)]
+            )
+            cross, enc, dec = (
+                0 if m is None else m.shape[0] * m.shape[1]
+                for m in (probe.cross, probe.encoder_self, probe.decoder_self)
+            )
+            self._counts = (cross, enc, dec)
+        return self._counts
+
+    def _map_outputs(
+        self,
+        sources: list[list[int]],
+        found: list[list[Any]],
+        granted: set[tuple[int, int]],
+        alignments: bool,
+        should_stop: StopCheck | None,
+    ) -> dict[tuple[int, int], dict[str, Any]]:
+        """Per (line, rank): its ``alignment`` (with ``alignments``) and, for the granted
+        pairs, its ``attention``, teacher-forced in chunks of at most
+        MAP_VALUES_PER_CHUNK padded values; each chunk's maps are encoded and dropped
+        before the next."""
         if not isinstance(self.translator, Translator):
             return {}
-        keys = [(i, j) for i, hyps in enumerate(found) for j in range(len(hyps))]
-        maps: dict[tuple[int, int], AttentionMaps] = {}
-        for start in range(0, len(keys), MAPS_PER_BATCH):
-            part = keys[start : start + MAPS_PER_BATCH]
+        keys = [
+            (i, j)
+            for i, hyps in enumerate(found)
+            for j in range(len(hyps))
+            if alignments or (i, j) in granted
+        ]
+        out: dict[tuple[int, int], dict[str, Any]] = {}
+        for part in self._chunks(keys, sources, found):
+            if should_stop is not None and should_stop():
+                raise KeyboardInterrupt
             got = attention_maps(
                 self.translator.model,
                 self.translator.tokenizer,
                 self.translator.device,
-                [src_ids[i][:limit] for i, _ in part],
+                [sources[i] for i, _ in part],
                 [(found[i][j].tokens, found[i][j].finished) for i, j in part],
             )
-            maps.update(zip(part, got))
-        return maps
+            for key, maps in zip(part, got):
+                out[key] = _map_output(maps, alignments, key in granted)
+        return out
+
+    def _chunks(
+        self, keys: list[tuple[int, int]], sources: list[list[int]], found: list[list[Any]]
+    ) -> list[list[tuple[int, int]]]:
+        """``keys`` cut into runs whose padded maps hold at most MAP_VALUES_PER_CHUNK values
+        (a pair over it alone)."""
+        chunks: list[list[tuple[int, int]]] = []
+        part: list[tuple[int, int]] = []
+        rows = cols = 0
+        for i, j in keys:
+            r, c = max(rows, _rows(found[i][j])), max(cols, len(sources[i]) + 1)
+            if part and (len(part) + 1) * self.map_values(r, c) > MAP_VALUES_PER_CHUNK:
+                chunks.append(part)
+                part, r, c = [], _rows(found[i][j]), len(sources[i]) + 1
+            part.append((i, j))
+            rows, cols = r, c
+        if part:
+            chunks.append(part)
+        return chunks
 
     def _translation(
-        self, hyp: Hypothesis | list[int], maps: AttentionMaps | None, options: Options
+        self, hyp: Hypothesis | list[int], extra: dict[str, Any], options: Options
     ) -> dict[str, Any]:
         tok = self.translator.tokenizer
         if not isinstance(hyp, Hypothesis):  # CTranslate2: piece ids only
@@ -142,15 +249,41 @@ class ServedModel:
             "target_pieces": pieces,
             "finished": hyp.finished,
         }
-        if maps is not None and options.alignments:
-            weights = maps.mean_last_cross()
-            out["alignment"] = pharaoh(
-                word_alignment(weights, maps.source_pieces, maps.target_pieces)
-            )
-        if maps is not None and options.attention:
-            pieces_in = maps.decoder_input_pieces
-            out["attention"] = {**maps.to_lists(), "decoder_input_pieces": pieces_in}
+        if options.alignments:
+            out["alignment"] = extra.get("alignment")
+        if options.attention:
+            out["attention"] = extra.get("attention")
         return out
+
+
+def _rows(hyp: Hypothesis) -> int:
+    """A hypothesis' map rows: its pieces and ``</s>`` when it ended with it."""
+    return len(hyp.tokens) + (1 if hyp.finished else 0)
+
+
+def _ranks(ranks: list[int]) -> str:
+    """``[2, 3, 4, 6]`` -> ``2-4, 6``."""
+    runs: list[list[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def _map_output(maps: AttentionMaps, alignments: bool, attention: bool) -> dict[str, Any]:
+    """One translation's alignment and encoded maps, as the API returns them."""
+    out: dict[str, Any] = {}
+    if alignments:
+        weights = maps.mean_last_cross()
+        out["alignment"] = pharaoh(word_alignment(weights, maps.source_pieces, maps.target_pieces))
+    if attention:
+        out["attention"] = {
+            **{kind: map_json(getattr(maps, kind)) for kind in KINDS},
+            "decoder_input_pieces": maps.decoder_input_pieces,
+        }
+    return out
 
 
 def load_model(
@@ -180,8 +313,8 @@ def attnmt_info(translator: Translator, path: str) -> dict[str, Any]:
     model_config = dict(payload.get("model_config", {}))
     return {
         "backend": "attnmt",
-        "given": path,
-        "checkpoint": str(ckpt) if ckpt else None,
+        "given": Path(path).name,
+        "checkpoint": shown_path(ckpt, path),
         "model": payload.get("model_name", model.name),
         "model_config": model_config,
         "corpus": data.get("name"),
@@ -210,8 +343,8 @@ def ct2_info(translator: CT2Translator, path: str) -> dict[str, Any]:
     data = payload.get("config", {}).get("data", {}) if payload else {}
     return {
         "backend": "ctranslate2",
-        "given": path,
-        "checkpoint": source,
+        "given": Path(path).name,
+        "checkpoint": shown_path(source, path),
         "model": "transformer",
         "model_config": export.get("model_config", {}),
         "quantization": export.get("quantization"),
@@ -226,6 +359,17 @@ def ct2_info(translator: CT2Translator, path: str) -> dict[str, Any]:
         "note": NO_ATTENTION,
         "decode": dataclasses.asdict(translator.decode),
     }
+
+
+def shown_path(path: str | Path | None, given: str) -> str | None:
+    """``path`` as /info shows it: relative to the ``given`` directory when inside it, else
+    its file name (never an absolute path, which would tell clients about the server's
+    disk)."""
+    if not path:
+        return None
+    if Path(given).is_dir() and Path(path).resolve().is_relative_to(Path(given).resolve()):
+        return Path(path).resolve().relative_to(Path(given).resolve()).as_posix()
+    return Path(path).name
 
 
 def _direction(data: dict[str, Any]) -> str | None:

@@ -1,9 +1,10 @@
 """Every refusal as one JSON shape, ``{"error": "<field>: <what is wrong>", "field": ...}``,
-and the request body size limit (413 before the body is parsed)."""
+and the request body's limits: its size (413 before the body is parsed) and the time it
+may take to arrive (408)."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 from typing import Any
 
@@ -21,7 +22,14 @@ KNOWN_FIELDS = tuple(TranslateRequest.model_fields)
 
 
 def error_response(status: int, field: str | None, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse({"error": message, "field": field}, status_code=status, headers=headers)
+    """The JSON error; text that UTF-8 cannot encode (a lone surrogate echoed from the
+    request) is written as a ``\\udxxx`` escape instead of failing the answer."""
+    content = {"error": _encodable(message), "field": None if field is None else _encodable(field)}
+    return JSONResponse(content, status_code=status, headers=headers)
+
+
+def _encodable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -86,10 +94,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
 class BodyLimit:
     """ASGI middleware: a request body over ``max_bytes`` gets 413 naming ``body``, read
-    no further (a Content-Length over it is refused before a byte is read)."""
+    no further (a Content-Length over it is refused before a byte is read); a body not
+    received in full within ``timeout_s`` seconds gets 408 and its connection is closed.
+    A client that hangs up while sending is left without an answer."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float) -> None:
+        self.app, self.max_bytes, self.timeout_s = app, max_bytes, timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -97,36 +107,51 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+            await self._too_large(scope, receive, send)
             return
-        body, more = [], True
-        size = 0
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            body.append(chunk)
-            more = message.get("more_body", False)
-        replay: list[Message] = [{"type": "http.request", "body": b"".join(body)}]
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                body = await self._read(receive)
+        except TimeoutError:
+            message = (
+                f"body: not received in full within {self.timeout_s:g} s (body_timeout_s); "
+                "send the whole request at once"
+            )
+            response = error_response(408, "body", message, connection="close")
+            await response(scope, receive, send)
+            return
+        if body is None:  # the client hung up
+            return
+        if len(body) > self.max_bytes:
+            await self._too_large(scope, receive, send)
+            return
+        replay: list[Message] = [{"type": "http.request", "body": body}]
 
         async def receive_again() -> Message:
             return replay.pop() if replay else await receive()
 
         await self.app(scope, receive_again, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The body, or None when the client hung up; reading stops at one byte over
+        ``max_bytes``."""
+        body, size, more = [], 0, True
+        while more and size <= self.max_bytes:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            body.append(chunk)
+            more = message.get("more_body", False)
+        return b"".join(body)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         kb = self.max_bytes // 1024
         response = error_response(
-            413, "body", f"body: larger than this server's limit of {kb} KB (max_body_kb)"
+            413,
+            "body",
+            f"body: larger than this server's limit of {kb} KB (max_body_kb)",
+            connection="close",
         )
         await response(scope, receive, send)
-
-
-def dumps(content: Any) -> bytes:
-    """Compact JSON (attention arrays are large)."""
-    return json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()

@@ -27,6 +27,9 @@ class ServeSettings:
     queue_size: int = 16  # requests waiting per model (more: 503)
     batch_lines: int = 64  # lines of queued requests decoded together as one batch
     timeout_s: float = 120.0  # a request waiting longer for its decode gets 503
+    max_attention_values: int = 4_000_000  # attention weights per response (more: left out)
+    body_timeout_s: float = 10.0  # a request body not received in full by then gets 408
+    docs: bool = False  # /docs: FastAPI's Swagger UI, which loads its scripts from a CDN
     log_level: str = "info"  # uvicorn's: critical | error | warning | info | debug
 
     def check(self, prefix: str = "") -> None:
@@ -35,10 +38,18 @@ class ServeSettings:
             raise ConfigError(f"port={self.port} must be between 0 and 65535")
         if not self.host.strip():
             raise ConfigError("host: empty; give an address such as 127.0.0.1")
-        for name in ("max_lines", "max_body_kb", "max_beam", "queue_size", "batch_lines"):
+        for name in (
+            "max_lines",
+            "max_body_kb",
+            "max_beam",
+            "queue_size",
+            "batch_lines",
+            "max_attention_values",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
-        if not self.timeout_s > 0:
-            raise ConfigError(f"timeout_s={self.timeout_s} must be > 0")
+        for name in ("timeout_s", "body_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be > 0")
         check_choice("backend", self.backend, BACKENDS)
         check_choice("log_level", self.log_level, ("critical", "error", "warning", "info", "debug"))

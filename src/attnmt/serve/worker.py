@@ -6,22 +6,28 @@ the oldest request and every queued request that decodes the same way (same beam
 alpha: :meth:`Options.batch_key`) up to ``batch_lines`` lines, and decodes their lines in
 one call of the Translator, which length-sorts and batches them itself. A request's
 n-best lists are cut to its own ``n_best`` (beam search does not depend on it), so batching
-never changes a translation. A request whose client has given up (its future was
-cancelled) is skipped. An error in one batch fails only that batch's requests.
+never changes a translation. Each request's result is built and encoded as JSON bytes in
+this thread (:mod:`attnmt.serve.jsonio`), so the event loop only sends it.
+
+A request whose client has gone (:meth:`DecodeWorker.abandon`: it hung up, or its wait ran
+past ``timeout_s``) leaves the queue at once, and a batch whose requests are all abandoned
+stops at its next decoder step. :meth:`DecodeWorker.close` (Ctrl-C) refuses new requests,
+fails the queued and running ones with :class:`Stopping` and stops the batch in flight the
+same way. A batch that fails is decoded again request by request, so a request that cannot
+be decoded fails alone and never its batch-mates.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import queue
 import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from attnmt.serve.backend import Options, ServedModel
+from attnmt.serve.jsonio import json_parts
 
 log = logging.getLogger(__name__)
 
@@ -30,54 +36,110 @@ class QueueFull(Exception):
     """The model's queue holds ``queue_size`` requests already."""
 
 
-@dataclass
-class Job:
-    """One request: its lines, options and where its result goes."""
-
-    lines: list[str]
-    options: Options
-    future: Future = field(default_factory=Future)
+class Stopping(Exception):
+    """The server is stopping: the request was not decoded."""
 
 
-_STOP = object()
+class Abandoned(Exception):
+    """The request's client left before its decode finished (no one reads this)."""
+
+
+class Job(Future):
+    """One request: its lines and options; as a Future, its result is the JSON byte parts
+    of its ``lines`` array (:func:`attnmt.serve.jsonio.json_parts`)."""
+
+    def __init__(self, lines: list[str], options: Options) -> None:
+        super().__init__()
+        self.lines, self.options = lines, options
+        self.abandoned = False  # its client left: drop it, stop its decode
+
+
+def _settle(job: Job, result: Any = None, error: BaseException | None = None) -> None:
+    """Give ``job`` its result or error unless it is settled already (cancelled, or failed
+    by :meth:`DecodeWorker.close` meanwhile)."""
+    try:
+        if error is not None:
+            job.set_exception(error)
+        else:
+            job.set_result(result)
+    except InvalidStateError:
+        pass
 
 
 class DecodeWorker:
     """The thread that decodes every request of one model (see the module docstring)."""
 
-    def __init__(self, model: ServedModel, queue_size: int, batch_lines: int) -> None:
+    def __init__(
+        self,
+        model: ServedModel,
+        queue_size: int,
+        batch_lines: int,
+        max_attention_values: int | None = None,
+    ) -> None:
         self.model = model
-        self.batch_lines = batch_lines
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
-        self._held: list[Job] = []  # taken from the queue, not yet decodable with the last batch
+        self.queue_size, self.batch_lines = queue_size, batch_lines
+        self.max_attention_values = max_attention_values
+        self._jobs: deque[Job] = deque()  # waiting, oldest first
+        self._running: list[Job] = []  # the batch in flight
+        self._closed = False
+        self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         #: called with the sizes of each decoded batch (tests and logs)
         self.on_batch: Callable[[list[int]], None] | None = None
 
-    def submit(self, lines: list[str], options: Options) -> Future:
-        """Queue a request; its Future gets the per-line results. QueueFull when full."""
-        self._ensure_started()
+    def submit(self, lines: list[str], options: Options) -> Job:
+        """Queue a request; the Job (a Future) gets its result. QueueFull when full,
+        Stopping once closed."""
         job = Job(lines, options)
-        try:
-            self._queue.put_nowait(job)
-        except queue.Full:
-            raise QueueFull from None
-        return job.future
+        self._ensure_started()
+        with self._cond:
+            if self._closed:
+                raise Stopping
+            if len(self._jobs) >= self.queue_size:
+                raise QueueFull
+            self._jobs.append(job)
+            self._cond.notify()
+        return job
 
     def pending(self) -> int:
-        """Requests waiting (queued, not yet taken)."""
-        return self._queue.qsize()
+        """Requests waiting (queued, not yet taken, not abandoned)."""
+        with self._cond:
+            return len(self._jobs)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """End the thread after the batch in flight (idempotent)."""
+    def abandon(self, job: Job) -> None:
+        """``job``'s client has gone: take it out of the queue, or stop its batch when every
+        request of it is abandoned."""
+        job.abandoned = True
+        with self._cond:
+            if job in self._jobs:
+                self._jobs.remove(job)
+        job.cancel()
+
+    def close(self) -> None:
+        """Refuse new requests, fail the queued and running ones with Stopping, stop the
+        batch in flight at its next decoder step; the thread then ends (idempotent,
+        returns at once)."""
+        with self._cond:
+            self._closed = True
+            failed = [*self._jobs, *self._running]
+            self._jobs.clear()
+            self._cond.notify_all()
+        for job in failed:
+            _settle(job, error=Stopping())
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the thread to end; True when it has."""
         with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        with contextlib.suppress(queue.Full):  # else a daemon thread: ends with the process
-            self._queue.put(_STOP, timeout=timeout)
-        thread.join(timeout)
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """:meth:`close`, then :meth:`join`."""
+        self.close()
+        return self.join(timeout)
 
     def _ensure_started(self) -> None:
         with self._lock:
@@ -88,53 +150,86 @@ class DecodeWorker:
                 self._thread.start()
 
     def _run(self) -> None:
-        while True:
-            first = self._held.pop(0) if self._held else self._queue.get()
-            if first is _STOP:
-                return
-            batch = [first, *self._compatible(first)]
-            batch = [job for job in batch if job.future.set_running_or_notify_cancel()]
+        while (batch := self._take()) is not None:
             if batch:
                 self._decode(batch)
+            with self._cond:
+                self._running = []
 
-    def _compatible(self, first: Job) -> list[Job]:
-        """Queued jobs that decode like ``first``, within ``batch_lines`` lines; the others
-        are held, in order, for the next rounds."""
-        key, size, taken = first.options.batch_key(), len(first.lines), []
-        candidates, self._held = self._held, []
-        while True:
-            try:
-                candidates.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        for job in candidates:
-            if job is _STOP:
-                self._held.append(job)
-            elif job.options.batch_key() == key and size + len(job.lines) <= self.batch_lines:
-                taken.append(job)
-                size += len(job.lines)
-            else:
-                self._held.append(job)
-        return taken
+    def _take(self) -> list[Job] | None:
+        """The oldest job and the queued jobs that decode like it, within ``batch_lines``
+        lines (the others keep their places); None once closed."""
+        with self._cond:
+            while not self._jobs and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            first = self._jobs.popleft()
+            key, size, batch = first.options.batch_key(), len(first.lines), [first]
+            for job in list(self._jobs):
+                if job.options.batch_key() == key and size + len(job.lines) <= self.batch_lines:
+                    self._jobs.remove(job)
+                    batch.append(job)
+                    size += len(job.lines)
+            # running under the lock, so that close() finds them running, never half-taken
+            self._running = [job for job in batch if job.set_running_or_notify_cancel()]
+            return self._running
+
+    def _stopped(self, jobs: list[Job]) -> bool:
+        """True when the server is closing or every client of ``jobs`` has gone."""
+        return self._closed or all(job.abandoned for job in jobs)
 
     def _decode(self, batch: list[Job]) -> None:
         lines = [line for job in batch for line in job.lines]
         n = max(job.options.n_best for job in batch)
         try:
-            found = self.model.search(lines, batch[0].options, n)
+            found = self.model.search(lines, batch[0].options, n, lambda: self._stopped(batch))
             if self.on_batch is not None:
                 self.on_batch([len(job.lines) for job in batch])
+        except KeyboardInterrupt:  # the search saw _stopped
+            self._drop(batch)
+            return
         except Exception as err:  # a failed batch fails its requests, never the thread
-            log.exception("decoding a batch of %d lines failed", len(lines))
-            for job in batch:
-                job.future.set_exception(err)
+            if len(batch) > 1:
+                log.warning(
+                    "a batch of %d requests failed (%s: %s); decoding them one by one",
+                    len(batch),
+                    type(err).__name__,
+                    err,
+                )
+                for job in batch:
+                    self._decode([job])
+                return
+            log.exception("decoding a request of %d lines failed", len(lines))
+            _settle(batch[0], error=err)
             return
         start = 0
         for job in batch:
             part = found[start : start + len(job.lines)]
             start += len(job.lines)
-            try:
-                job.future.set_result(self.model.results(job.lines, part, job.options))
-            except Exception as err:
-                log.exception("building the result of a request failed")
-                job.future.set_exception(err)
+            self._finish(job, part)
+
+    def _finish(self, job: Job, found: list[Any]) -> None:
+        """Build and encode ``job``'s result from its hypotheses (skipped when its client
+        has gone or the server stops)."""
+        if self._stopped([job]):
+            self._drop([job])
+            return
+        try:
+            results = self.model.results(
+                job.lines,
+                found,
+                job.options,
+                self.max_attention_values,
+                lambda: self._stopped([job]),
+            )
+            _settle(job, result=json_parts(results))
+        except KeyboardInterrupt:
+            self._drop([job])
+        except Exception as err:
+            log.exception("building the result of a request failed")
+            _settle(job, error=err)
+
+    def _drop(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            _settle(job, error=Stopping() if self._closed else Abandoned())

@@ -1,0 +1,63 @@
+"""Run the app under uvicorn until Ctrl-C (or SIGTERM), which stops it within seconds.
+
+uvicorn alone, on Ctrl-C, waits for every request in flight to finish (each up to
+``timeout_s``), and a second Ctrl-C abandons them mid-way. Here the first Ctrl-C also calls
+``app.state.stop()`` in the event loop: the decode threads stop at their next decoder step
+and every request waiting or decoding is answered 503 (JSON) at once; responses already
+being sent get ``STOP_GRACE_S`` seconds. The decode threads are then joined, so the process
+ends with status 0, no traceback and no thread left inside the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 3  # seconds a stopping server gives responses still being sent
+JOIN_S = 10.0  # seconds it waits for a decode thread to leave the model
+
+
+class StoppingServer(uvicorn.Server):
+    """uvicorn's server that calls ``on_stop`` in its event loop at the first exit signal."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().startup(sockets=sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        first = not self.should_exit
+        super().handle_exit(sig, frame)
+        if first and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_stop)
+
+
+def serve(app: Any, host: str, port: int, log_level: str) -> None:
+    """Serve ``app`` (from :func:`attnmt.serve.app.create_app`) on ``host:port`` until an
+    exit signal; returns once its decode threads have ended (or after JOIN_S each)."""
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=STOP_GRACE_S
+    )
+    server = StoppingServer(config, app.state.stop)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn raises again the Ctrl-C it handled, once stopped
+        pass
+    finally:
+        app.state.stop()
+        for worker in app.state.workers:
+            if not worker.join(JOIN_S):
+                log.warning("%s: its decode did not stop within %g s", worker.model.label, JOIN_S)
+    log.info("stopped")
