@@ -86,6 +86,7 @@ from attnmt.decode.translator import detokenize_lines, encode_sources, load_tran
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.transformer import Transformer
+from attnmt.models.transformer_layers import DecoderLayer, EncoderLayer
 from attnmt.run_dir import BEST_JSON, CHECKPOINTS, LAST, RunDir
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,8 @@ def _linear(spec: Any, *layers: torch.nn.Linear) -> None:
 
 
 def _norm(spec: Any, norm: torch.nn.Module) -> None:
+    """spec.gamma/beta = a LayerNorm's weight/bias (every norm a pre-norm model holds)."""
+    assert isinstance(norm, torch.nn.LayerNorm), norm
     spec.gamma = _np(norm.weight)
     spec.beta = _np(norm.bias)
 
@@ -252,16 +255,16 @@ def build_spec(
         _linear(layer_spec.self_attention.linear[1], attn.out_proj)
         _norm(layer_spec.self_attention.layer_norm, layer.self_norm)
         _ffn(layer_spec.ffn, layer)
-    for layer_spec, layer in zip(dec.layer, model.decoder):
-        attn, cross = layer.self_attn, layer.cross_attn
+    for layer_spec, dec_layer in zip(dec.layer, model.decoder):
+        attn, cross = dec_layer.self_attn, dec_layer.cross_attn
         _linear(layer_spec.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
         _linear(layer_spec.self_attention.linear[1], attn.out_proj)
-        _norm(layer_spec.self_attention.layer_norm, layer.self_norm)
+        _norm(layer_spec.self_attention.layer_norm, dec_layer.self_norm)
         _linear(layer_spec.attention.linear[0], cross.q_proj)
         _linear(layer_spec.attention.linear[1], cross.k_proj, cross.v_proj)
         _linear(layer_spec.attention.linear[2], cross.out_proj)
-        _norm(layer_spec.attention.layer_norm, layer.cross_norm)
-        _ffn(layer_spec.ffn, layer)
+        _norm(layer_spec.attention.layer_norm, dec_layer.cross_norm)
+        _ffn(layer_spec.ffn, dec_layer)
     dec.projection.weight = _np(model.out_proj.weight)
     bias = torch.zeros(model.out_proj.weight.size(0))
     bias[[PAD_ID, BOS_ID]] = BANNED_LOGIT
@@ -278,18 +281,19 @@ def build_spec(
     return spec
 
 
-def _ffn(spec: Any, layer: torch.nn.Module) -> None:
-    net = layer.ffn.net  # Linear, activation, Dropout, Linear
-    _linear(spec.linear_0, net[0])
-    _linear(spec.linear_1, net[3])
+def _ffn(spec: Any, layer: EncoderLayer | DecoderLayer) -> None:
+    first, _, _, last = layer.ffn.net  # Linear, activation, Dropout, Linear
+    assert isinstance(first, torch.nn.Linear) and isinstance(last, torch.nn.Linear)
+    _linear(spec.linear_0, first)
+    _linear(spec.linear_1, last)
     _norm(spec.layer_norm, layer.ffn_norm)
 
 
 def save_spec(spec: Any, out_dir: str | Path, quantization: str | None = None) -> Path:
     """Write ``spec`` as a CTranslate2 model directory through a ``Converter``."""
-    ct2 = require_ctranslate2()
+    Converter: Any = require_ctranslate2().converters.Converter  # ctranslate2 has no types
 
-    class _SpecConverter(ct2.converters.Converter):
+    class _SpecConverter(Converter):
         def _load(self) -> Any:
             return spec
 
@@ -447,7 +451,7 @@ def verify_export(
     with torch.no_grad():
         logits = model(batch).float()
         logits[..., [PAD_ID, BOS_ID]] = -math.inf
-        ref = logits.log_softmax(-1).gather(-1, batch.tgt_out[..., None])[..., 0]
+        ref = logits.log_softmax(-1).gather(-1, batch.target()[1][..., None])[..., 0]
     src_vocab, tgt_vocab = vocabularies(tokenizer)
     scorer = open_ct2(model_dir, device="cpu", compute_type="float32")
     results = scorer.score_batch(
