@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -18,7 +18,11 @@ from attnmt.errors import AttnmtError, CommandInterrupted, ConfigError
 from attnmt.schema import parse, unknown_key
 from attnmt.train.run_lock import check_fresh, live_owner
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+Settings = TypeVar("Settings", bound="DataclassInstance")
 
 
 def log_to_stderr() -> None:
@@ -52,7 +56,9 @@ def run_cli(fn: Callable[[], T]) -> T:
         sys.exit(SIGPIPE_EXIT)
 
 
-def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tuple[T, DecodeConfig]:
+def parse_settings(
+    cfg: DictConfig | Mapping[str, Any], schema: type[Settings]
+) -> tuple[Settings, DecodeConfig]:
     """(settings, decoding) of evaluate.py / translate.py, each parsed once.
 
     Their configs hold the ``decode`` group's keys at the top level (``beam=5``, via
@@ -68,7 +74,7 @@ def parse_settings(cfg: DictConfig | Mapping[str, Any], schema: type[T]) -> tupl
     assert isinstance(values, dict)
     values.pop("hydra", None)
     decode_keys = {f.name for f in dataclasses.fields(DecodeConfig)}
-    own_keys = {f.name for f in dataclasses.fields(schema)}  # type: ignore[arg-type]
+    own_keys = {f.name for f in dataclasses.fields(schema)}
     for key in values:
         if key not in decode_keys | own_keys:
             raise unknown_key(str(key), decode_keys | own_keys, "")

@@ -255,7 +255,7 @@ class Trainer:
             with ddp.no_sync(self.net, sync=i == len(batches) - 1):
                 with self.precision.autocast():
                     logits = self.net(batch)
-                out = label_smoothed_nll(logits, batch.tgt_out, self.tcfg.label_smoothing)
+                out = label_smoothed_nll(logits, batch.target()[1], self.tcfg.label_smoothing)
                 self.precision.scaler.scale(out.loss * scale).backward()
             sums += torch.tensor(
                 [float(out.loss.detach()), float(out.nll), out.n_tokens], dtype=torch.float64
@@ -335,7 +335,8 @@ class Trainer:
         batches = iter(self.data.loader)
         reason = self._stop_reason(None)
         while reason is None:
-            group, epoch_ended = [], False
+            group: list[Batch] = []
+            epoch_ended = False
             while len(group) < t.accum_steps and not epoch_ended:
                 batch = next(batches, None)
                 if batch is None:
