@@ -74,14 +74,14 @@ class ServedModel:
         """The ``n`` best per line (attnmt: Hypothesis lists; CTranslate2: one piece-id
         list per line), decoded as the Translator batches them. ``should_stop`` is checked
         between decoder steps (attnmt only; True: KeyboardInterrupt)."""
-        overrides = {"beam": options.beam, "alpha": options.alpha}
+        beam, alpha = options.beam, options.alpha
         if isinstance(self.translator, Translator):
             self.translator.should_stop = should_stop
             try:
-                return self.translator.n_best(lines, n, **overrides)
+                return self.translator.n_best(lines, n, beam=beam, alpha=alpha)
             finally:
                 self.translator.should_stop = None
-        found = self.translator.piece_ids(lines, **overrides)
+        found = self.translator.piece_ids(lines, beam=beam, alpha=alpha)
         return [[ids] if ids is not None else [] for ids in found]
 
     def results(
@@ -102,11 +102,11 @@ class ServedModel:
         limit = self.source_limit()
         src_ids = tok.encode_src([normalize_space(s) for s in lines])
         sources = [ids[:limit] for ids in src_ids]
-        found = [list(hyps)[: options.n_best] for hyps in found]
+        kept = [list(hyps)[: options.n_best] for hyps in found]
         granted: set[tuple[int, int]] = set()
         if options.attention and self.has_attention:
-            granted = self.grant_maps(sources, found, max_values)
-        extras = self._map_outputs(sources, found, granted, options.alignments, should_stop)
+            granted = self.grant_maps(sources, kept, max_values)
+        extras = self._map_outputs(sources, kept, granted, options.alignments, should_stop)
         out = []
         for i, (line, ids) in enumerate(zip(lines, src_ids)):
             warnings = []
@@ -115,7 +115,7 @@ class ServedModel:
                     f"line {i + 1}: {len(ids)} source pieces; translated from its first {limit} "
                     f"(decode.max_src_len={self.decode.max_src_len})"
                 )
-            left_out = [j + 1 for j in range(len(found[i])) if (i, j) not in granted]
+            left_out = [j + 1 for j in range(len(kept[i])) if (i, j) not in granted]
             if options.attention and self.has_attention and left_out:
                 warnings.append(
                     f"line {i + 1}: no attention maps for translation {_ranks(left_out)}: the "
@@ -124,7 +124,7 @@ class ServedModel:
                 )
             translations = [
                 self._translation(hyp, extras.get((i, j), {}), options)
-                for j, hyp in enumerate(found[i])
+                for j, hyp in enumerate(kept[i])
             ]
             out.append(
                 {
