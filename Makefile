@@ -41,9 +41,10 @@ test: setup ## run the test suite, slow end-to-end tests included (PYTEST_ARGS t
 test-fast: setup ## run the test suite without the slow tests
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-lint: setup ## ruff check and format check
+lint: setup ## ruff check and format check, then mypy over src/attnmt ([tool.mypy] in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: setup ## ruff autofix and format
 	$(VENV)/bin/ruff check --fix .
@@ -68,5 +69,5 @@ results-docs: setup ## docs/results.md and docs/attention.md from the ledger res
 	$(PY) -m experiments.attention_guide
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
-	rm -rf outputs/* multirun .pytest_cache .ruff_cache .hypothesis
+	rm -rf outputs/* multirun .pytest_cache .ruff_cache .mypy_cache .hypothesis
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +

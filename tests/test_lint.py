@@ -1,4 +1,5 @@
-"""The tree stays ruff-clean (CI runs only ``make test``, so lint lives here too).
+"""The tree stays ruff-clean and mypy-clean (CI runs only ``make test``, so lint lives here
+too; mypy's settings are pyproject.toml's ``[tool.mypy]``).
 
 This also keeps the model registry honest: a name repeated in the ``MODELS`` dict
 literal is ruff's F601 (repeated dictionary key), a failure here.
@@ -16,17 +17,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _ruff() -> list[str]:
-    exe = Path(sys.executable).parent / "ruff"
+def _tool(name: str) -> list[str]:
+    """The venv's ``name`` executable (or the one on PATH); skip the test if neither exists."""
+    exe = Path(sys.executable).parent / name
     if exe.is_file():
         return [str(exe)]
-    found = shutil.which("ruff")
+    found = shutil.which(name)
     if found is None:
-        pytest.skip("ruff is not installed (pip install -e .[dev])")
+        pytest.skip(f"{name} is not installed (pip install -e .[dev])")
     return [found]
 
 
 @pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])
 def test_ruff_is_clean(args: list[str]) -> None:
-    done = subprocess.run(_ruff() + args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        _tool("ruff") + args, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_is_clean() -> None:
+    """Every annotation under src/attnmt holds (``files`` and overrides in pyproject.toml)."""
+    done = subprocess.run(_tool("mypy"), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Success"), done.stdout
