@@ -3,13 +3,16 @@
 import logging
 import math
 import sys
+from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from attnmt.cli.common import check_output_dirs, run_cli
+from attnmt.cli.common import run_cli
+from attnmt.cli.run_folder import claimed
 from attnmt.errors import AttnmtError
 from attnmt.train.continuation import explicit_keys
 from attnmt.train.interrupt import TrainingInterrupted, interrupted_exit_code, signals_interrupt
@@ -20,14 +23,22 @@ from attnmt.train.loop import train
 def main(cfg: DictConfig) -> float:
     """Run one training job in Hydra's run directory; returns the best validation BLEU.
 
-    In a sweep (``-m``) a job that fails with an attnmt error (a bad setting, a diverged
-    run) is reported, in the terminal and its train.log, and the sweep goes on (NaN).
+    The run folder is claimed before anything is written into it (attnmt.cli.run_folder,
+    whose Hydra callback configs/train.yaml names). In a sweep (``-m``) a job that fails
+    with an attnmt error (a bad setting, a diverged run, a folder another run holds) is
+    reported, in the terminal and its train.log, and the sweep goes on (NaN); the sweep
+    then exits with status 2.
     """
     try:
         with signals_interrupt():  # SIGTERM raises as Ctrl-C does, with a message
             hydra_cfg = HydraConfig.get()
             given = explicit_keys(hydra_cfg.overrides.task)
-            job = lambda: train(cfg, hydra_cfg.runtime.output_dir, explicit=given)  # noqa: E731
+            out = Path(hydra_cfg.runtime.output_dir)
+
+            def job() -> dict[str, Any]:
+                with claimed(cfg, out):
+                    return train(cfg, out, explicit=given)
+
             if hydra_cfg.mode == RunMode.MULTIRUN:
                 try:
                     result = job()
@@ -49,8 +60,4 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    problem = check_output_dirs(sys.argv[1:])
-    if problem:
-        print(problem, file=sys.stderr)
-        sys.exit(2)
     main()

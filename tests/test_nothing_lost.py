@@ -407,19 +407,3 @@ def test_resume_with_weights_of_another_shape_names_file_and_tensor(tmp_path: Pa
         load_weights(model, other, "x.pt")
     with pytest.raises(CheckpointError, match=r"x\.pt: lacks tensor 0\.bias"):
         load_weights(model, {"0.weight": torch.zeros(4, 3)}, "x.pt")
-
-
-def test_a_quoted_run_dir_is_checked_as_hydra_reads_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from attnmt.cli.common import check_output_dirs
-
-    monkeypatch.chdir(tmp_path)
-    run = tmp_path / "a b" / "run"
-    assert check_output_dirs([f"hydra.run.dir='{run}'", "seed=1"]) is None
-    assert run.is_dir()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a b"]  # no junk "'" folder
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    problem = check_output_dirs([f'hydra.run.dir="{blocker}/run"'])
-    assert problem is not None and "hydra.run.dir=" in problem and str(blocker) in problem

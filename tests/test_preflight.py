@@ -87,7 +87,8 @@ def test_unwritable_run_directory_is_named(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 2
-    assert proc.stderr.startswith("error: hydra.run.dir=/proc/x/${now:%H}: cannot create")
+    assert proc.stderr.startswith("error: hydra.run.dir=/proc/x/${now:%H}: cannot write /proc/x/")
+    assert proc.stderr.rstrip().endswith("choose a writable folder")
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
@@ -106,7 +107,8 @@ def test_a_failing_job_of_a_sweep_is_reported_and_the_sweep_goes_on(tmp_path: Pa
         cwd=tmp_path,
         timeout=180,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # the sweep went on, and says it had failures
+    assert "error: 2 of 2 sweep jobs failed: job 0 (" in proc.stderr
     for n, value in ((0, -1), (1, -2)):
         line = f"trainer.max_tokens must be > 0, got {value} [job {n} ("
         assert line in proc.stderr

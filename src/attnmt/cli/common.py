@@ -8,7 +8,6 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,7 +15,6 @@ from omegaconf import DictConfig, OmegaConf
 from attnmt.decode.config import DecodeConfig
 from attnmt.errors import AttnmtError, CommandInterrupted, ConfigError
 from attnmt.schema import parse, unknown_key
-from attnmt.train.run_lock import check_fresh, live_owner
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -106,63 +104,3 @@ def check_ckpt(ckpt: Any, ensemble: int) -> None:
             f"ckpt lists {len(ckpt)} checkpoints and ensemble={ensemble}: give either "
             "ckpt=[A,B,...] (those models) or ckpt=RUN ensemble=k (a run's k best)"
         )
-
-
-def _unquoted(value: str) -> str:
-    """A Hydra override value without the quotes that its grammar allows around it
-    (``hydra.run.dir='/a b'``): Hydra strips them, so the pre-check must too."""
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
-def _run_dir_taken(argv: list[str]) -> str | None:
-    """The error line when ``hydra.run.dir=`` names a directory another run owns."""
-    given = dict(arg.partition("=")[::2] for arg in argv)
-    value = _unquoted(given.get("hydra.run.dir", given.get("+hydra.run.dir", "")))
-    if not value or "${" in value:
-        return None
-    run_dir = Path(value)
-    owner = live_owner(run_dir)
-    if owner is not None:
-        return (
-            f"error: hydra.run.dir={run_dir}: another training ({owner}) is using this run "
-            "directory; wait for it to end, or give this run its own directory"
-        )
-    if _unquoted(given.get("resume", "")) not in ("", "null", "None"):
-        return None
-    try:
-        check_fresh(run_dir)
-    except ConfigError as err:
-        return f"error: {err}"
-    return None
-
-
-def check_output_dirs(argv: list[str]) -> str | None:
-    """Before Hydra starts: a ``hydra.run.dir=`` / ``hydra.sweep.dir=`` given on the command
-    line that cannot be created; the error line to print, or None.
-
-    Hydra creates its output directory before any of our code runs and fails with its own
-    traceback, so train.py checks the command line first. Only the part before the first
-    ``${...}`` interpolation is tried. A ``hydra.run.dir`` that another run owns (its
-    checkpoints, unless ``resume=`` is given, or a live lock) is refused here too: Hydra
-    would otherwise rewrite that run's ``.hydra/`` files before the trainer refuses it.
-    """
-    taken = _run_dir_taken(argv)
-    if taken is not None:
-        return taken
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        if key.lstrip("+") not in ("hydra.run.dir", "hydra.sweep.dir") or not value:
-            continue
-        fixed = Path(_unquoted(value).split("${", 1)[0] or ".")
-        try:
-            fixed.mkdir(parents=True, exist_ok=True)
-            if not os.access(fixed, os.W_OK):
-                raise PermissionError(13, "not writable")
-        except OSError as err:
-            return (
-                f"error: {key.lstrip('+')}={value}: cannot create or write {fixed} "
-                f"({err.strerror or err}); choose a writable directory"
-            )
-    return None
