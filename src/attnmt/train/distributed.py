@@ -23,7 +23,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+import signal
+import socket
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -35,8 +37,10 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from attnmt.errors import ConfigError
+from attnmt.train.interrupt import StopFlag
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 BACKENDS: dict[str, str] = {"cuda": "nccl", "cpu": "gloo"}
 """Process-group backend per device type."""
@@ -48,7 +52,8 @@ class DistInfo:
 
     rank: global rank (0..world_size-1); local_rank: rank on this machine (picks the GPU);
     is_main: rank 0, the only one that logs and writes checkpoints;
-    enabled: a process group is in use (world_size > 1).
+    enabled: a process group is in use (world_size > 1);
+    main_host: the host name of rank 0's machine ("" when single).
     """
 
     rank: int = 0
@@ -56,6 +61,7 @@ class DistInfo:
     local_rank: int = 0
     is_main: bool = True
     enabled: bool = False
+    main_host: str = ""
 
 
 SINGLE = DistInfo()
@@ -114,8 +120,25 @@ def init_distributed(
             world_size=world_size,
             timeout=timedelta(seconds=timeout_s),
         )
+    host = socket.gethostname()
     info = DistInfo(
-        rank=rank, world_size=world_size, local_rank=local_rank, is_main=rank == 0, enabled=True
+        rank=rank,
+        world_size=world_size,
+        local_rank=local_rank,
+        is_main=rank == 0,
+        enabled=True,
+        main_host=broadcast_object(host),
+    )
+    # c10d rendezvous numbers the nodes itself (torchrun ignores --node-rank), so every
+    # machine's train.log says where rank 0 writes the log and the checkpoints
+    log.info(
+        "rank %d of %d (local rank %d) on host %s; rank 0, on host %s, logs, validates "
+        "and writes the checkpoints",
+        rank,
+        world_size,
+        local_rank,
+        host,
+        info.main_host,
     )
     if quiet:
         quiet_non_main(info)
@@ -195,6 +218,71 @@ def gather_object(obj: T, info: DistInfo) -> list[T] | None:
     box: list[Any] | None = [None] * info.world_size if info.is_main else None
     dist.gather_object(obj, box, dst=0)
     return box
+
+
+def agreed_stop_reason(
+    reason: str | None, flag: StopFlag, info: DistInfo, interrupted: str = "interrupted"
+) -> str | None:
+    """The reason every rank stops for now (None: go on); every rank calls it.
+
+    ``interrupted`` when a signal reached any rank: a SIGTERM can reach one node only (its
+    own time limit, preemption, ``kill`` there), and ranks that went on would wait in the
+    next all-reduce until killed, with no checkpoint. The ranks that were not signalled
+    set ``flag`` as if they had been, with the first signalled rank's signal (so every
+    process exits 128 + it). Otherwise rank 0's ``reason`` (its clock decides the time
+    budget). ``reason`` itself when single.
+    """
+    if not info.enabled:
+        return reason
+    votes: list[tuple[int, str | None]] = [(0, None)] * info.world_size
+    dist.all_gather_object(votes, (flag.signum if flag.requested else 0, reason))
+    signalled = [rank for rank, (signum, _) in enumerate(votes) if signum]
+    if not signalled:
+        return votes[0][1]
+    if not flag.requested:
+        first = signalled[0]
+        flag.requested, flag.signum = True, votes[first][0]
+        log.warning(
+            "%s reached rank %d: every rank stops after this update, and rank 0 saves "
+            "checkpoints/last.pt",
+            signal.Signals(flag.signum).name,
+            first,
+        )
+    return interrupted
+
+
+@contextlib.contextmanager
+def stop_together(flag: StopFlag, info: DistInfo) -> Iterator[None]:
+    """A block that a signal may end on one rank (KeyboardInterrupt: rank 0's validation or
+    test decoding stops between two decoder steps) and that every rank leaves alike; every
+    rank enters it.
+
+    On the way out the ranks share whether a signal ended the block on any of them; if so
+    the others raise KeyboardInterrupt too, with ``flag`` set to that signal, so every rank
+    goes on to the same next collective (the one saving last.pt) instead of waiting for
+    figures that never come. A plain block when single.
+    """
+    if not info.enabled:
+        yield
+        return
+    try:
+        yield
+    except KeyboardInterrupt:
+        _share_stop(flag, stopped=True)
+        raise
+    if _share_stop(flag, stopped=False):
+        raise KeyboardInterrupt
+
+
+def _share_stop(flag: StopFlag, stopped: bool) -> bool:
+    """Whether a signal stopped any rank (every rank calls it); if so ``flag`` holds it."""
+    mine = (flag.signum or signal.SIGINT) if stopped else 0
+    t = torch.tensor([int(mine)], dtype=torch.long, device=_comm_device())
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    signum = int(t.item())
+    if signum and not flag.requested:
+        flag.requested, flag.signum = True, signum
+    return signum != 0
 
 
 def rank_seed(seed: int, rank: int) -> int:

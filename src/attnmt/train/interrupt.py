@@ -4,8 +4,10 @@ SIGTERM is what SLURM, ``docker stop``, systemd and ``kill`` send; both signals 
 path. A signal raised in the middle of an update (after ``optimizer.step`` but before the
 step counter, sampler position and RNG snapshot move on) would save weights and position
 that disagree, and a resumed run would repeat an update. :class:`StopFlag` turns the first
-signal into a request that the loop reads between updates; a second one raises
-KeyboardInterrupt at once (the last checkpoint written stays as it was). The process then
+signal into a request that the loop reads between updates; a second Ctrl-C raises
+KeyboardInterrupt at once (the last checkpoint written stays as it was). A repeated SIGTERM
+does not: SLURM signals every process of a job step and torchrun forwards its own SIGTERM to
+its workers, so one stop request can reach a worker twice. The process then
 exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as shells expect;
 :class:`TrainingInterrupted` carries that status and the checkpoint to resume from.
 """
@@ -34,7 +36,8 @@ def exit_code(signum: int) -> int:
 
 class StopFlag:
     """Context manager: ``requested`` becomes True on the first SIGINT or SIGTERM, and
-    ``signum`` says which; the second one raises KeyboardInterrupt.
+    ``signum`` says which; a second SIGINT raises KeyboardInterrupt, a second SIGTERM is
+    logged and ignored (the sender's SIGKILL ends the process if it must).
 
     Outside the main thread (where Python cannot install signal handlers) it is inert
     and Ctrl-C raises KeyboardInterrupt as usual.
@@ -46,14 +49,16 @@ class StopFlag:
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:  # the second signal: stop now
+        if self.requested and signum == signal.SIGTERM:  # a copy (SLURM and torchrun)
+            log.warning("SIGTERM again: already stopping after this update")
+            return
+        if self.requested:  # a second Ctrl-C: stop now
             raise KeyboardInterrupt
         self.requested, self.signum = True, signum
-        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         log.warning(
             "%s: stopping after this update and saving checkpoints/last.pt "
-            "(send it again to abort at once)",
-            name,
+            "(Ctrl-C, SIGINT, now aborts at once)",
+            "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
         )
 
     def __enter__(self) -> StopFlag:
@@ -75,17 +80,31 @@ class StopFlag:
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM ended training; ``checkpoint`` is what ``resume=`` continues from
-    (or None); ``exit_code`` is 128 + the signal's number."""
+    (or None); ``exit_code`` is 128 + the signal's number. ``main_host`` is set in the
+    other ranks of a distributed job: rank 0 on that host wrote (or kept) the checkpoint."""
 
     def __init__(
-        self, step: int, checkpoint: Path | None, saved: bool, signum: int = signal.SIGINT
+        self,
+        step: int,
+        checkpoint: Path | None,
+        saved: bool,
+        signum: int = signal.SIGINT,
+        main_host: str | None = None,
     ) -> None:
         super().__init__(step, checkpoint)
         self.step, self.checkpoint, self.saved = step, checkpoint, saved
         self.exit_code = exit_code(signum)
+        self.main_host = main_host
 
     def message(self) -> str:
         """One line for the user: the step, the checkpoint and how to continue."""
+        if self.main_host is not None:
+            what = "saved" if self.saved else "kept"
+            return (
+                f"interrupted at step {self.step} with every rank: rank 0, on host "
+                f"{self.main_host}, {what} checkpoints/last.pt in its run folder and "
+                "printed how to continue"
+            )
         if self.checkpoint is None:
             return f"interrupted at step {self.step} before any checkpoint was written"
         what = "saved" if self.saved else "kept (the interrupted update is lost)"

@@ -393,12 +393,14 @@ class Trainer:
                         raise self.diverged()
                     if self.state.val_step != self.step and self.step > 0:
                         self.validation_round()  # also rewrites last.pt at the final step
-                    if self.dist.is_main and self.tcfg.average_best:
-                        self.average_best()
+                    with ddp.stop_together(self.stop_flag, self.dist):
+                        if self.dist.is_main and self.tcfg.average_best:
+                            self.average_best()
             except KeyboardInterrupt:
                 raise self.interrupted() from None
             try:
-                result = self.conclude(reason)  # a signal stops the test decode at once
+                with ddp.stop_together(self.stop_flag, self.dist):
+                    result = self.conclude(reason)  # a signal stops the test decode at once
             except KeyboardInterrupt:
                 raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
@@ -413,8 +415,9 @@ class Trainer:
         the BLEU to the schedule."""
         figures: dict[str, float] = {}
         self.gather_rngs()
-        if self.dist.is_main:
-            figures = self._validate_main()
+        with ddp.stop_together(self.stop_flag, self.dist):  # a signal may stop rank 0 alone
+            if self.dist.is_main:
+                figures = self._validate_main()
         figures = ddp.broadcast_object(figures)
         if not self.dist.is_main:
             self.schedule.on_validation(figures["val/bleu"])
@@ -597,12 +600,15 @@ class Trainer:
     def interrupted(self) -> TrainingInterrupted:
         """Save last.pt unless interrupted inside an update; the exception to raise."""
         last, signum = self.ckpts.last_path, self.stop_flag.signum
+        host = None if self.dist.is_main else self.dist.main_host  # rank 0 alone writes
         if self.mid_update:
             log.warning("aborted inside update %d: last.pt is left as it was", self.step + 1)
-            return TrainingInterrupted(self.step, last if last.is_file() else None, False, signum)
-        log.warning("interrupted at step %d; saving %s", self.step, last)
+            kept = last if last.is_file() else None
+            return TrainingInterrupted(self.step, kept, False, signum, host)
+        if self.dist.is_main:
+            log.warning("interrupted at step %d; saving %s", self.step, last)
         self.save_last()
-        return TrainingInterrupted(self.step, last, True, signum)
+        return TrainingInterrupted(self.step, last, True, signum, host)
 
 
 def _bar_safe_logging(progress_bar: bool) -> contextlib.AbstractContextManager[Any]:
