@@ -316,8 +316,8 @@ def test_a_cell_another_runner_is_training_is_skipped_and_its_folder_kept(
 ) -> None:
     """Two `make results` at once: the second never deletes the first's live run folder."""
     import json
-    import os
-    import socket
+
+    from attnmt.train import run_lock
 
     calls: list[str] = []
 
@@ -331,7 +331,7 @@ def test_a_cell_another_runner_is_training_is_skipped_and_its_folder_kept(
     stem = record_stem(first.cell.table, first.cell.label, first.seed, first.key)
     busy = tmp_path / "outputs" / first.cell.table / stem
     busy.mkdir(parents=True)
-    lock = {"pid": os.getpid(), "host": socket.gethostname(), "since": 0}
+    lock = run_lock.owner_record()  # a live process's lock: this test process stands in
     (busy / ".lock").write_text(json.dumps(lock))
     (busy / "train.log").write_text("the other runner's run\n")
     r.max_runs = 1
