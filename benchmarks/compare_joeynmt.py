@@ -176,8 +176,8 @@ def prepare(run: Path, work: Path, test_lines: int = 0) -> dict[str, Any]:
 
     if not RunDir(run).last.is_file():
         raise CompareError(f"{run}: no checkpoints/last.pt; not a finished attnmt run")
-    payload = load_checkpoint(RunDir(run).last)
-    cfg, files = payload["config"], payload["tokenizer"]
+    checkpoint = load_checkpoint(RunDir(run).last)
+    cfg, files = checkpoint.config, checkpoint.tokenizer
     corpus = prepare_corpus(cfg["data"])
     sl, tl = corpus.src_lang, corpus.tgt_lang
     tok = Tokenizer.from_files_dict(files)
@@ -212,8 +212,8 @@ def prepare(run: Path, work: Path, test_lines: int = 0) -> dict[str, Any]:
     paths |= {f"{s}_{k}": str(v[s]) for k, v in (("vocab", vocab), ("spm", spm)) for s in spm}
     jcfg, notes = joeynmt_config(cfg, paths)
     write_text(work / "config.yaml", yaml.safe_dump(jcfg, sort_keys=False, allow_unicode=True))
-    v = payload["vocab"]
-    model = build_model(payload["model_config"], v["src_size"], v["tgt_size"], v["joint"])
+    v = checkpoint.vocab
+    model = build_model(checkpoint.model_config, v.src_size, v.tgt_size, v.joint)
     setup = {
         "attnmt_run": str(run), "attnmt_params": sum(p.numel() for p in model.parameters()),
         "corpus": corpus.name, "pair": f"{sl}->{tl}", "test_src": str(dd / f"test.{sl}"),

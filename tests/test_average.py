@@ -10,7 +10,7 @@ import pytest
 import torch
 from helpers.tiny_checkpoint import private_run
 
-from attnmt.checkpoint import FORMAT, load_checkpoint, save_checkpoint
+from attnmt.checkpoint import load_checkpoint, save_checkpoint
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.train import averaging
@@ -25,25 +25,25 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
 def test_average_of_identical_is_identity(run_dir: Path, tmp_path: Path) -> None:
     a = run_dir / "checkpoints" / "best-60.pt"
     out = avg.average_checkpoints([a, a, a], tmp_path / "same.pt")
-    original = load_checkpoint(a)["model"]
-    assert out["model"].keys() == original.keys()
+    original = load_checkpoint(a).weights
+    assert out.weights.keys() == original.keys()
     for key, value in original.items():
-        assert torch.equal(out["model"][key], value), key
+        assert torch.equal(out.weights[key], value), key
 
 
 def test_average_of_two_is_the_mean(run_dir: Path, tmp_path: Path) -> None:
     files = [run_dir / "checkpoints" / f"best-{s}.pt" for s in (60, 61)]
-    p, q = (load_checkpoint(f)["model"] for f in files)
+    p, q = (load_checkpoint(f).weights for f in files)
     assert any(not torch.equal(p[k], q[k]) for k in p)  # really two different models
     code = avg.main(["--inputs", str(run_dir), "--k", "2", "--output", str(tmp_path / "avg.pt")])
     assert code == 0
     out = load_checkpoint(tmp_path / "avg.pt")
     for key in p:
         if p[key].is_floating_point():
-            assert torch.allclose(out["model"][key], (p[key] + q[key]) / 2, atol=1e-7), key
-    assert out["format"] == FORMAT and out["step"] == 61
-    assert out["averaged_from"] == [str(f) for f in files]  # best.json order
-    assert "optimizer" not in out and out["tokenizer"] == load_checkpoint(files[0])["tokenizer"]
+            assert torch.allclose(out.weights[key], (p[key] + q[key]) / 2, atol=1e-7), key
+    assert out.step == 61 and out.metrics == {}
+    assert out.averaged_from == [str(f) for f in files]  # best.json order
+    assert out.training is None and out.tokenizer == load_checkpoint(files[0]).tokenizer
     # ... and evaluate.py accepts it
     scores = evaluate({"ckpt": str(tmp_path / "avg.pt"), "split": "test", "beam": 2}, io.StringIO())
     (folder,) = (tmp_path / "eval").glob("avg-test-beam2-*")
@@ -67,7 +67,7 @@ def test_bad_inputs(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert "nothing: neither a checkpoint file nor a run directory" in capsys.readouterr().err
     a = run_dir / "checkpoints" / "best-60.pt"
     other = load_checkpoint(a)
-    other["model"] = {k: v[:1] if v.dim() else v for k, v in other["model"].items()}
+    other.weights = {k: v[:1] if v.dim() else v for k, v in other.weights.items()}
     save_checkpoint(other, tmp_path / "other.pt")
     with pytest.raises(CheckpointError, match="has shape"):
         avg.average_checkpoints([a, tmp_path / "other.pt"], tmp_path / "o.pt")
@@ -105,7 +105,7 @@ def test_an_output_the_run_still_uses_is_refused_before_loading(
     monkeypatch.undo()
     args = ["--inputs", str(run_dir), "--k", "2", "--output", str(ckpt / "mine.pt")]
     assert avg.main([*args, "--force"]) == 0  # a file the run does not use, replaced as asked
-    assert load_checkpoint(ckpt / "mine.pt")["averaged_from"] == [
+    assert load_checkpoint(ckpt / "mine.pt").averaged_from == [
         str(ckpt / "best-60.pt"),
         str(ckpt / "best-61.pt"),
     ]

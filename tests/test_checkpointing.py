@@ -12,6 +12,7 @@ import random
 import shlex
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,6 @@ import pytest
 import torch
 
 from attnmt.checkpoint import (
-    FORMAT,
     CheckpointManager,
     auto_resume_candidates,
     evaluation_candidates,
@@ -31,22 +31,23 @@ from attnmt.checkpoint import (
     run_dir_of,
     save_checkpoint,
 )
+from attnmt.checkpoint_format import Checkpoint, VocabInfo
 from attnmt.errors import CheckpointError
 from attnmt.train.rng import rng_state, set_rng_state
 
 
-def _payload(step: int) -> dict:
-    return {
-        "format": FORMAT,
-        "model_name": "transformer",
-        "model_config": {"name": "transformer"},
-        "vocab": {"src_size": 8, "tgt_size": 8, "joint": True},
-        "model": {"w": torch.full((2,), float(step))},
-        "tokenizer": {"spm.model": b"\x00\x01"},
-        "config": {"seed": 1},
-        "step": step,
-        "rng": rng_state(),
-    }
+def _payload(step: int, **metrics: float) -> Checkpoint:
+    return Checkpoint(
+        model_name="transformer",
+        model_config={"name": "transformer"},
+        vocab=VocabInfo(8, 8, True),
+        weights={"w": torch.full((2,), float(step))},
+        tokenizer={"spm.model": b"\x00\x01"},
+        config={"seed": 1},
+        step=step,
+        metrics=dict(metrics),
+        extra={"rng": rng_state()},
+    )
 
 
 def test_k_best_keeps_top_k_sorted_and_deletes_the_rest(tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_checkpoints_load_with_weights_only(tmp_path: Path) -> None:
     for name in ("last.pt", "best-3.pt"):
         raw = torch.load(tmp_path / name, weights_only=True)
         assert raw["step"] == 3 and torch.equal(raw["model"]["w"], torch.full((2,), 3.0))
-        assert load_checkpoint(tmp_path / name)["tokenizer"] == {"spm.model": b"\x00\x01"}
+        assert load_checkpoint(tmp_path / name).tokenizer == {"spm.model": b"\x00\x01"}
 
 
 def test_rng_state_round_trip_through_a_weights_only_file(tmp_path: Path) -> None:
@@ -145,11 +146,12 @@ def test_a_missing_best_checkpoint_is_named_and_the_newest_is_used(tmp_path: Pat
 
 
 def test_resuming_a_checkpoint_without_training_state_says_what_to_do() -> None:
-    from attnmt.train.state import restore
+    from attnmt.train.checkpointing import restore
+    from attnmt.train.state import TrainState
 
-    averaged = {"model": {}, "step": 3, "averaged_from": ["a.pt", "b.pt"]}
+    averaged = replace(_payload(3), averaged_from=["a.pt", "b.pt"])
     with pytest.raises(CheckpointError, match=r"averaged checkpoint\): evaluate it"):
-        restore(None, averaged, {})  # type: ignore[arg-type]  # refused before touching parts
+        restore(None, averaged, TrainState())  # type: ignore[arg-type]  # refused before parts
 
 
 @pytest.mark.parametrize("text", ["{not json", '[{"bleu": 3.0}]', '{"file": "a.pt"}'])
@@ -219,7 +221,7 @@ def test_resume_of_a_run_skips_an_unreadable_last_pt_for_the_newest_readable_bes
     _truncate(ckpt / "last.pt")
     _truncate(ckpt / "best-30.pt")
     path, payload = load_resume(str(run), tmp_path, tmp_path / "new")
-    assert path == ckpt / "best-20.pt" and payload is not None and payload["step"] == 20
+    assert path == ckpt / "best-20.pt" and payload is not None and payload.step == 20
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 2  # one per skipped file, each naming it and why
     assert str(ckpt / "last.pt") in warned[0] and "corrupt" in warned[0]
@@ -243,7 +245,7 @@ def test_resume_auto_falls_back_to_an_older_run_and_names_every_file_when_none_r
     current = outputs / "2026-01-03" / "08-00-00"
     assert auto_resume_candidates(outputs)[0] == new / "checkpoints" / "last.pt"
     path, payload = load_resume("auto", outputs, current)
-    assert path == old / "checkpoints" / "last.pt" and payload and payload["step"] == 6
+    assert path == old / "checkpoints" / "last.pt" and payload and payload.step == 6
     assert str(new / "checkpoints" / "last.pt") in caplog.text
     # the current run's own directory is never resumed by resume=auto
     with pytest.raises(CheckpointError) as info:
@@ -285,7 +287,7 @@ def test_evaluating_a_run_takes_the_best_then_the_newest_past_unreadable_files(
     assert load_resolved(run)[0] == ckpt / "best-20.pt"
     _truncate(ckpt / "best-20.pt")
     path, payload = load_resolved(run)  # the newest state, not the older best-10.pt
-    assert path == ckpt / "last.pt" and payload["step"] == 25
+    assert path == ckpt / "last.pt" and payload.step == 25
     assert f"skipping {ckpt / 'best-20.pt'}" in caplog.text
     _truncate(ckpt / "last.pt")
     assert load_resolved(ckpt)[0] == ckpt / "best-10.pt"
@@ -317,7 +319,7 @@ def test_a_file_that_would_run_code_is_refused_without_unsafe_advice(
         code = _RunsCode(exec, f"open({str(marker)!r}, 'w').write('ran')")
     else:
         code = _RunsCode(os.system, f"echo ran > {shlex.quote(str(marker))}")
-    payload = {**_payload(1), "extra": code}
+    payload = {**_payload(1).to_dict(), "extra": code}
     evil = tmp_path / "evil.pt"
     torch.save(payload, evil)
     raw = tmp_path / "evil-raw.pt"  # a plain pickle, not torch's zip format
@@ -422,7 +424,7 @@ def test_resume_auto_passes_over_runs_without_a_checkpoint(tmp_path: Path) -> No
     current = outputs / "2026-01-04" / "07-00-00"
     assert auto_resume_candidates(outputs, exclude=current)[0] == done / "checkpoints" / "last.pt"
     path, payload = load_resume("auto", outputs, current)
-    assert path == done / "checkpoints" / "last.pt" and payload and payload["step"] == 5
+    assert path == done / "checkpoints" / "last.pt" and payload and payload.step == 5
     with pytest.raises(CheckpointError, match="resume="):
         load_resume(str(killed), outputs, current)
 
@@ -430,9 +432,9 @@ def test_resume_auto_passes_over_runs_without_a_checkpoint(tmp_path: Path) -> No
 # ---- the k best stay consistent with the files ------------------------------------------
 
 
-def _scored(step: int, bleu: float) -> dict:
+def _scored(step: int, bleu: float) -> Checkpoint:
     """A validation checkpoint: ``_payload`` with its validation BLEU in ``metrics``."""
-    return {**_payload(step), "metrics": {"val_bleu": bleu}}
+    return _payload(step, val_bleu=bleu)
 
 
 def _listed(ckpt: Path) -> list[tuple[str, float]]:
@@ -527,7 +529,7 @@ def test_a_validation_writes_its_best_checkpoint_before_last_pt(
 
     from attnmt.train.loop import train
 
-    def killed(self: CheckpointManager, payload: dict) -> Path:
+    def killed(self: CheckpointManager, checkpoint: Checkpoint) -> Path:
         raise _Killed
 
     monkeypatch.setattr(CheckpointManager, "save_last", killed)
@@ -543,4 +545,4 @@ def test_a_validation_writes_its_best_checkpoint_before_last_pt(
         train(cfg, tmp_path / "run")
     ckpt = tmp_path / "run" / "checkpoints"
     assert [e["file"] for e in json.loads((ckpt / "best.json").read_text())] == ["best-2.pt"]
-    assert load_checkpoint(ckpt / "best-2.pt")["step"] == 2
+    assert load_checkpoint(ckpt / "best-2.pt").step == 2

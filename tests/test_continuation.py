@@ -82,11 +82,11 @@ def test_finetune_starts_a_new_run_from_the_weights(
     try:
         assert trainer.step == 0 and trainer.run_dir == tmp_path / "new"
         assert trainer.cfg.data.name == "toy_copy"
-        state = trainer.model.state_dict()
+        state = trainer.parts.model.state_dict()
         best = torch.load(run / "checkpoints" / "best-4.pt", weights_only=True)
         assert all(torch.equal(state[k], best["model"][k]) for k in state)
-        assert trainer.data.tokenizer.to_files_dict() == saved["tokenizer"]
-        assert trainer.optimizer.state_dict()["state"] == {}  # fresh optimiser
+        assert trainer.parts.data.tokenizer.to_files_dict() == saved["tokenizer"]
+        assert trainer.parts.optimizer.state_dict()["state"] == {}  # fresh optimiser
     finally:
         trainer.close()
     with pytest.raises(ConfigError, match=r"finetune=.*keeps the checkpoint's model.*model\.d_ff"):
@@ -175,13 +175,14 @@ def test_a_checkpoint_without_a_corpus_fingerprint_still_resumes(
     import shutil
 
     from attnmt.checkpoint import save_checkpoint
+    from attnmt.checkpoint_format import Checkpoint
 
     files, data, run = custom_run
     old = Path(shutil.copytree(run, tmp_path / "old", ignore=shutil.ignore_patterns(".lock")))
     for ckpt in (old / "checkpoints").glob("*.pt"):
         payload = torch.load(ckpt, weights_only=True)
         payload.pop("corpus")
-        save_checkpoint(payload, ckpt)
+        save_checkpoint(Checkpoint.from_dict(payload), ckpt)
     with caplog.at_level("INFO"):
         trainer = _resume(files, data, old, tmp_path)
     try:

@@ -47,10 +47,10 @@ def _checkpoint(root: Path, name: str, over: dict[str, Any], tok: Tokenizer, ste
     torch.manual_seed(0)
     model = build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
     tc.train_briefly(model, tok, root, steps)
-    payload = tc.payload(model, tok, root, step=steps)
-    payload["model_config"] = dict(cfg)
-    payload["config"] = {"data": _data_config(root), "model": dict(cfg)}
-    return save_checkpoint(payload, root / f"{name}.pt")
+    checkpoint = tc.checkpoint(model, tok, root, step=steps)
+    checkpoint.model_config = dict(cfg)
+    checkpoint.config = {"data": _data_config(root), "model": dict(cfg)}
+    return save_checkpoint(checkpoint, root / f"{name}.pt")
 
 
 @pytest.fixture(scope="module")
@@ -153,9 +153,9 @@ def test_an_immediate_eos_gives_an_empty_translation_in_both(toy: dict[str, Any]
         model.dec_norm.bias.copy_(e)
         model.out_proj.weight.normal_(0, 0.01)
         model.out_proj.weight[3] = 10 * e
-    payload = tc.payload(model, tok, root)
-    payload["model_config"]["tie_embeddings"] = False
-    ckpt = save_checkpoint(payload, root / "eos.pt")
+    checkpoint = tc.checkpoint(model, tok, root)
+    checkpoint.model_config["tie_embeddings"] = False
+    ckpt = save_checkpoint(checkpoint, root / "eos.pt")
     ct2.export(ckpt, root / "ct2-eos")
     sentences = toy["src"][:5]
     assert load_translator(ckpt, "cpu", GREEDY).translate(sentences) == [""] * 5
@@ -223,7 +223,7 @@ def test_export_script(toy: dict[str, Any], monkeypatch, capsys) -> None:  # typ
 
 def test_rnn_checkpoints_are_refused(toy: dict[str, Any]) -> None:
     model = tc.tiny_model("rnn_luong", toy["tok"])
-    ckpt = save_checkpoint(tc.payload(model, toy["tok"], toy["root"]), toy["root"] / "rnn.pt")
+    ckpt = save_checkpoint(tc.checkpoint(model, toy["tok"], toy["root"]), toy["root"] / "rnn.pt")
     with pytest.raises(ConfigError, match="only Transformer checkpoints can be exported"):
         ct2.export(ckpt, toy["root"] / "ct2-rnn")
     assert not (toy["root"] / "ct2-rnn").exists()

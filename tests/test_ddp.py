@@ -83,7 +83,7 @@ def train_and_dump(cfg: dict[str, Any], run_dir: Path, out: Path) -> None:
     trainer = Trainer(OmegaConf.create(cfg), run_dir, on_step=lambda s, fig: steps.append(fig))
     try:
         result = trainer.run()
-        params = {k: v.detach().cpu().clone() for k, v in trainer.model.state_dict().items()}
+        params = {k: v.detach().cpu().clone() for k, v in trainer.parts.model.state_dict().items()}
         torch.save({"params": params, "steps": steps, "result": result}, out)
     finally:
         trainer.close()

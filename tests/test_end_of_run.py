@@ -60,12 +60,12 @@ def test_an_average_that_validates_better_joins_the_best_and_is_the_mean(
     assert len(best) == 4  # beside the k best it averages
     assert result["best_val_bleu"] == 99.0
     avg = load_checkpoint(tmp_path / "checkpoints" / "averaged.pt")
-    assert "optimizer" not in avg  # evaluates, does not resume
-    singles = [load_checkpoint(Path(f)) for f in avg["averaged_from"]]
+    assert avg.training is None and avg.averaged_from is not None  # evaluates, not resumes
+    singles = [load_checkpoint(Path(f)) for f in avg.averaged_from]
     assert len(singles) == 3
-    for key, value in avg["model"].items():
+    for key, value in avg.weights.items():
         if value.is_floating_point():
-            mean = torch.stack([s["model"][key].double() for s in singles]).mean(0)
+            mean = torch.stack([s.weights[key].double() for s in singles]).mean(0)
             torch.testing.assert_close(value, mean.to(value.dtype))
 
 
@@ -79,8 +79,8 @@ def test_the_model_keeps_its_trained_weights_after_averaging(
     finally:
         trainer.close()
     assert len(seen) == 4
-    last = load_checkpoint(tmp_path / "checkpoints" / "last.pt")["model"]
-    for key, value in trainer.model.state_dict().items():
+    last = load_checkpoint(tmp_path / "checkpoints" / "last.pt").weights
+    for key, value in trainer.parts.model.state_dict().items():
         assert torch.equal(value, last[key]), key
 
 

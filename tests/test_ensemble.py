@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers.tiny_checkpoint import (
     MODEL_CONFIGS,
-    payload,
+    checkpoint,
     private_run,
     run_entry_point,
     tiny_model,
@@ -119,7 +119,7 @@ def _other_vocabulary_checkpoint(root: Path) -> Path:
     assert other.model_digest("tgt") != tok.model_digest("tgt")
     model = tiny_model("transformer", other)
     path = root / "other.pt"
-    save_checkpoint(payload(model, other, root), path)
+    save_checkpoint(checkpoint(model, other, root), path)
     return path
 
 

@@ -130,9 +130,9 @@ def test_missing_and_corrupt_checkpoint(tmp_path: Path, monkeypatch, capsys) -> 
     ],
 )
 def test_checkpoint_without_tokenizer(run_dir: Path, files: dict, message: str) -> None:
-    payload = load_checkpoint(run_dir / "checkpoints" / "best-60.pt")
-    payload["tokenizer"] = files
-    broken = save_checkpoint(payload, run_dir / "broken.pt")
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "best-60.pt")
+    checkpoint.tokenizer = files
+    broken = save_checkpoint(checkpoint, run_dir / "broken.pt")
     with pytest.raises(CheckpointError) as info:
         run({"ckpt": str(broken), "split": "test"}, io.StringIO())
     assert message in str(info.value) and str(broken) in str(info.value)
@@ -265,7 +265,7 @@ def test_a_checkpoint_that_would_run_code_is_refused_without_unsafe_advice(
     run_dir: Path, tmp_path: Path, monkeypatch, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     marker = tmp_path / "ran.txt"
-    payload = load_checkpoint(run_dir / "checkpoints" / "best-60.pt")
+    payload = load_checkpoint(run_dir / "checkpoints" / "best-60.pt").to_dict()
     payload["metrics"] = {"val_bleu": _RunsCode(marker)}
     evil = tmp_path / "evil.pt"
     torch.save(payload, evil)

@@ -65,6 +65,9 @@ def test_a_setting_beyond_the_cap_is_warned_once(caplog: pytest.LogCaptureFixtur
         def encode_src(self, lines):  # type: ignore[no-untyped-def]
             return [[5, 6, 7] for _ in lines]
 
+        def longest_piece(self, side: str) -> int:  # the translator's character cut
+            return 8
+
     translator = Translator(
         _untrained("transformer"), Tok(), torch.device("cpu"), DecodeConfig(max_len_b=100000)
     )  # type: ignore[arg-type]

@@ -32,9 +32,11 @@ import torch
 import torch.multiprocessing as mp
 
 from attnmt.checkpoint import load_checkpoint
+from attnmt.checkpoint_format import Checkpoint
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordError, read_record
 from attnmt.train import distributed as ddp
 from attnmt.train.interrupt import StopFlag, TrainingInterrupted
-from attnmt.train.log_lines import STEP
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = 2
@@ -305,7 +307,7 @@ def check_stopped_together(nodes: list[Node], main: Node, codes: list[int]) -> i
     assert all(code != 0 for code in codes), outputs(nodes)
     full = outputs(nodes, tail=10**7)
     assert "src/attnmt" not in full and "RuntimeError" not in full, full  # no traceback of ours
-    stopped = int(load_checkpoint(main.run_dir / "checkpoints" / "last.pt")["step"])
+    stopped = load_checkpoint(main.run_dir / "checkpoints" / "last.pt").step
     log = (main.run_dir / "train.log").read_text()
     assert log.count(f"interrupted at step {stopped}; saving") == 1, log[-3000:]
     assert f"step {stopped + 1} |" not in log  # no update after the one in flight
@@ -344,9 +346,10 @@ def single_process(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def train_nll(ckpt: dict) -> list[tuple[int, float]]:
+def train_nll(ckpt: Checkpoint) -> list[tuple[int, float]]:
     """(step, train NLL) of every logged update, from a checkpoint's history."""
-    history = ckpt["trainer_state"]["history"]["train"]
+    assert ckpt.training is not None
+    history = ckpt.training.trainer["history"]["train"]
     return [(int(step), float(nll)) for step, _, nll in history]
 
 
@@ -355,14 +358,14 @@ def test_two_nodes_equal_one_process_with_accumulation(tmp_path: Path) -> None:
     one = single_process(tmp_path / "single", f"trainer.max_steps={STEPS}", "trainer.accum_steps=2")
     assert one.returncode == 0, one.stderr[-3000:]
     single = load_checkpoint(tmp_path / "single" / RUN_DIR / "checkpoints" / "last.pt")
-    assert single["step"] == STEPS
+    assert single.step == STEPS
 
     with two_nodes(tmp_path, f"trainer.max_steps={STEPS}") as nodes:
         assert wait_all(nodes, timeout=90) == [0, 0], outputs(nodes)
         main = only_main_wrote(nodes)
     ckpt = load_checkpoint(main.run_dir / "checkpoints" / "last.pt")
-    assert ckpt["step"] == STEPS
-    assert len(ckpt["rng_ranks"]) == NODES
+    assert ckpt.step == STEPS and ckpt.training is not None
+    assert len(ckpt.training.rng_ranks or []) == NODES
 
     # the same losses, update for update, and the same weights as one process that
     # accumulates the two ranks' batches
@@ -371,15 +374,14 @@ def test_two_nodes_equal_one_process_with_accumulation(tmp_path: Path) -> None:
     for (_, a), (_, b) in zip(ddp_nll, one_nll, strict=True):
         assert a == pytest.approx(b, rel=1e-5)
     assert abs(one_nll[-1][1] - one_nll[0][1]) > 1e-3, "training did not move the loss"
-    for k, v in single["model"].items():
-        torch.testing.assert_close(ckpt["model"][k], v, atol=1e-5, rtol=1e-4, msg=k)
+    for k, v in single.weights.items():
+        torch.testing.assert_close(ckpt.weights[k], v, atol=1e-5, rtol=1e-4, msg=k)
 
     # rank 0 logged every update once; the other node's log holds no update lines
     other = next(n for n in nodes if n is not main)
-    steps = STEP.findall((main.run_dir / "train.log").read_text())
-    assert steps == [str(s) for s in range(1, STEPS + 1)]
-    other_log = other.run_dir / "train.log"
-    assert not other_log.is_file() or not STEP.findall(other_log.read_text())
+    steps = [e["step"] for e in read_record(main.run_dir).train]
+    assert steps == list(range(1, STEPS + 1))
+    assert not RunDir(other.run_dir).metrics.is_file()  # the run record is rank 0's too
     # each machine prepared its own data.root: the same tokenizer on both
     models = [sorted((n.home / "data").glob("*/spm-*/spm.model")) for n in nodes]
     assert [len(m) for m in models] == [1, 1]
@@ -387,14 +389,16 @@ def test_two_nodes_equal_one_process_with_accumulation(tmp_path: Path) -> None:
 
 
 def wait_for_step(nodes: list[Node], step: int, timeout: float) -> None:
-    """Until some node's train.log shows update ``step``."""
+    """Until some node's run record shows update ``step``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for node in nodes:
             node.tree()
-            log = node.run_dir / "train.log"
-            if log.is_file() and f"step {step} |" in log.read_text(errors="replace"):
-                return
+            try:
+                if any(e["step"] >= step for e in read_record(node.run_dir).train):
+                    return
+            except RecordError:
+                pass  # no record on this node (yet)
             if node.proc.poll() is not None:
                 pytest.fail(f"node {node.rank} ended early:\n{node.output()[-3000:]}")
         time.sleep(0.05)
@@ -444,7 +448,7 @@ def test_a_signal_on_one_node_stops_both_with_last_pt(
         assert wait_all(nodes, timeout=90) == [0, 0], outputs(nodes)
         main = main_node(nodes)
     resumed = load_checkpoint(main.run_dir / "checkpoints" / "last.pt")
-    assert resumed["step"] == stopped + 2
+    assert resumed.step == stopped + 2
     assert [s for s, _ in train_nll(resumed)] == list(range(1, stopped + 3))  # no gap
 
 

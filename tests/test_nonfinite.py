@@ -29,7 +29,7 @@ def _poison(trainer: Trainer, bad_steps: set[int]) -> None:
 
 
 def _weights(trainer: Trainer) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    return {k: v.detach().clone() for k, v in trainer.parts.model.state_dict().items()}
 
 
 def test_a_nan_update_is_skipped_and_counted(
@@ -85,5 +85,5 @@ def test_max_bad_updates_in_a_row_stop_and_keep_the_last_good_checkpoint(tmp_pat
     last = load_checkpoint(run / "checkpoints" / "last.pt")
     # the last checkpoint holds the weights of the last good update (step 5): the skipped
     # updates 6-8 changed nothing, so the validation at step 8 saved them unchanged
-    assert last["step"] == 8
-    assert all(torch.equal(last["model"][k], good[k]) for k in good)
+    assert last.step == 8
+    assert all(torch.equal(last.weights[k], good[k]) for k in good)

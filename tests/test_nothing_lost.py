@@ -19,6 +19,7 @@ import torch
 from helpers.tiny_checkpoint import ROOT, private_run, run_entry_point
 
 from attnmt import atomic
+from attnmt.checkpoint_format import Checkpoint, VocabInfo
 from attnmt.cli import translate
 from attnmt.cli.evaluate import run
 from attnmt.decode.translator import Translator, load_translator
@@ -206,6 +207,11 @@ def test_export_force_replaces_only_a_previous_export(
     assert after == before
 
 
+def _weights(n: int, fill: float = 0.0) -> Checkpoint:
+    """A checkpoint whose weights are ``n`` float32s of ``fill`` (4n bytes)."""
+    return Checkpoint("m", {}, VocabInfo(1, 1, True), {"x": torch.full((n,), fill)}, {}, {})
+
+
 def _enospc(*args: Any, **kw: Any) -> Any:
     raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -216,7 +222,7 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_line(
     from attnmt import checkpoint
     from attnmt.checkpoint import CheckpointManager, save_checkpoint
 
-    old = save_checkpoint({"x": torch.zeros(2)}, tmp_path / "last.pt")
+    old = save_checkpoint(_weights(2), tmp_path / "last.pt")
     before = old.read_bytes()
 
     def torch_full(*args: Any, **kw: Any) -> None:  # what torch 2.13 raises on a full disk
@@ -225,19 +231,19 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_line(
     monkeypatch.setattr(torch, "save", torch_full)
     monkeypatch.setattr(checkpoint, "free_bytes", lambda directory: 0)
     with pytest.raises(WriteError, match=f"cannot write {old}: no space left on device"):
-        save_checkpoint({"x": torch.ones(2)}, old)
+        save_checkpoint(_weights(2, 1.0), old)
     monkeypatch.setattr(checkpoint, "free_bytes", lambda directory: 10**12)  # room: no ENOSPC
     with pytest.raises(WriteError, match=r"the write failed \(\[enforce.*unexpected pos 576"):
-        save_checkpoint({"x": torch.ones(2)}, old)
+        save_checkpoint(_weights(2, 1.0), old)
     monkeypatch.setattr(
         torch, "save", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("cannot pickle x"))
     )
     with pytest.raises(RuntimeError, match="cannot pickle"):  # no write failure: a bug
-        save_checkpoint({"x": torch.ones(2)}, old)
+        save_checkpoint(_weights(2, 1.0), old)
     monkeypatch.undo()
     monkeypatch.setattr(atomic.os, "replace", _enospc)
     with pytest.raises(WriteError, match="no space left on device"):
-        CheckpointManager(tmp_path).save_last({"x": torch.ones(2)})
+        CheckpointManager(tmp_path).save_last(_weights(2, 1.0))
     assert old.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left
 
@@ -266,10 +272,10 @@ def test_a_real_full_disk_while_writing_a_checkpoint_is_one_line(small_disk: Pat
     from attnmt.checkpoint import CheckpointManager
 
     manager = CheckpointManager(small_disk / "checkpoints")
-    manager.save_last({"x": torch.zeros(4)})
+    manager.save_last(_weights(4))
     before = manager.last_path.read_bytes()
     with pytest.raises(WriteError) as info:
-        manager.save_last({"x": torch.zeros(1_000_000)})  # 4 MB on a 1 MiB disk
+        manager.save_last(_weights(1_000_000))  # 4 MB on a 1 MiB disk
     assert str(info.value) == (
         f"cannot write {manager.last_path}: no space left on device; free some space or "
         "write elsewhere (nothing there was changed)"

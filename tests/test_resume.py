@@ -87,7 +87,7 @@ def test_ctrl_c_saves_last_and_resume_continues_exactly(
     assert err.value.saved and err.value.checkpoint == last
     assert f"resume={tmp_path}" in err.value.message()
     raw = torch.load(last, weights_only=True)  # plain data and tensors only
-    assert raw["step"] == 9 and load_checkpoint(last)["step"] == 9
+    assert raw["step"] == 9 and load_checkpoint(last).step == 9
     assert set(raw) >= {"optimizer", "scheduler", "scaler", "rng", "sampler", "tokenizer"}
     second: dict[int, float] = {}
     cfg = _cfg(data_root, "trainer.max_steps=14", f"resume={last}")
@@ -118,5 +118,6 @@ def test_second_ctrl_c_inside_an_update_keeps_the_last_checkpoint(
     assert not err.value.saved and 7 <= err.value.step <= 8  # updates done before the abort
     assert "interrupted update is lost" in err.value.message()
     kept = load_checkpoint(tmp_path / "checkpoints" / "last.pt")  # a validation's, untouched
-    assert kept["step"] == kept["trainer_state"]["val_step"] <= err.value.step
+    assert kept.training is not None
+    assert kept.step == kept.training.trainer["val_step"] <= err.value.step
     assert signal.getsignal(signal.SIGINT) is before  # the handler it found is restored

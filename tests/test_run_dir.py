@@ -111,7 +111,7 @@ def test_two_trainings_started_at_once_on_one_directory(tmp_path: Path) -> None:
     loser = next(out for out, rc in outs if rc == 2)
     assert "another training" in loser or "already holds a run's checkpoints" in loser
     winner_seed = 1 if outs[0][1] == 0 else 2
-    assert load_checkpoint(run / "checkpoints" / "last.pt")["config"]["seed"] == winner_seed
+    assert load_checkpoint(run / "checkpoints" / "last.pt").config["seed"] == winner_seed
 
 
 def test_train_py_refuses_another_runs_directory_before_hydra_touches_it(

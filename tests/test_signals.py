@@ -60,7 +60,7 @@ def test_sigterm_saves_last_prints_resume_and_exits_143(tmp_path: Path) -> None:
     assert "Traceback" not in err
     assert f"continue with resume={run}" in err
     last = load_checkpoint(run / "checkpoints" / "last.pt")
-    stopped = int(last["step"])
+    stopped = last.step
     assert stopped >= 3
     log = (run / "train.log").read_text(encoding="utf-8")
     assert "SIGTERM: stopping after this update" in log
@@ -71,5 +71,5 @@ def test_sigterm_saves_last_prints_resume_and_exits_143(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err[-2000:]
     resumed = load_checkpoint(run / "checkpoints" / "last.pt")
-    assert int(resumed["step"]) == stopped + 2
-    assert not torch.equal(resumed["model"]["out_proj.weight"], last["model"]["out_proj.weight"])
+    assert resumed.step == stopped + 2
+    assert not torch.equal(resumed.weights["out_proj.weight"], last.weights["out_proj.weight"])

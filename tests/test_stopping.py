@@ -52,7 +52,8 @@ def test_early_stopping_counter_survives_a_resume(data_root: Path, tmp_path: Pat
     patience = "trainer.early_stopping_patience=2"
     first = train(_cfg(data_root, *frozen, patience, "trainer.max_steps=4"), tmp_path)
     assert first["stop_reason"] == "max_steps"
-    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["trainer_state"]["bad_vals"] == 1
+    training = load_checkpoint(tmp_path / "checkpoints" / "last.pt").training
+    assert training is not None and training.trainer["bad_vals"] == 1
     cfg = _cfg(data_root, *frozen, patience, "trainer.max_steps=50", f"resume={tmp_path}")
     second = train(cfg, tmp_path / "hydra-dir")
     assert second["stop_reason"] == "early_stopping" and second["step"] == 6
@@ -64,4 +65,4 @@ def test_time_budget_stops_after_the_update_that_crossed_it(
     cfg = _cfg(data_root, "trainer.time_budget_min=1e-6", "trainer.val_every_steps=0")
     result = train(cfg, tmp_path)
     assert result["stop_reason"] == "time_budget" and result["step"] == 1
-    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["step"] == 1
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt").step == 1

@@ -1,18 +1,8 @@
 """Checkpoints: atomic writes, safe reads, and finding the right file in a run.
 
-A checkpoint is a dict of tensors and plain data only, so that it loads with
-``torch.load(weights_only=True)``:
-
-    format        "attnmt-checkpoint-v1"
-    model_name    registry name (str)
-    model_config  the model's config (plain dict)
-    vocab         {"src_size": int, "tgt_size": int, "joint": bool}
-    model         state_dict
-    tokenizer     {file name: bytes}   SentencePiece model files (see Tokenizer.to_files_dict)
-    config        the whole resolved run config (plain dict)
-    step, epoch   ints
-    metrics       {"val_bleu": float, ...}
-    optimizer, scheduler, scaler, rng, sampler   training state (absent in averaged checkpoints)
+A checkpoint is a :class:`~attnmt.checkpoint_format.Checkpoint` (its on-disk keys are
+described there); :func:`save_checkpoint` writes one, :func:`load_checkpoint` reads one
+with ``torch.load(weights_only=True)``.
 
 Layout of a run directory: ``<run>/checkpoints/last.pt`` (rewritten at every validation,
 at the end and on Ctrl-C) and the k best by validation BLEU as ``best-<step>.pt``;
@@ -50,13 +40,12 @@ import torch
 
 from attnmt import atomic
 from attnmt.atomic import STALE_TMP_AGE_S, atomic_path, write_json
+from attnmt.checkpoint_format import Checkpoint
 from attnmt.errors import CheckpointError
 from attnmt.run_dir import BEST_FILE, BEST_JSON, LAST, RunDir, best_name
 
 log = logging.getLogger(__name__)
-FORMAT = "attnmt-checkpoint-v1"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 _TORCH_WRITE_FAILURE = re.compile(r"write|unexpected pos|iostream error", re.IGNORECASE)
 FULL_DISK_BYTES = 1 << 20
 """Less free space than this after a failed checkpoint write: the disk is full."""
@@ -98,8 +87,8 @@ def _torch_write_error(err: RuntimeError, directory: Path) -> OSError | None:
     return OSError(errno.EIO, f"the write failed ({detail}); check the disk's quota and health")
 
 
-def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
-    """Write ``payload`` to ``path`` atomically (:func:`attnmt.atomic.atomic_path`).
+def save_checkpoint(checkpoint: Checkpoint, path: str | Path) -> Path:
+    """Write ``checkpoint`` to ``path`` atomically (:func:`attnmt.atomic.atomic_path`).
 
     A crash at any point leaves either the old file or the new one, never half of one; a
     full disk is a :class:`~attnmt.errors.WriteError` naming ``path``.
@@ -108,7 +97,7 @@ def save_checkpoint(payload: dict[str, Any], path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         cause = None
         try:
-            torch.save(payload, tmp)
+            torch.save(checkpoint.to_dict(), tmp)
         except RuntimeError as err:
             cause = _torch_write_error(err, path.parent)
             if cause is None:
@@ -186,7 +175,7 @@ def _unreadable(path: Path, err: Exception) -> CheckpointError:
     )
 
 
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Checkpoint:
     """Read a checkpoint with ``weights_only=True``; clear errors for missing/corrupt files.
 
     The error never suggests ``weights_only=False``, which would run any code in the file.
@@ -198,12 +187,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise _unreadable(path, err) from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not an attnmt checkpoint (expected format {FORMAT})")
-    missing = [k for k in REQUIRED_KEYS if k not in payload]
-    if missing:
-        raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}; it is incomplete")
-    return payload
+    return Checkpoint.from_dict(payload, str(path))
 
 
 def load_first_readable(
@@ -211,8 +195,8 @@ def load_first_readable(
     map_location: str | torch.device = "cpu",
     where: str = "",
     advice: str = "use another checkpoint, or train again",
-) -> tuple[Path, dict[str, Any]]:
-    """(path, payload) of the first of ``candidates`` that :func:`load_checkpoint` reads.
+) -> tuple[Path, Checkpoint]:
+    """(path, checkpoint) of the first of ``candidates`` that :func:`load_checkpoint` reads.
 
     Each unreadable one is skipped with a warning naming it and why; when none is readable,
     a CheckpointError names every file tried and why it failed (``where`` says what was
@@ -326,8 +310,8 @@ def evaluation_candidates(path: str | Path) -> list[Path]:
 
 def load_resolved(
     path: str | Path, map_location: str | torch.device = "cpu"
-) -> tuple[Path, dict[str, Any]]:
-    """(file, payload) to evaluate for ``path``: a file as given (its error stands); for a run
+) -> tuple[Path, Checkpoint]:
+    """(file, checkpoint) to evaluate for ``path``: a file as given (its error stands); for a run
     directory the first readable of :func:`evaluation_candidates`, skipping unreadable ones
     with a warning."""
     candidates = evaluation_candidates(path)
@@ -371,25 +355,24 @@ def remove_stale_tmp(directory: str | Path, min_age_s: float = STALE_TMP_AGE_S) 
     return atomic.remove_stale_tmp(directory, min_age_s, legacy=(".best.json.",))
 
 
-def peek_checkpoint(path: Path) -> dict[str, Any] | None:
-    """A checkpoint's payload with its tensors memory-mapped, not read (cheap: for its
-    ``step`` and ``metrics``); None when it is unreadable."""
+def peek_checkpoint(path: Path) -> Checkpoint | None:
+    """A checkpoint with its tensors memory-mapped, not read (cheap: for its ``step`` and
+    ``metrics``); None when it is unreadable."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        return Checkpoint.from_dict(payload, str(path))
     except Exception:  # torch raises many types for truncated or foreign files
         return None
-    return payload if isinstance(payload, dict) else None
 
 
-def _scores_of(payload: dict[str, Any] | None) -> tuple[int, float] | None:
+def _scores_of(checkpoint: Checkpoint | None) -> tuple[int, float] | None:
     """(step, validation BLEU) of a checkpoint written at a validation, else None."""
-    if payload is None:
+    if checkpoint is None:
         return None
-    step, metrics = payload.get("step"), payload.get("metrics")
-    bleu = metrics.get("val_bleu") if isinstance(metrics, dict) else None
-    if not (_is_step(step) and _is_score(bleu)):
+    bleu = checkpoint.val_bleu
+    if not (_is_step(checkpoint.step) and _is_score(bleu)):
         return None
-    return int(step), float(bleu)
+    return checkpoint.step, float(bleu)
 
 
 def _copy_file(source: Path, target: Path) -> None:
@@ -494,11 +477,11 @@ class CheckpointManager:
         self.best = [e for e in self.best if e not in gone]
         return bool(gone)
 
-    def save_last(self, payload: dict[str, Any]) -> Path:
+    def save_last(self, checkpoint: Checkpoint) -> Path:
         """Atomically write ``last.pt``."""
         if self._forget_missing():
             self._write_best_json()
-        path = save_checkpoint(payload, self.last_path)
+        path = save_checkpoint(checkpoint, self.last_path)
         self._wrote_last = True
         return path
 
@@ -508,7 +491,7 @@ class CheckpointManager:
             return False
         return len(self.best) < self.keep_best or bleu > self.best[-1]["val_bleu"]
 
-    def save_if_best(self, payload: dict[str, Any], step: int, bleu: float) -> bool:
+    def save_if_best(self, checkpoint: Checkpoint, step: int, bleu: float) -> bool:
         """Write ``best-<step>.pt`` if ``bleu`` is among the k best; update best.json.
 
         Ties keep the earlier checkpoint ahead. Returns whether it was written.
@@ -519,7 +502,7 @@ class CheckpointManager:
                 self._write_best_json()
             return False
         name = best_name(step)
-        self._admit(name, step, bleu, lambda target: save_checkpoint(payload, target))
+        self._admit(name, step, bleu, lambda target: save_checkpoint(checkpoint, target))
         return True
 
     def _admit(self, name: str, step: int, bleu: float, write: Callable[[Path], Any]) -> None:
@@ -535,11 +518,11 @@ class CheckpointManager:
         for entry in dropped:
             (self.directory / entry["file"]).unlink(missing_ok=True)
 
-    def add_best(self, payload: dict[str, Any], name: str, step: int, bleu: float) -> Path:
+    def add_best(self, checkpoint: Checkpoint, name: str, step: int, bleu: float) -> Path:
         """Write ``name`` and list it in best.json by ``bleu`` beside the k best (none of
         them is dropped: e.g. the average of the k best, which are kept)."""
         self._forget_missing()
-        path = save_checkpoint(payload, self.directory / name)
+        path = save_checkpoint(checkpoint, self.directory / name)
         entries = [e for e in self.best if e["file"] != name]
         entries.append({"file": name, "step": int(step), "val_bleu": float(bleu)})
         self.best = sorted(entries, key=lambda e: (-e["val_bleu"], e["step"]))
@@ -598,8 +581,8 @@ def _resume_missing(resume: str | None) -> CheckpointError:
 
 def load_resume(
     resume: str | None, outputs: str | Path, run_dir: Path
-) -> tuple[Path | None, dict[str, Any] | None]:
-    """What ``resume=`` continues from, read: (file, payload), or (None, None) for a fresh
+) -> tuple[Path | None, Checkpoint | None]:
+    """What ``resume=`` continues from, read: (file, checkpoint), or (None, None) for a fresh
     run (resume unset, or ``auto`` with no checkpoint under ``outputs`` but in ``run_dir``).
 
     A file is read as given (its error stands). A run directory offers

@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from attnmt import PAD_ID
-from attnmt.checkpoint import FORMAT, save_checkpoint
+from attnmt.checkpoint import save_checkpoint
+from attnmt.checkpoint_format import Checkpoint, VocabInfo
 from attnmt.data.batching import make_batch
 from attnmt.data.corpora import prepare_corpus
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
@@ -91,20 +92,24 @@ def train_briefly(model: Seq2Seq, tok: Tokenizer, root: Path, steps: int) -> Seq
 
 
 def payload(model: Seq2Seq, tok: Tokenizer, root: Path, step: int = 0) -> dict[str, Any]:
+    """The on-disk dict of an evaluable checkpoint (no training state) of ``model``."""
+    return checkpoint(model, tok, root, step).to_dict()
+
+
+def checkpoint(model: Seq2Seq, tok: Tokenizer, root: Path, step: int = 0) -> Checkpoint:
+    """An evaluable checkpoint (no training state) of ``model``."""
     name = model.name
-    return {
-        "format": FORMAT,
-        "model_name": name,
-        "model_config": dict(MODEL_CONFIGS[name]),
-        "vocab": tok.vocab_info(),
-        "model": model.state_dict(),
-        "tokenizer": tok.to_files_dict(),
-        "config": {"data": data_config(root), "model": dict(MODEL_CONFIGS[name])},
-        "step": step,
-        "epoch": 0,
-        "metrics": {"val_bleu": 0.0},
-        "optimizer": {"state": {}},
-    }
+    v = tok.vocab_info()
+    return Checkpoint(
+        model_name=name,
+        model_config=dict(MODEL_CONFIGS[name]),
+        vocab=VocabInfo(v["src_size"], v["tgt_size"], v["joint"]),
+        weights=model.state_dict(),
+        tokenizer=tok.to_files_dict(),
+        config={"data": data_config(root), "model": dict(MODEL_CONFIGS[name])},
+        step=step,
+        metrics={"val_bleu": 0.0},
+    )
 
 
 def make_run(root: Path, name: str = "transformer", steps: int = 60) -> Path:
@@ -116,7 +121,7 @@ def make_run(root: Path, name: str = "transformer", steps: int = 60) -> Path:
     for i, step in enumerate((steps, steps + 1)):
         if i:  # a second, slightly different checkpoint
             train_briefly(model, tok, root, 1)
-        save_checkpoint(payload(model, tok, root, step), ckpt_dir / f"best-{step}.pt")
+        save_checkpoint(checkpoint(model, tok, root, step), ckpt_dir / f"best-{step}.pt")
         entries.append({"file": f"best-{step}.pt", "step": step, "val_bleu": 10.0 - i})
     (ckpt_dir / "best.json").write_text(json.dumps(entries))
     return root / "run"

@@ -297,8 +297,8 @@ class LoadedModel:
 def load_model(path: str | Path, device: torch.device) -> LoadedModel:
     """A checkpoint file or run directory (its best checkpoint, else last; an unreadable one
     is skipped with a warning for the next, see ``load_resolved``) as a model on ``device``."""
-    ckpt, payload = load_resolved(path, map_location="cpu")
-    files = payload["tokenizer"]
+    ckpt, loaded = load_resolved(path, map_location="cpu")
+    files = loaded.tokenizer
     if not isinstance(files, dict) or not files or not all(files.values()):
         raise CheckpointError(
             f"checkpoint {ckpt} has no usable tokenizer files (got "
@@ -309,30 +309,24 @@ def load_model(path: str | Path, device: torch.device) -> LoadedModel:
         tokenizer = Tokenizer.from_files_dict(files)
     except CheckpointError as err:
         raise CheckpointError(f"{ckpt}: {err}") from None
-    vocab = payload["vocab"]
-    if (vocab["src_size"], vocab["tgt_size"]) != (
-        tokenizer.src_vocab_size,
-        tokenizer.tgt_vocab_size,
-    ):
+    vocab = loaded.vocab
+    if (vocab.src_size, vocab.tgt_size) != (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size):
         raise CheckpointError(
-            f"{ckpt}: vocabulary sizes {vocab['src_size']}/{vocab['tgt_size']} do not match "
+            f"{ckpt}: vocabulary sizes {vocab.src_size}/{vocab.tgt_size} do not match "
             f"its tokenizer ({tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
         )
-    model_config = dict(payload["model_config"])
-    model_config.setdefault("name", payload["model_name"])
-    model = build_model(model_config, vocab["src_size"], vocab["tgt_size"], bool(vocab["joint"]))
+    model_config = dict(loaded.model_config)
+    model_config.setdefault("name", loaded.model_name)
+    model = build_model(model_config, vocab.src_size, vocab.tgt_size, vocab.joint)
     try:
-        model.load_state_dict(payload["model"])
+        model.load_state_dict(loaded.weights)
     except RuntimeError as err:
         raise CheckpointError(
-            f"{ckpt}: weights do not fit model {payload['model_name']!r}: "
-            f"{str(err).splitlines()[0]}"
+            f"{ckpt}: weights do not fit model {loaded.model_name!r}: {str(err).splitlines()[0]}"
         ) from None
     model.to(device).eval()
-    log.info(
-        "loaded %s (%s, step %s) on %s", ckpt, payload["model_name"], payload.get("step"), device
-    )
-    return LoadedModel(ckpt, model, tokenizer, dict(payload["config"]))
+    log.info("loaded %s (%s, step %s) on %s", ckpt, loaded.model_name, loaded.step, device)
+    return LoadedModel(ckpt, model, tokenizer, dict(loaded.config))
 
 
 def load_translator(

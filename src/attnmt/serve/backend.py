@@ -12,6 +12,7 @@ from typing import Any
 
 from attnmt import UNK_ID
 from attnmt.checkpoint import load_checkpoint
+from attnmt.checkpoint_format import Checkpoint
 from attnmt.data.textio import normalize_space
 from attnmt.decode.attention_maps import KINDS, AttentionMaps, attention_maps
 from attnmt.decode.config import DecodeConfig
@@ -306,25 +307,26 @@ def attnmt_info(translator: Translator, path: str) -> dict[str, Any]:
     """What ``GET /info`` says about an attnmt checkpoint."""
     model = translator.model
     ckpt = translator.checkpoint_path
-    payload = load_checkpoint(ckpt, map_location="cpu") if ckpt is not None else {}
-    config = translator.config or payload.get("config", {})
+    loaded = load_checkpoint(ckpt, map_location="cpu") if ckpt is not None else None
+    config = translator.config or (loaded.config if loaded is not None else {})
     data = config.get("data", {}) if isinstance(config, dict) else {}
-    metrics = payload.get("metrics", {}) or {}
-    model_config = dict(payload.get("model_config", {}))
+    metrics = loaded.metrics if loaded is not None else {}
+    model_config = dict(loaded.model_config) if loaded is not None else {}
+    name = loaded.model_name if loaded is not None else model.name
     return {
         "backend": "attnmt",
         "given": Path(path).name,
         "checkpoint": shown_path(ckpt, path),
-        "model": payload.get("model_name", model.name),
+        "model": name,
         "model_config": model_config,
         "corpus": data.get("name"),
         "direction": _direction(data),
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocabulary": translator.tokenizer.vocab_info(),
-        "step": payload.get("step"),
+        "step": loaded.step if loaded is not None else None,
         "valid_bleu": metrics.get("val_bleu"),
         "valid_chrf": metrics.get("val_chrf"),
-        "attention": _attention_shape(model_config, payload.get("model_name", model.name)),
+        "attention": _attention_shape(model_config, name),
         "decode": dataclasses.asdict(translator.decode),
     }
 
@@ -334,13 +336,14 @@ def ct2_info(translator: CT2Translator, path: str) -> dict[str, Any]:
     when it is still there, the checkpoint it was exported from)."""
     export = read_export_info(path)
     source = export.get("checkpoint")
-    payload: dict[str, Any] = {}
+    loaded: Checkpoint | None = None
     if source and Path(source).is_file():
         try:
-            payload = load_checkpoint(source, map_location="cpu")
+            loaded = load_checkpoint(source, map_location="cpu")
         except Exception:  # the export still serves; /info just knows less
-            payload = {}
-    data = payload.get("config", {}).get("data", {}) if payload else {}
+            loaded = None
+    data = loaded.config.get("data", {}) if loaded is not None else {}
+    metrics = loaded.metrics if loaded is not None else {}
     return {
         "backend": "ctranslate2",
         "given": Path(path).name,
@@ -352,9 +355,9 @@ def ct2_info(translator: CT2Translator, path: str) -> dict[str, Any]:
         "direction": _direction(data),
         "parameters": None,
         "vocabulary": translator.tokenizer.vocab_info(),
-        "step": payload.get("step"),
-        "valid_bleu": (payload.get("metrics") or {}).get("val_bleu"),
-        "valid_chrf": (payload.get("metrics") or {}).get("val_chrf"),
+        "step": loaded.step if loaded is not None else None,
+        "valid_bleu": metrics.get("val_bleu"),
+        "valid_chrf": metrics.get("val_chrf"),
         "attention": None,
         "note": NO_ATTENTION,
         "decode": dataclasses.asdict(translator.decode),

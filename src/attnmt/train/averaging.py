@@ -5,22 +5,22 @@ better than any one of them (Vaswani et al. 2017 average the last 5 or 20). Used
 trainer at the end of a run (``trainer.average_best``) and by
 ``scripts/average_checkpoints.py``. Floating point tensors are averaged in float64 and
 cast back; integer buffers come from the first checkpoint. The result has the first
-checkpoint's format, model, tokenizer and config, ``step`` = the newest step,
-``averaged_from`` = the input files, and none of the training state: it evaluates, it
+checkpoint's model, tokenizer and config, ``step`` = the newest step, ``averaged_from`` =
+the input files, and none of the training state: it evaluates, it
 does not resume.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from attnmt.checkpoint import load_checkpoint, save_checkpoint
+from attnmt.checkpoint_format import Checkpoint
 from attnmt.errors import CheckpointError
-from attnmt.train.state import TRAINING_STATE
 
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]], names: Sequence[str]) -> dict:
@@ -46,28 +46,31 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]], names: Sequen
     return out
 
 
-def average_payloads(files: Sequence[Path]) -> dict[str, Any]:
-    """The averaged payload of ``files`` (checkpoints of one model and tokenizer)."""
-    payloads = [load_checkpoint(f) for f in files]
+def average_files(files: Sequence[Path]) -> Checkpoint:
+    """The average of ``files`` (checkpoints of one model and tokenizer): the first one's
+    model, tokenizer and config, the mean weights, the newest step, no training state."""
+    checkpoints = [load_checkpoint(f) for f in files]
     names = [str(f) for f in files]
-    first = payloads[0]
-    for payload, name in zip(payloads[1:], names[1:]):
-        for key in ("model_name", "model_config", "vocab", "tokenizer"):
-            if payload[key] != first[key]:
+    first = checkpoints[0]
+    for other, name in zip(checkpoints[1:], names[1:]):
+        for what in ("model_name", "model_config", "vocab", "tokenizer"):
+            if getattr(other, what) != getattr(first, what):
                 raise CheckpointError(
-                    f"{name} and {names[0]} differ in {key}; only checkpoints of one "
+                    f"{name} and {names[0]} differ in {what}; only checkpoints of one "
                     "model and tokenizer can be averaged"
                 )
-    averaged = {k: v for k, v in first.items() if k not in TRAINING_STATE}
-    averaged["model"] = average_state_dicts([p["model"] for p in payloads], names)
-    averaged["step"] = max(int(p.get("step", 0)) for p in payloads)
-    averaged["averaged_from"] = names
-    averaged["metrics"] = {}
-    return averaged
+    return replace(
+        first,
+        weights=average_state_dicts([c.weights for c in checkpoints], names),
+        step=max(c.step for c in checkpoints),
+        metrics={},
+        training=None,
+        averaged_from=names,
+    )
 
 
-def average_checkpoints(files: Sequence[Path], output: str | Path) -> dict[str, Any]:
-    """Average ``files`` into ``output`` (written atomically); returns the new payload."""
-    averaged = average_payloads(files)
+def average_checkpoints(files: Sequence[Path], output: str | Path) -> Checkpoint:
+    """Average ``files`` into ``output`` (written atomically); returns the new checkpoint."""
+    averaged = average_files(files)
     save_checkpoint(averaged, output)
     return averaged

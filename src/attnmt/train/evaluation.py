@@ -210,8 +210,8 @@ def score_checkpoint(
     """Load ``checkpoint``'s weights into the translator's model and decode the test split
     exactly as ``evaluate.py ckpt=<checkpoint> split=test`` does with the same decode
     settings; write ``<run>/hyps/test.txt``. (BLEU/chrF and the BLEU signature, hypotheses)."""
-    payload = load_checkpoint(checkpoint, map_location=translator.device)
-    translator.model.load_state_dict(payload["model"])
+    weights = load_checkpoint(checkpoint, map_location=translator.device).weights
+    translator.model.load_state_dict(weights)
     return _score_test(translator, checkpoint.name, src, ref, run_dir)
 
 

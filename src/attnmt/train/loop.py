@@ -32,14 +32,15 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from attnmt.batch import Batch
 from attnmt.checkpoint import CheckpointManager
+from attnmt.checkpoint_format import Checkpoint
 from attnmt.decode.plots import figure_to_array
 from attnmt.errors import AttnmtError
 from attnmt.machine import this_machine
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter, source_commit
-from attnmt.schema import plain
 from attnmt.train import distributed as ddp
-from attnmt.train.averaging import average_payloads
+from attnmt.train.averaging import average_files
+from attnmt.train.checkpointing import make_checkpoint, restore
 from attnmt.train.evaluation import score_checkpoint, score_ensemble, validate
 from attnmt.train.interrupt import FinalTestInterrupted, StopFlag, TrainingInterrupted
 from attnmt.train.loss import label_smoothed_nll
@@ -54,7 +55,7 @@ from attnmt.train.reporting import (
 from attnmt.train.rng import rng_state, seed_everything
 from attnmt.train.run_config import RunConfig
 from attnmt.train.setup import RunParts, start_run
-from attnmt.train.state import TrainingParts, TrainState, make_payload, restore
+from attnmt.train.state import TrainState
 from attnmt.train.tensorboard import TBLogger
 from attnmt.train.word_dropout import word_dropout
 
@@ -98,53 +99,42 @@ class Trainer:
 
     def _take(self, parts: RunParts) -> None:
         """Hold the built parts, restore a resumed run's state, open the run's outputs."""
-        settings = parts.settings
+        self.parts, settings = parts, parts.settings
         self.cfg, self.tcfg, self.run_dir = settings.cfg, settings.cfg.trainer, settings.run_dir
-        self.dist, self.device, self.data = parts.dist, parts.device, parts.data
-        self.model, self.precision, self.translator = parts.model, parts.precision, parts.translator
-        self.optimizer, self.schedule = parts.optimizer, parts.schedule
-        self.log_handler, self.lock = parts.log_handler, parts.lock
         self.state = TrainState()
-        self.parts = TrainingParts(
-            self.model,
-            self.optimizer,
-            self.schedule,
-            self.precision.scaler,
-            self.data.sampler,
-            self.data.tokenizer,
-            plain(self.cfg.model),
-            self.cfg.to_dict(),
-            self.data.corpus.fingerprint(),
-        )
         if (resume := settings.resume) is not None:
-            restore(self.parts, resume.payload, self.state, self.dist.rank, resume.path)
+            restore(parts, resume.checkpoint, self.state, resume.path)
             log.info(
                 "resumed from %s at step %d (run dir %s)",
                 resume.path,
                 self.step,
                 self.run_dir,
             )
-        elif self.dist.rank > 0:  # the model is built alike everywhere; dropout differs per rank
-            seed_everything(ddp.rank_seed(self.cfg.seed, self.dist.rank))
-        self.net = ddp.wrap_ddp(self.model, self.dist, self.device)
+        elif (
+            self.parts.dist.rank > 0
+        ):  # the model is built alike everywhere; dropout differs per rank
+            seed_everything(ddp.rank_seed(self.cfg.seed, self.parts.dist.rank))
+        self.net = ddp.wrap_ddp(self.parts.model, self.parts.dist, self.parts.device)
         purge = self.step + 1 if settings.resume is not None else None
         # events in the run directory itself: TensorBoard names the run after it
-        self.tb = TBLogger(self.run_dir, enabled=self.dist.is_main, purge_step=purge)
+        self.tb = TBLogger(self.run_dir, enabled=self.parts.dist.is_main, purge_step=purge)
         self.clock0 = time.monotonic() - self.state.wall_s
         self.ckpts = CheckpointManager(RunDir(self.run_dir).checkpoints, self.tcfg.keep_best)
-        self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        self.resume_point = (self.parts.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
         self.stop_flag = StopFlag()
-        self.translator.should_stop = lambda: self.stop_flag.requested  # long decodes stop too
+        self.parts.translator.should_stop = lambda: (
+            self.stop_flag.requested
+        )  # long decodes stop too
         self.mid_update = False  # True from the first backward until the step is recorded
-        self.record = self._open_record(parts) if self.dist.is_main else None
+        self.record = self._open_record(parts) if self.parts.dist.is_main else None
         log.info(
             "model %s: %.2fM parameters on %s, precision %s, %d rank(s)",
-            self.model.name,
+            self.parts.model.name,
             self.n_params / 1e6,
-            self.device,
-            self.precision.name,
-            self.dist.world_size,
+            self.parts.device,
+            self.parts.precision.name,
+            self.parts.dist.world_size,
         )
 
     def _open_record(self, parts: RunParts) -> RecordWriter:
@@ -152,13 +142,13 @@ class Trainer:
         resume = parts.settings.resume
         about = {
             "run_dir": str(self.run_dir),
-            "model": self.model.name,
+            "model": self.parts.model.name,
             "data": self.cfg.data.name,
             "seed": self.cfg.seed,
             "params": self.n_params,
-            "precision": self.precision.name,
-            "device": str(self.device),
-            "world_size": self.dist.world_size,
+            "precision": self.parts.precision.name,
+            "device": str(self.parts.device),
+            "world_size": self.parts.dist.world_size,
             "machine": this_machine().to_dict(),
             "commit": source_commit(),
             "started": parts.started,
@@ -166,7 +156,7 @@ class Trainer:
         }
         resume_step = self.step if resume is not None else None
         record = RecordWriter(RunDir(self.run_dir), resume_step, about)
-        record.update(step=self.step, epoch=self.data.sampler.epoch, minutes=self.minutes())
+        record.update(step=self.step, epoch=self.parts.data.sampler.epoch, minutes=self.minutes())
         record.event(
             "start",
             self.step,
@@ -174,7 +164,7 @@ class Trainer:
             setup_started=parts.started,
             data_ready=parts.data_ready,
             data_seconds=round(parts.data_seconds, 3),
-            ids_seconds=round(self.data.ids_seconds, 3),
+            ids_seconds=round(self.parts.data.ids_seconds, 3),
             **{k: about[k] for k in ("params", "precision", "device", "world_size")},
         )
         return record
@@ -182,7 +172,7 @@ class Trainer:
     def _record(self, kind: str, **fields: Any) -> None:
         """One event of the run record at this step (rank 0), with epoch and minutes."""
         if self.record is not None:
-            epoch, minutes = self.data.sampler.epoch, round(self.minutes(), 4)
+            epoch, minutes = self.parts.data.sampler.epoch, round(self.minutes(), 4)
             self.record.event(kind, self.step, epoch=epoch, minutes=minutes, **fields)
 
     def end_record(self, status: str, reason: str, error: str | None = None) -> None:
@@ -195,7 +185,7 @@ class Trainer:
             reason=reason,
             error=error,
             step=self.step,
-            epoch=self.data.sampler.epoch,
+            epoch=self.parts.data.sampler.epoch,
             minutes=round(self.minutes(), 4),
         )
 
@@ -206,21 +196,21 @@ class Trainer:
 
     @property
     def n_params(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+        return sum(p.numel() for p in self.parts.model.parameters())
 
-    def payload(self, metrics: dict[str, float]) -> dict[str, Any]:
-        """Everything needed to evaluate or resume (see attnmt.checkpoint's format)."""
-        return make_payload(self.parts, self.state, self.resume_point, metrics, self.rng_ranks)
+    def checkpoint(self, metrics: dict[str, float]) -> Checkpoint:
+        """Everything needed to evaluate or resume (attnmt.checkpoint_format)."""
+        return make_checkpoint(self.parts, self.state, self.resume_point, metrics, self.rng_ranks)
 
     def gather_rngs(self) -> None:
         """Collect every rank's RNG snapshot for the next checkpoint (all ranks call it)."""
-        self.rng_ranks = ddp.gather_object(self.resume_point[1], self.dist)
+        self.rng_ranks = ddp.gather_object(self.resume_point[1], self.parts.dist)
 
     def save_last(self, metrics: dict[str, float] | None = None) -> None:
         """Write checkpoints/last.pt on rank 0 (every rank calls it)."""
         self.gather_rngs()
-        if self.dist.is_main:
-            self.ckpts.save_last(self.payload(metrics or {}))
+        if self.parts.dist.is_main:
+            self.ckpts.save_last(self.checkpoint(metrics or {}))
 
     def minutes(self) -> float:
         """Wall-clock minutes of this run so far (a resumed run goes on counting)."""
@@ -231,50 +221,50 @@ class Trainer:
         """Close the TensorBoard writer, detach the resumed run's own log file and release
         the run directory."""
         self.tb.close()
-        if self.lock is not None:
-            self.lock.release()
-        if self.log_handler is not None:
-            logging.getLogger().removeHandler(self.log_handler)
-            self.log_handler.close()
+        if self.parts.lock is not None:
+            self.parts.lock.release()
+        if self.parts.log_handler is not None:
+            logging.getLogger().removeHandler(self.parts.log_handler)
+            self.parts.log_handler.close()
 
     # ------------------------------------------------------------------ updates
 
     def update(self, batches: list[Batch]) -> dict[str, float]:
         """Forward/backward over ``batches`` (accumulated), clip, step; the step's figures."""
         step, started = self.step + 1, time.perf_counter()
-        lr = self.schedule.step(step)
+        lr = self.parts.schedule.step(step)
         local = sum(b.n_tokens for b in batches)
-        n_global = ddp.global_token_count(local, self.dist)
-        scale = ddp.loss_scale(n_global, self.dist)
+        n_global = ddp.global_token_count(local, self.parts.dist)
+        scale = ddp.loss_scale(n_global, self.parts.dist)
         sums = torch.zeros(3, dtype=torch.float64)
         self.net.train()
         self.mid_update = True
         for i, batch in enumerate(batches):
-            batch = batch.to(self.device)
+            batch = batch.to(self.parts.device)
             batch = word_dropout(batch, self.tcfg.src_word_dropout, self.tcfg.tgt_word_dropout)
             with ddp.no_sync(self.net, sync=i == len(batches) - 1):
-                with self.precision.autocast():
+                with self.parts.precision.autocast():
                     logits = self.net(batch)
                 out = label_smoothed_nll(logits, batch.target()[1], self.tcfg.label_smoothing)
-                self.precision.scaler.scale(out.loss * scale).backward()
+                self.parts.precision.scaler.scale(out.loss * scale).backward()
             sums += torch.tensor(
                 [float(out.loss.detach()), float(out.nll), out.n_tokens], dtype=torch.float64
             )
-        self.precision.scaler.unscale_(self.optimizer)
+        self.parts.precision.scaler.unscale_(self.parts.optimizer)
         max_norm = self.tcfg.clip_grad_norm if self.tcfg.clip_grad_norm > 0 else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.parts.model.parameters(), max_norm)
         ddp.all_reduce_sum(sums)  # every rank decides alike whether the update is skipped
         # a non-finite loss, or gradient (with fp16 loss scaling the scaler owns inf gradients)
         finite = math.isfinite(float(sums[0])) and (
-            self.precision.scaler.is_enabled() or math.isfinite(float(grad_norm))
+            self.parts.precision.scaler.is_enabled() or math.isfinite(float(grad_norm))
         )
         if finite:
-            self.precision.scaler.step(self.optimizer)
-        self.precision.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
+            self.parts.precision.scaler.step(self.parts.optimizer)
+        self.parts.precision.scaler.update()
+        self.parts.optimizer.zero_grad(set_to_none=True)
         self._count_bad_update(step, finite)
         self.state.step = step
-        self.resume_point = (self.data.sampler.state_dict(), rng_state())
+        self.resume_point = (self.parts.data.sampler.state_dict(), rng_state())
         self.mid_update = False
         tokens = max(float(sums[2]), 1.0)
         return {
@@ -314,7 +304,7 @@ class Trainer:
             reason = "non_finite"
         elif t.max_steps and self.step >= t.max_steps:
             reason = "max_steps"
-        elif t.max_epochs and self.data.sampler.epoch >= t.max_epochs:
+        elif t.max_epochs and self.parts.data.sampler.epoch >= t.max_epochs:
             reason = "max_epochs"
         elif t.early_stopping_patience and self.state.bad_vals >= t.early_stopping_patience:
             reason = "early_stopping"
@@ -324,15 +314,15 @@ class Trainer:
             and (time.monotonic() - started > 60 * t.time_budget_min)
         ):
             reason = "time_budget"
-        return ddp.agreed_stop_reason(reason, self.stop_flag, self.dist)
+        return ddp.agreed_stop_reason(reason, self.stop_flag, self.parts.dist)
 
     def fit(self) -> str:
         """Train until a stopping rule fires; returns its name."""
         t, started = self.tcfg, time.monotonic()
-        show = self.dist.is_main and t.progress_bar and sys.stderr.isatty()
+        show = self.parts.dist.is_main and t.progress_bar and sys.stderr.isatty()
         bar = tqdm(total=t.max_steps or None, initial=self.step, disable=not show, unit="step")
         meter = TrainMeter()
-        batches = iter(self.data.loader)
+        batches = iter(self.parts.data.loader)
         reason = self._stop_reason(None)
         while reason is None:
             group: list[Batch] = []
@@ -340,7 +330,7 @@ class Trainer:
             while len(group) < t.accum_steps and not epoch_ended:
                 batch = next(batches, None)
                 if batch is None:
-                    epoch_ended, batches = True, iter(self.data.loader)
+                    epoch_ended, batches = True, iter(self.parts.data.loader)
                 else:
                     group.append(batch)
             if group:
@@ -351,7 +341,7 @@ class Trainer:
                 if t.val_every_steps and self.step % t.val_every_steps == 0:
                     self.validation_round()
             if epoch_ended:
-                log.debug("epoch %d done at step %d", self.data.sampler.epoch, self.step)
+                log.debug("epoch %d done at step %d", self.parts.data.sampler.epoch, self.step)
                 at_epochs = t.val_every_epoch or not t.val_every_steps
                 if at_epochs and self.state.val_step != self.step:
                     self.validation_round()
@@ -368,7 +358,7 @@ class Trainer:
             scalars = meter.scalars()
             self.tb.scalars(scalars, self.step)
             self.state.history.add_train(self.step, self.minutes(), scalars["train/nll"])
-            log.info(meter.line(self.step, self.data.sampler.epoch))
+            log.info(meter.line(self.step, self.parts.data.sampler.epoch))
             self._record("train", **{k.removeprefix("train/"): v for k, v in scalars.items()})
             meter.reset()
 
@@ -393,13 +383,13 @@ class Trainer:
                         raise self.diverged()
                     if self.state.val_step != self.step and self.step > 0:
                         self.validation_round()  # also rewrites last.pt at the final step
-                    with ddp.stop_together(self.stop_flag, self.dist):
-                        if self.dist.is_main and self.tcfg.average_best:
+                    with ddp.stop_together(self.stop_flag, self.parts.dist):
+                        if self.parts.dist.is_main and self.tcfg.average_best:
                             self.average_best()
             except KeyboardInterrupt:
                 raise self.interrupted() from None
             try:
-                with ddp.stop_together(self.stop_flag, self.dist):
+                with ddp.stop_together(self.stop_flag, self.parts.dist):
                     result = self.conclude(reason)  # a signal stops the test decode at once
             except KeyboardInterrupt:
                 raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
@@ -415,12 +405,12 @@ class Trainer:
         the BLEU to the schedule."""
         figures: dict[str, float] = {}
         self.gather_rngs()
-        with ddp.stop_together(self.stop_flag, self.dist):  # a signal may stop rank 0 alone
-            if self.dist.is_main:
+        with ddp.stop_together(self.stop_flag, self.parts.dist):  # a signal may stop rank 0 alone
+            if self.parts.dist.is_main:
                 figures = self._validate_main()
         figures = ddp.broadcast_object(figures)
-        if not self.dist.is_main:
-            self.schedule.on_validation(figures["val/bleu"])
+        if not self.parts.dist.is_main:
+            self.parts.schedule.on_validation(figures["val/bleu"])
             self.state.val_step = self.step
         return figures
 
@@ -428,7 +418,11 @@ class Trainer:
         """The validation figures of the model as it is (attnmt.train.evaluation)."""
         t = self.tcfg
         return validate(
-            self.translator, self.data.valid, self.precision, t.val_max_tokens, t.val_beam_size
+            self.parts.translator,
+            self.parts.data.valid,
+            self.parts.precision,
+            t.val_max_tokens,
+            t.val_beam_size,
         )
 
     def _validate_main(self) -> dict[str, float]:
@@ -439,7 +433,7 @@ class Trainer:
         if not state.signature:
             state.signature = " / ".join(res.signatures.values())
             log.info("sacrebleu signatures: %s", state.signature)
-        self.schedule.on_validation(res.bleu)  # before saving: the payload holds its state
+        self.parts.schedule.on_validation(res.bleu)  # before saving: the payload holds its state
         improved = res.bleu > state.best_bleu
         state.val_step = step
         state.bad_vals = 0 if improved else state.bad_vals + 1
@@ -449,11 +443,15 @@ class Trainer:
         state.history.add_valid(step, self.minutes(), res.loss, res.bleu, res.chrf)
         state.n_vals += 1
         heatmaps = t.heatmaps_every > 0 and (state.n_vals - 1) % t.heatmaps_every == 0
-        valid = self.data.valid
-        report_validation(self.tb, self.run_dir, self.translator, valid, res, step, t, heatmaps)
+        valid = self.parts.data.valid
+        report_validation(
+            self.tb, self.run_dir, self.parts.translator, valid, res, step, t, heatmaps
+        )
         self.tb.scalar("val/best_bleu", state.best_bleu, step)
         self._draw_results(step)
-        payload = self.payload({"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss})
+        payload = self.checkpoint(
+            {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
+        )
         # the best checkpoint first: a process killed in between keeps it, and last.pt
         # (the older one) resumes to this step again
         if self.ckpts.save_if_best(payload, step, res.bleu) and improved:
@@ -492,13 +490,13 @@ class Trainer:
         files = [ckpt_dir / e["file"] for e in self.ckpts.best if e["file"].startswith("best-")]
         if len(files) < 2:
             return
-        payload = average_payloads(files)
-        trained = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        self.model.load_state_dict(payload["model"])
+        averaged = average_files(files)
+        trained = {k: v.detach().clone() for k, v in self.parts.model.state_dict().items()}
+        self.parts.model.load_state_dict(averaged.weights)
         try:
             res = self._validate()
         finally:
-            self.model.load_state_dict(trained)  # the run's own weights stay in the model
+            self.parts.model.load_state_dict(trained)  # the run's own weights stay in the model
         better = res.bleu > self.state.best_bleu
         log.info(
             "average of the %d best (%s): valid BLEU %.2f, chrF %.2f against %.2f: %s",
@@ -515,8 +513,8 @@ class Trainer:
             "average", files=files_used, bleu=res.bleu, chrf=res.chrf, nll=res.loss, kept=better
         )
         if better:
-            payload["metrics"] = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
-            self.ckpts.add_best(payload, "averaged.pt", self.step, res.bleu)
+            averaged.metrics = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
+            self.ckpts.add_best(averaged, "averaged.pt", self.step, res.bleu)
             self.state.best_bleu, self.state.best_chrf = res.bleu, res.chrf
             self.state.best_step = self.step
 
@@ -525,22 +523,26 @@ class Trainer:
         reports the final metrics to TensorBoard's HParams and the user."""
         result: dict[str, Any] = {
             "step": self.step,
-            "epoch": self.data.sampler.epoch,
+            "epoch": self.parts.data.sampler.epoch,
             "stop_reason": reason,
             "best_val_bleu": self.state.best_bleu,
             "run_dir": str(self.run_dir),
         }
-        if not self.dist.is_main:
+        if not self.parts.dist.is_main:
             return result
         samples: list[tuple[str, str, str]] = []
         if self.tcfg.test and self.step > 0:
             best = self.ckpts.best_path() or self.ckpts.last_path
-            src, ref = self.data.test_split()
+            src, ref = self.parts.data.test_split()
             members = self._test_ensemble()
             if len(members) > 1:
-                figures, hyps = score_ensemble(self.translator, members, src, ref, self.run_dir)
+                figures, hyps = score_ensemble(
+                    self.parts.translator, members, src, ref, self.run_dir
+                )
             else:
-                figures, hyps = score_checkpoint(self.translator, best, src, ref, self.run_dir)
+                figures, hyps = score_checkpoint(
+                    self.parts.translator, best, src, ref, self.run_dir
+                )
             result.update(figures)
             samples = list(zip(src, ref, hyps))[:END_SAMPLES]
             test = {
@@ -558,8 +560,8 @@ class Trainer:
             metrics.update({"val/test_bleu": result["test_bleu"]})
             metrics.update({"val/test_chrf": result["test_chrf"]})
         metrics = {k: float(v) for k, v in metrics.items() if math.isfinite(v)}
-        vocab = self.data.tokenizer.tgt_vocab_size
-        settings = hparams(self.cfg, self.n_params, vocab, self.precision.name)
+        vocab = self.parts.data.tokenizer.tgt_vocab_size
+        settings = hparams(self.cfg, self.n_params, vocab, self.parts.precision.name)
         self.tb.hparams(settings, metrics, self.step)
         print(end_block(result, self.state, self.ckpts.best_path(), samples), flush=True)
         return result
@@ -594,18 +596,18 @@ class Trainer:
             f"row had a non-finite loss or gradient (trainer.max_bad_updates="
             f"{t.max_bad_updates}). Lower trainer.lr (now {t.lr:g}) or raise "
             f"trainer.warmup_steps (now {t.warmup_steps}), or train in full precision with "
-            f"trainer.precision=fp32 (now {self.precision.name}); {kept}"
+            f"trainer.precision=fp32 (now {self.parts.precision.name}); {kept}"
         )
 
     def interrupted(self) -> TrainingInterrupted:
         """Save last.pt unless interrupted inside an update; the exception to raise."""
         last, signum = self.ckpts.last_path, self.stop_flag.signum
-        host = None if self.dist.is_main else self.dist.main_host  # rank 0 alone writes
+        host = None if self.parts.dist.is_main else self.parts.dist.main_host  # rank 0 alone writes
         if self.mid_update:
             log.warning("aborted inside update %d: last.pt is left as it was", self.step + 1)
             kept = last if last.is_file() else None
             return TrainingInterrupted(self.step, kept, False, signum, host)
-        if self.dist.is_main:
+        if self.parts.dist.is_main:
             log.warning("interrupted at step %d; saving %s", self.step, last)
         self.save_last()
         return TrainingInterrupted(self.step, last, True, signum, host)

@@ -16,7 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import torch
 from omegaconf import DictConfig
 
 from attnmt.checkpoint import load_resolved, load_resume, load_weights
+from attnmt.checkpoint_format import Checkpoint
 from attnmt.data.corpora import check_splits
 from attnmt.decode.translator import Translator
 from attnmt.devices import resolve_device
@@ -56,7 +57,7 @@ class Resume:
     """``resume=``: the run goes on from this checkpoint (weights and training state)."""
 
     path: Path
-    payload: dict[str, Any]
+    checkpoint: Checkpoint
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Finetune:
     """``finetune=``: a new run starts from this checkpoint's weights and tokenizer."""
 
     path: Path
-    payload: dict[str, Any]
+    checkpoint: Checkpoint
 
 
 @dataclass
@@ -99,6 +100,7 @@ class RunParts:
     started: float = 0.0  # unix time when start_run began
     data_seconds: float = 0.0  # preparing the corpus, tokenizer, train ids and valid split
     data_ready: float = 0.0  # unix time when that was done
+    corpus: dict[str, Any] = field(default_factory=dict)  # what checkpoints record of the data
 
 
 def compose_settings(
@@ -114,17 +116,17 @@ def compose_settings(
     raw = settings_of(cfg)
     resume, finetune = raw.get("resume"), raw.get("finetune")
     check_exclusive(resume, finetune)
-    ckpt_path, payload = load_resume(resume, OUTPUTS, run_dir)
+    ckpt_path, resumed = load_resume(resume, OUTPUTS, run_dir)
     origin: Resume | Finetune | None = None
-    if ckpt_path is not None and payload is not None:
-        raw = resumed_settings(raw, payload["config"], explicit, str(ckpt_path), setting_keys)
-        origin = Resume(ckpt_path, payload)
+    if ckpt_path is not None and resumed is not None:
+        raw = resumed_settings(raw, resumed.config, explicit, str(ckpt_path), setting_keys)
+        origin = Resume(ckpt_path, resumed)
         run_dir = run.path if (run := RunDir.of_checkpoint(ckpt_path)) else run_dir
     elif resume == "auto":
         log.info("resume=auto: no checkpoint under %s/; starting afresh", OUTPUTS)
     if finetune:
         source, start = load_resolved(finetune)
-        raw = finetuned_settings(raw, start["config"], explicit, str(source), setting_keys)
+        raw = finetuned_settings(raw, start.config, explicit, str(source), setting_keys)
         log.info("finetune: a new run from the weights and tokenizer of %s", source)
         origin = Finetune(source, start)
     return Settings(validate_config(raw), run_dir, origin)
@@ -169,7 +171,7 @@ def _build(
     check_splits(cfg.data, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
     log_handler = _continue_log(settings.run_dir, own_dir, dist.is_main)
     seed_everything(cfg.seed)
-    inherited = settings.origin.payload["tokenizer"] if settings.origin is not None else None
+    inherited = settings.origin.checkpoint.tokenizer if settings.origin is not None else None
     data_started = time.perf_counter()
     data = build_data(cfg.data, tcfg, cfg.seed, dist, inherited)
     data_seconds, data_ready = time.perf_counter() - data_started, time.time()
@@ -177,7 +179,7 @@ def _build(
     model_cfg = plain(cfg.model)
     model = build_model(model_cfg, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
     if isinstance(settings.origin, Finetune):
-        load_weights(model, settings.origin.payload["model"], settings.origin.path)
+        load_weights(model, settings.origin.checkpoint.weights, settings.origin.path)
     model = model.to(device)
     precision = choose_precision(
         tcfg.precision,
@@ -206,6 +208,7 @@ def _build(
         started=started,
         data_seconds=data_seconds,
         data_ready=data_ready,
+        corpus=data.corpus.fingerprint(),
     )
 
 
