@@ -1,6 +1,8 @@
-"""Sentences/s of serve.py's API with 1 and 8 concurrent clients against translate.py.
+"""Sentences/s of serve.py's API with 1 and 8 concurrent clients against translate.py;
+with ``--load``, latency, errors and peak memory under 100 concurrent clients.
 
     python -m benchmarks.serve_throughput --ckpt RUN [--lines 300] [--beam 1]
+    python -m benchmarks.serve_throughput --ckpt RUN --load [--clients 100] [--heavy 4]
 
 The first ``--lines`` test sentences of the run's corpus are translated
 
@@ -13,13 +15,25 @@ The first ``--lines`` test sentences of the run's corpus are translated
 
 Every setting's translations are checked to equal translate.py's. Writes
 ``outputs/serve_throughput/<time>.json`` and prints a markdown table.
+
+``--load`` starts ``python serve.py`` (its default limits: queue_size 16, timeout_s 120,
+max_attention_values 4,000,000) in its own process and runs ``--clients`` threads at once:
+``--heavy`` of them send the hostile probe of issue 32 (64 lines of 300 characters, beam
+16, n_best 16, attention), the others ``--requests`` one-sentence requests each with
+attention (the page's request). It reports per kind the answers by status, p50 and p99
+latency, the server's peak resident memory (VmHWM) and how Ctrl-C then ends it (status,
+seconds, tracebacks in its log). Writes ``outputs/serve_throughput/load-<time>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -89,13 +103,184 @@ def through_api(url: str, lines: list[str], clients: int, **body: Any) -> tuple[
     return time.perf_counter() - start, out
 
 
+ROOT = Path(__file__).resolve().parents[1]
+PROBE_LINE = " ".join("abcdef"[i % 6] for i in range(150))  # 299 characters
+PROBE = {"text": [PROBE_LINE] * 64, "beam": 16, "n_best": 16, "attention": True}
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank ``q`` percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def rss_mb(pid: int, field: str = "VmHWM") -> float | None:
+    """Process ``pid``'s resident memory in MB: VmHWM its peak, VmRSS now (Linux; else
+    None)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+class ServeProcess:
+    """``python serve.py ckpt=... port=<free>`` in its own process; Ctrl-C at the end."""
+
+    def __init__(self, ckpt: str, log: Path, *settings: str) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        args = [sys.executable, "serve.py", f"ckpt={ckpt}", f"port={self.port}", *settings]
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while not self._ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"serve.py did not start; its log:\n{log.read_text()}")
+            time.sleep(0.2)
+        self.idle_rss_mb = rss_mb(self.proc.pid, "VmRSS")
+
+    def _ready(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/info", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> dict[str, Any]:
+        """Ctrl-C; how the server ended (status, seconds, tracebacks in its log)."""
+        peak = rss_mb(self.proc.pid)
+        start = time.perf_counter()
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            status = self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            status = self.proc.wait()
+        text = self.log.read_text(errors="replace")
+        return {
+            "idle_rss_mb": self.idle_rss_mb,
+            "peak_rss_mb": peak,
+            "exit_status": status,
+            "stop_seconds": time.perf_counter() - start,
+            "tracebacks": text.count("Traceback"),
+        }
+
+
+def load_client(url: str, bodies: list[dict[str, Any]], record: list[dict[str, Any]]) -> None:
+    """Send ``bodies`` one after another; record each answer's status and latency."""
+    with httpx.Client(base_url=url, timeout=600) as client:
+        for body in bodies:
+            kind = "probe" if body is PROBE else "sentence"
+            start = time.perf_counter()
+            try:
+                status: int | str = client.post("/translate", json=body).status_code
+            except httpx.HTTPError as err:
+                status = type(err).__name__
+            record.append({"kind": kind, "status": status, "seconds": time.perf_counter() - start})
+
+
+def load(args: argparse.Namespace) -> None:
+    """``--load``: see the module docstring."""
+    model = load_model("ckpt", args.ckpt, "attnmt", "cpu", DecodeConfig())
+    lines = test_sentences(model, max(args.requests * args.clients, 1))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
+    server = ServeProcess(args.ckpt, out / f"load-{stamp}.log")
+    record: list[dict[str, Any]] = []
+    plans = []
+    for c in range(args.clients):
+        if c < args.heavy:
+            plans.append([PROBE])
+        else:
+            own = [lines[(c * args.requests + r) % len(lines)] for r in range(args.requests)]
+            plans.append([{"text": t, "attention": True} for t in own])
+    threads = [
+        threading.Thread(target=load_client, args=(server.url, plan, record)) for plan in plans
+    ]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - start
+    ended = server.stop()
+    rows = []
+    for kind in ("sentence", "probe"):
+        mine = [r for r in record if r["kind"] == kind]
+        if not mine:
+            continue
+        statuses: dict[str, int] = {}
+        for r in mine:
+            statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
+        ok = [r["seconds"] for r in mine if r["status"] == 200]
+        every = [r["seconds"] for r in mine]
+        rows.append(
+            {
+                "kind": kind,
+                "requests": len(mine),
+                "statuses": statuses,
+                "errors": len(mine) - len(ok),
+                "p50_s": percentile(every, 50),
+                "p99_s": percentile(every, 99),
+                "p50_ok_s": percentile(ok, 50),
+                "p99_ok_s": percentile(ok, 99),
+            }
+        )
+    machine = this_machine().short()
+    result = {
+        "ckpt": args.ckpt,
+        "clients": args.clients,
+        "heavy": args.heavy,
+        "requests_per_client": args.requests,
+        "machine": machine,
+        "date": datetime.now().isoformat(timespec="seconds"),
+        "seconds": seconds,
+        "rows": rows,
+        **ended,
+    }
+    path = out / f"load-{stamp}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"{args.clients} clients ({args.heavy} sending the probe), {machine}\n")
+    print("| requests | n | answers | errors | p50 s | p99 s | p99 s of 200s |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for row in rows:
+        answers = ", ".join(f"{k}: {v}" for k, v in sorted(row["statuses"].items()))
+        p99_ok = "-" if row["p99_ok_s"] is None else f"{row['p99_ok_s']:.2f}"
+        print(
+            f"| {row['kind']} | {row['requests']} | {answers} | {row['errors']} | "
+            f"{row['p50_s']:.2f} | {row['p99_s']:.2f} | {p99_ok} |"
+        )
+    print(
+        f"\nserver memory {ended['idle_rss_mb']:.0f} MB idle, {ended['peak_rss_mb']:.0f} MB "
+        f"at its peak; Ctrl-C: exit status "
+        f"{ended['exit_status']} after {ended['stop_seconds']:.1f} s, "
+        f"{ended['tracebacks']} tracebacks\nwritten {path}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ckpt", required=True, help="a run directory or .pt file")
     parser.add_argument("--lines", type=int, default=300)
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--out", default="outputs/serve_throughput")
+    parser.add_argument("--load", action="store_true", help="the load test (module docstring)")
+    parser.add_argument("--clients", type=int, default=100, help="--load: clients at once")
+    parser.add_argument("--heavy", type=int, default=4, help="--load: clients sending the probe")
+    parser.add_argument("--requests", type=int, default=3, help="--load: requests per client")
     args = parser.parse_args()
+    if args.load:
+        load(args)
+        return
 
     model = load_model("ckpt", args.ckpt, "attnmt", "cpu", DecodeConfig(beam=args.beam))
     lines = test_sentences(model, args.lines)

@@ -476,3 +476,28 @@ def _answers(url: str) -> bool:
     except httpx.HTTPError:
         time.sleep(0.2)
         return False
+
+
+@pytest.mark.slow
+def test_the_load_benchmark_runs_on_a_tiny_model(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """benchmarks/serve_throughput.py --load: concurrent clients against serve.py in its own
+    process; answers by status, latencies, peak memory, a clean Ctrl-C (no figures kept)."""
+    import argparse
+
+    from benchmarks import serve_throughput
+
+    run = shared_run(tmp_path_factory)
+    args = argparse.Namespace(ckpt=str(run), clients=12, heavy=1, requests=2, out=str(tmp_path))
+    serve_throughput.load(args)
+    (written,) = tmp_path.glob("load-*.json")
+    record = json.loads(written.read_text())
+    kinds = {row["kind"]: row for row in record["rows"]}
+    assert kinds["sentence"]["requests"] == 22 and kinds["probe"]["requests"] == 1
+    for row in kinds.values():
+        assert sum(row["statuses"].values()) == row["requests"]
+        assert set(row["statuses"]) <= {"200", "503"}
+        assert row["p50_s"] <= row["p99_s"]
+    assert record["peak_rss_mb"] >= record["idle_rss_mb"] > 0
+    assert record["exit_status"] == 0 and record["tracebacks"] == 0

@@ -92,7 +92,6 @@ class DecodeWorker:
         """Queue a request; the Job (a Future) gets its result. QueueFull when full,
         Stopping once closed."""
         job = Job(lines, options)
-        self._ensure_started()
         with self._cond:
             if self._closed:
                 raise Stopping
@@ -100,6 +99,7 @@ class DecodeWorker:
                 raise QueueFull
             self._jobs.append(job)
             self._cond.notify()
+        self._ensure_started()
         return job
 
     def pending(self) -> int:
