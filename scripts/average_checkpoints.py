@@ -33,7 +33,6 @@ __all__ = [
     "main",
 ]
 
-_TRAINER_NAME = re.compile(r"last\.pt|best-\d+\.pt|averaged\.pt")
 """The names a trainer writes in its checkpoints folder (resume= looks for them)."""
 
 
@@ -92,7 +91,7 @@ def check_output(output: Path, files: Sequence[Path], force: bool) -> None:
         why = "is the run's last.pt, the training state resume= continues from"
     elif in_run and output.name in _listed(output.parent):
         why = f"is listed in {output.parent / BEST_JSON}, which evaluate.py and ensembles read"
-    elif in_run and _TRAINER_NAME.fullmatch(output.name):
+    elif in_run and RunDir.trainer_writes(output.name):
         why = "is named like the run's own checkpoints, which resume= would take it for"
     elif any(output.resolve() == f.resolve() for f in files):
         why = "is one of the checkpoints being averaged"

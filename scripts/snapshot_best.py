@@ -28,6 +28,7 @@ from attnmt.atomic import atomic_path, write_json
 from attnmt.checkpoint import read_best_json
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
+from attnmt.train.run_lock import live_owner
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,9 @@ def first_update(run: Path) -> float | None:
 
 
 def run_ended(run: Path) -> bool:
-    """True once the run's summary says it ended, or it released its lock."""
-    if not RunDir(run).lock.exists():
+    """True once the run's summary says it ended, or no live process holds its lock (a
+    killed run leaves a stale one)."""
+    if live_owner(run) is None:
         return True
     try:
         status = read_record(run).status

@@ -28,11 +28,11 @@ from attnmt.checkpoint import (
     load_resolved,
     load_resume,
     remove_stale_tmp,
-    run_dir_of,
     save_checkpoint,
 )
 from attnmt.checkpoint_format import Checkpoint, VocabInfo
 from attnmt.errors import CheckpointError
+from attnmt.run_dir import RunDir
 from attnmt.train.rng import rng_state, set_rng_state
 
 
@@ -115,7 +115,7 @@ def test_resume_targets(tmp_path: Path) -> None:
     assert latest.parent.parent in (old, new)
     assert load_resume("auto", tmp_path / "outputs", current)[0] == latest
     assert load_resume(str(old), tmp_path, current)[0] == old / "checkpoints" / "last.pt"
-    assert run_dir_of(old / "checkpoints" / "last.pt") == old
+    assert RunDir.of_checkpoint(old / "checkpoints" / "last.pt") == RunDir(old)
     with pytest.raises(CheckpointError, match="resume="):
         load_resume(str(tmp_path / "nowhere"), tmp_path, current)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from attnmt.train.run_lock import owner_record
 from scripts import snapshot_best as snap
 
 START = "2026-11-25 01:27:33"
@@ -31,7 +32,7 @@ def _run(tmp_path: Path, locked: bool = True) -> Path:
     (run / "checkpoints").mkdir(parents=True)
     _record(run)
     if locked:
-        (run / ".lock").write_text("{}")
+        (run / ".lock").write_text(json.dumps(owner_record()))  # this live process's
     return run
 
 
@@ -73,6 +74,10 @@ def test_the_clock_starts_where_the_run_record_says(tmp_path: Path) -> None:
 def test_a_run_whose_summary_says_it_ended_has_ended(tmp_path: Path) -> None:
     run = _run(tmp_path)
     assert not snap.run_ended(run)
+    stale = {**owner_record(), "pid": 2**22 + 7}  # a process that is gone
+    (run / ".lock").write_text(json.dumps(stale))
+    assert snap.run_ended(run)  # a killed run's stale lock does not keep it running
+    (run / ".lock").write_text(json.dumps(owner_record()))
     summary = json.loads((run / "summary.json").read_text())
     (run / "summary.json").write_text(json.dumps({**summary, "status": "finished"}))
     assert snap.run_ended(run)

@@ -612,9 +612,3 @@ def load_resume(
         where=f"resume={resume}",
         advice="resume from another run or .pt file, or drop resume= to start afresh",
     )
-
-
-def run_dir_of(checkpoint: Path) -> Path | None:
-    """``<run>`` for ``<run>/checkpoints/<file>.pt``, else None (:meth:`RunDir.of_checkpoint`)."""
-    run = RunDir.of_checkpoint(checkpoint)
-    return None if run is None else run.path

@@ -28,6 +28,8 @@ from pathlib import Path
 CHECKPOINTS = "checkpoints"
 LAST = "last.pt"
 BEST_JSON = "best.json"
+AVERAGED = "averaged.pt"
+LOCK = ".lock"
 HYDRA = ".hydra"
 MARKERS = (CHECKPOINTS, HYDRA)
 """What makes a folder a training run's: either subfolder (a loose ``train.log`` does not)."""
@@ -66,7 +68,7 @@ class RunDir:
 
     @property
     def lock(self) -> Path:
-        return self.path / ".lock"
+        return self.path / LOCK
 
     @property
     def train_log(self) -> Path:
@@ -103,6 +105,12 @@ class RunDir:
     @property
     def results_png(self) -> Path:
         return self.path / "results.png"
+
+    @staticmethod
+    def trainer_writes(name: str) -> bool:
+        """Whether the trainer writes checkpoints of this file name (``last.pt``,
+        ``best-<step>.pt``, ``averaged.pt``)."""
+        return name in (LAST, AVERAGED) or BEST_FILE.fullmatch(name) is not None
 
     @staticmethod
     def is_run(path: str | Path) -> bool:

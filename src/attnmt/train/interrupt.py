@@ -23,6 +23,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from attnmt.run_dir import RunDir
+
 log = logging.getLogger(__name__)
 
 SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
@@ -119,12 +121,12 @@ class FinalTestInterrupted(TrainingInterrupted):
     checkpoints stay; the message lists them and how to redo the test."""
 
     def __init__(self, step: int, run_dir: Path, signum: int = signal.SIGINT) -> None:
-        last = run_dir / "checkpoints" / "last.pt"
+        last = RunDir(run_dir).last
         super().__init__(step, last if last.is_file() else None, True, signum)
         self.run_dir = run_dir
 
     def message(self) -> str:
-        ckpt_dir = self.run_dir / "checkpoints"
+        ckpt_dir = RunDir(self.run_dir).checkpoints
         files = sorted(p.name for p in ckpt_dir.glob("*.pt")) if ckpt_dir.is_dir() else []
         kept = f"checkpoints kept in {ckpt_dir}: {', '.join(files)}" if files else "no checkpoint"
         return (

@@ -36,7 +36,7 @@ from attnmt.checkpoint_format import Checkpoint
 from attnmt.decode.plots import figure_to_array
 from attnmt.errors import AttnmtError
 from attnmt.machine import this_machine
-from attnmt.run_dir import RunDir
+from attnmt.run_dir import AVERAGED, RunDir
 from attnmt.run_record import RecordWriter, source_commit
 from attnmt.train import distributed as ddp
 from attnmt.train.averaging import average_files
@@ -514,7 +514,7 @@ class Trainer:
         )
         if better:
             averaged.metrics = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
-            self.ckpts.add_best(averaged, "averaged.pt", self.step, res.bleu)
+            self.ckpts.add_best(averaged, AVERAGED, self.step, res.bleu)
             self.state.best_bleu, self.state.best_chrf = res.bleu, res.chrf
             self.state.best_step = self.step
 

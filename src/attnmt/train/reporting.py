@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from attnmt.atomic import atomic_path
 from attnmt.data.textio import write_lines
 from attnmt.decode.translator import Translator
+from attnmt.run_dir import RunDir
 from attnmt.train.config import TrainerConfig
 from attnmt.train.evaluation import EvalSet, ValResult, attention_images
 from attnmt.train.run_config import RunConfig
@@ -156,8 +157,9 @@ def report_validation(
     """Scalars, samples, hypotheses file, and (if ``heatmaps``) heatmaps of the first
     ``num_heatmaps`` pairs: drawing them costs several times the validation itself."""
     tb.scalars(res.scalars(), step)
-    (run_dir / "hyps").mkdir(parents=True, exist_ok=True)
-    write_lines(run_dir / "hyps" / f"valid-{step}.txt", res.hyps)
+    hyps = RunDir(run_dir).hyps
+    hyps.mkdir(parents=True, exist_ok=True)
+    write_lines(hyps / f"valid-{step}.txt", res.hyps)
     for i in range(min(tcfg.num_heatmaps, len(valid)) if heatmaps else 0):
         for name, image in attention_images(translator, valid, i, step):
             tb.image(f"valid_attention/{i}/{name}", image, step)

@@ -24,9 +24,10 @@ from typing import Any
 
 from attnmt.atomic import process_alive, write_error
 from attnmt.errors import ConfigError
+from attnmt.run_dir import BEST_JSON, LOCK, RunDir
 
 log = logging.getLogger(__name__)
-LOCK_NAME = ".lock"
+LOCK_NAME = LOCK
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
@@ -221,8 +222,8 @@ def live_owner(run_dir: Path) -> str | None:
 
 def check_fresh(run_dir: Path) -> None:
     """A new run refuses a directory that holds another run's checkpoints."""
-    ckpts = run_dir / "checkpoints"
-    held = sorted(p.name for p in ckpts.glob("*") if p.suffix == ".pt" or p.name == "best.json")
+    ckpts = RunDir(run_dir).checkpoints
+    held = sorted(p.name for p in ckpts.glob("*") if p.suffix == ".pt" or p.name == BEST_JSON)
     if held:
         raise ConfigError(
             f"run folder {run_dir} already holds a run's checkpoints "
