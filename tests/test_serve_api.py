@@ -16,16 +16,15 @@ pytest.importorskip("fastapi", reason="serve.py needs attnmt[serve] (fastapi, uv
 pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 
 from fastapi.testclient import TestClient
-from helpers.tiny_checkpoint import make_run, shared_run
+from helpers.serving import client, post, tiny_models, tiny_runs
 
 from attnmt.cli.serve import run as serve_run
 from attnmt.cli.translate import run as translate_run
 from attnmt.decode.config import DecodeConfig
 from attnmt.errors import ConfigError
-from attnmt.serve.app import STATIC, create_app
+from attnmt.serve.app import STATIC
 from attnmt.serve.backend import Options, ServedModel, load_model
 from attnmt.serve.jsonio import dumps
-from attnmt.serve.settings import ServeSettings
 from attnmt.serve.worker import DecodeWorker
 
 LINES = ["a b c", "d e f a", "", "b", "f e d c b a"]
@@ -33,29 +32,12 @@ LINES = ["a b c", "d e f a", "", "b", "f e d c b a"]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    rnn = tmp_path_factory.getbasetemp() / "tiny-rnn-serve"
-    if not (rnn / "run").is_dir():
-        make_run(rnn, "rnn_bahdanau")
-    return {"transformer": shared_run(tmp_path_factory), "rnn": rnn / "run"}
+    return tiny_runs(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def models(runs: dict[str, Path]) -> list[ServedModel]:
-    decode = DecodeConfig()
-    return [
-        load_model("ckpt", str(runs["transformer"]), "auto", "cpu", decode),
-        load_model("ckpt2", str(runs["rnn"]), "auto", "cpu", decode),
-    ]
-
-
-def client(models: list[ServedModel], **settings: Any) -> TestClient:
-    return TestClient(create_app(ServeSettings(ckpt="x", **settings), models))
-
-
-def post(c: TestClient, **body: Any) -> Any:
-    response = c.post("/translate", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
+    return tiny_models(runs)
 
 
 def translate_py(ckpt: Path, lines: list[str], **settings: Any) -> list[str]:
