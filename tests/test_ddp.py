@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import torch
 import torch.multiprocessing as mp
+from helpers.toy_train import DDP_TOY
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -41,31 +42,10 @@ def free_port() -> int:
 
 def run_config(root: Path, accum_steps: int, *extra: str) -> dict[str, Any]:
     overrides = [
-        "data=toy_reverse",
+        *DDP_TOY,
         f"data.root={root}",
-        "data.toy.train=400",
-        "data.toy.valid=8",
-        "data.toy.test=8",
-        "model=transformer_tiny",
-        "model.dropout=0.0",
-        "model.attention_dropout=0.0",
-        "device=cpu",
-        "seed=5",
         f"trainer.max_steps={STEPS}",
         f"trainer.accum_steps={accum_steps}",
-        "trainer.max_tokens=200",
-        "trainer.schedule=constant",
-        "trainer.lr=0.001",
-        "trainer.precision=fp32",
-        "trainer.val_every_steps=0",
-        "trainer.val_every_epoch=false",
-        "trainer.val_subset=4",
-        "trainer.num_heatmaps=0",
-        "trainer.num_samples=0",
-        "trainer.early_stopping_patience=0",
-        "trainer.time_budget_min=0",
-        "trainer.test=false",
-        "trainer.progress_bar=false",
         *extra,
     ]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.multiprocessing as mp
+from helpers.toy_train import DDP_TOY
 
 from attnmt.checkpoint import load_checkpoint
 from attnmt.checkpoint_format import Checkpoint
@@ -44,33 +45,12 @@ STEPS = 5
 RUN_DIR = "outputs/two-nodes"
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 TOY = [
-    "data=toy_reverse",
-    "data.toy.train=400",
-    "data.toy.valid=8",
-    "data.toy.test=8",
-    "model=transformer_tiny",
+    *DDP_TOY,
     "model.d_model=32",
     "model.d_ff=64",
     "model.n_heads=2",
     "model.enc_layers=1",
     "model.dec_layers=1",
-    "model.dropout=0.0",
-    "model.attention_dropout=0.0",
-    "device=cpu",
-    "seed=5",
-    "trainer.max_tokens=200",
-    "trainer.schedule=constant",
-    "trainer.lr=0.001",
-    "trainer.precision=fp32",
-    "trainer.val_every_steps=0",
-    "trainer.val_every_epoch=false",
-    "trainer.val_subset=4",
-    "trainer.num_heatmaps=0",
-    "trainer.num_samples=0",
-    "trainer.early_stopping_patience=0",
-    "trainer.time_budget_min=0",
-    "trainer.test=false",
-    "trainer.progress_bar=false",
     "trainer.log_every_steps=1",
 ]
 """A 1+1-layer Transformer on 400 toy pairs, dropout off, constant learning rate."""
