@@ -5,6 +5,8 @@ The loss is teacher-forced on pairs cut to ``data.max_len`` pieces a side; perpl
 ``exp(NLL / tokens)`` without label smoothing. Hypotheses come from the one decoding path,
 :class:`attnmt.decode.translator.Translator`, on the raw source lines, and are scored
 against the raw reference lines with sacrebleu (:func:`attnmt.decode.metrics.corpus_scores`).
+The entropy of each cross-attention map (:mod:`attnmt.decode.attention_entropy`) is measured
+teacher-forced on the first :data:`ENTROPY_PAIRS` pairs, so a collapsing attention shows.
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ from attnmt.checkpoint import load_checkpoint
 from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
+from attnmt.decode.attention_entropy import EntropyMeans
 from attnmt.decode.metrics import corpus_scores, score_fields
 from attnmt.decode.plots import attention_figure, figure_to_array
 from attnmt.decode.translator import Translator, load_translator
+from attnmt.models.base import Seq2Seq
 from attnmt.run_dir import RunDir
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision
 
 log = logging.getLogger(__name__)
+
+ENTROPY_PAIRS = 100
+"""Validation pairs (the first ones, cut as for the loss) whose cross-attention entropy each
+validation measures: one teacher-forced pass over a bounded set, a fraction of the loss's."""
 
 
 @dataclass
@@ -59,6 +67,8 @@ class ValResult:
     chrf: float
     hyps: list[str]
     signatures: dict[str, str] = field(default_factory=dict)
+    entropy: dict[str, float] = field(default_factory=dict)  # map -> mean H(α_t), nats
+    entropy_norm: dict[str, float] = field(default_factory=dict)  # map -> mean H(α_t)/log n
 
     def scalars(self) -> dict[str, float]:
         return {
@@ -69,12 +79,23 @@ class ValResult:
             "val/accuracy": self.accuracy,
         }
 
+    def entropy_scalars(self) -> dict[str, float]:
+        """TensorBoard tags ``val_attention/entropy/<map>`` (nats) and
+        ``val_attention/entropy_norm/<map>`` (0 = one column, 1 = uniform)."""
+        return {
+            **{f"val_attention/entropy/{k}": v for k, v in self.entropy.items()},
+            **{f"val_attention/entropy_norm/{k}": v for k, v in self.entropy_norm.items()},
+        }
+
     def line(self) -> str:
-        """One concise log line."""
-        return (
+        """One concise log line (with the normalised entropy of the ``cross`` map)."""
+        line = (
             f"nll {self.loss:.3f} | ppl {self.ppl:.2f} | acc {self.accuracy:.3f} | "
             f"BLEU {self.bleu:.2f} | chrF {self.chrf:.2f}"
         )
+        if "cross" in self.entropy_norm:
+            line += f" | attn entropy {self.entropy_norm['cross']:.2f}"
+        return line
 
 
 def make_eval_set(
@@ -115,21 +136,46 @@ def evaluate_loss(
     return per_token, math.exp(min(per_token, 50.0)), correct / max(tokens, 1)
 
 
+@torch.no_grad()
+def attention_entropy(
+    model: Seq2Seq,
+    data: EvalSet,
+    max_tokens: int,
+    device: torch.device,
+    precision: Precision,
+    pairs: int = ENTROPY_PAIRS,
+) -> EntropyMeans:
+    """Entropy of every cross-attention map of ``model`` teacher-forced on the first
+    ``pairs`` pairs of ``data``, in batches of ``max_tokens`` padded tokens."""
+    means = EntropyMeans()
+    n = min(pairs, len(data))
+    lengths = [len(data.src_ids[i]) + len(data.tgt_ids[i]) + 2 for i in range(n)]
+    for rows in length_batches(lengths, max_tokens):
+        tgt = [data.tgt_ids[i] for i in rows]
+        batch = make_batch([data.src_ids[i] for i in rows], tgt).to(device)
+        with precision.autocast():
+            maps = model.attention(batch)
+        means.add(maps, batch.src_pad_mask, batch.target()[2])
+    return means
+
+
 def validate(
     translator: Translator,
     data: EvalSet,
     precision: Precision,
     max_tokens: int,
     beam: int = 1,
+    entropy_pairs: int = ENTROPY_PAIRS,
 ) -> ValResult:
-    """Loss, perplexity, accuracy, and BLEU/chrF of ``translator``'s hypotheses with
-    ``beam`` (the rest of its decode settings as they are); the model's train/eval mode
-    is restored afterwards."""
-    model = translator.model
+    """Loss, perplexity, accuracy, the attention entropy on the first ``entropy_pairs``
+    pairs, and BLEU/chrF of ``translator``'s hypotheses with ``beam`` (the rest of its
+    decode settings as they are); the model's train/eval mode is restored afterwards."""
+    model, device = translator.model, translator.device
     was_training = model.training
     model.eval()
     try:
-        loss, ppl, acc = evaluate_loss(model, data, max_tokens, translator.device, precision)
+        loss, ppl, acc = evaluate_loss(model, data, max_tokens, device, precision)
+        entropy = attention_entropy(model, data, max_tokens, device, precision, entropy_pairs)
     finally:
         model.train(was_training)
     hyps = translator.translate(data.src_text, beam=beam)
@@ -142,6 +188,8 @@ def validate(
         chrf=scores["chrf"].score,
         hyps=hyps,
         signatures={k: v.signature for k, v in scores.items()},
+        entropy=entropy.means(),
+        entropy_norm=entropy.normalised(),
     )
 
 

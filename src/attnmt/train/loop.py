@@ -459,7 +459,12 @@ class Trainer:
                 "new best: valid BLEU %.2f at step %d -> %s", res.bleu, step, self.ckpts.best_path()
             )
         self.ckpts.save_last(payload)
-        self._record("valid", **{k.removeprefix("val/"): v for k, v in res.scalars().items()})
+        self._record(
+            "valid",
+            **{k.removeprefix("val/"): v for k, v in res.scalars().items()},
+            attention_entropy=res.entropy,
+            attention_entropy_norm=res.entropy_norm,
+        )
         if self.record is not None:
             self.record.update(step=step, minutes=round(self.minutes(), 4), best=self._best())
         return res.scalars()

@@ -1,7 +1,8 @@
 """What a run tells its user: validation reports, the curves, the HParams, the last words.
 
-* :func:`report_validation`: TensorBoard scalars, attention heatmaps and text samples, and
-  the hypotheses written to ``<run>/hyps/valid-<step>.txt``;
+* :func:`report_validation`: TensorBoard scalars (the attention entropy among them),
+  attention heatmaps and text samples, and the hypotheses written to
+  ``<run>/hyps/valid-<step>.txt``;
 * :func:`results_figure`: ``<run>/results.png`` (also in TensorBoard): train and validation
   NLL, validation BLEU and chrF, each against step and against minutes;
 * :func:`hparams`: the handful of settings that tell runs apart in TensorBoard's HParams;
@@ -156,7 +157,7 @@ def report_validation(
 ) -> None:
     """Scalars, samples, hypotheses file, and (if ``heatmaps``) heatmaps of the first
     ``num_heatmaps`` pairs: drawing them costs several times the validation itself."""
-    tb.scalars(res.scalars(), step)
+    tb.scalars({**res.scalars(), **res.entropy_scalars()}, step)
     hyps = RunDir(run_dir).hyps
     hyps.mkdir(parents=True, exist_ok=True)
     write_lines(hyps / f"valid-{step}.txt", res.hyps)

@@ -3,9 +3,11 @@
 Other ranks get a writer whose methods do nothing, so the trainer calls it unconditionally.
 Tags used by the trainer: ``train/{nll,loss_smoothed,ppl,lr,grad_norm,tokens_per_sec,
 skipped_updates}``, ``val/{nll,ppl,accuracy,bleu,chrf,best_bleu}`` and at the end
-``val/{test_bleu,test_chrf}`` (the HParams metrics), ``valid_attention/<i>/<map>`` and
-``valid_summary/results`` images, ``samples/valid<i>`` text, and the HParams plugin.
-Scalar groups sort first in TensorBoard (``train`` < ``val`` < ``valid_*``).
+``val/{test_bleu,test_chrf}`` (the HParams metrics), the attention entropy
+``val_attention/{entropy,entropy_norm}/<map>`` (attnmt.decode.attention_entropy),
+``valid_attention/<i>/<map>`` and ``valid_summary/results`` images, ``samples/valid<i>``
+text, and the HParams plugin. Scalar groups sort first in TensorBoard (``train`` < ``val``
+< ``val_attention`` < ``valid_*``).
 """
 
 from __future__ import annotations
