@@ -198,11 +198,43 @@ def test_location_masks_positions_beyond_max_len() -> None:
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2))
 
 
+# d = Dq = Dk = 4, Dh = hidden_dim = 5, max_src_len = 10
+SAME_SIZE_PARAMETERS = {
+    "dot": 0,
+    "scaled_dot": 0,
+    "cosine": 1,  # β
+    "general": 4 * 4,  # W_a [d, d]
+    "additive": 5 * 4 + 5 * 4 + 5,  # W_1 [Dh, d], W_2 [Dh, d], v_a [Dh]
+    "concat": 5 * (4 + 4) + 5,  # W_a [Dh, 2d], v_a [Dh]
+    "location": 10 * 4 + 10,  # W_a [max_src_len, d] and its bias
+}
+
+
+@pytest.mark.parametrize("score", list(SCORERS))
+def test_parameters_when_query_and_keys_share_one_size(score: str) -> None:
+    att = Attention(score, "global", 4, 4, hidden_dim=5, max_src_len=10)
+    assert att.key_adapter is None
+    assert sum(p.numel() for p in att.parameters()) == SAME_SIZE_PARAMETERS[score]
+
+
+def test_cosine_with_a_fixed_beta_has_no_parameters() -> None:
+    att = Attention("cosine", "global", 4, 4, cosine_beta=3.0, learn_beta=False)
+    assert list(att.parameters()) == [] and float(att.scorer.beta) == 3.0
+
+
 @pytest.mark.parametrize("score", ["dot", "scaled_dot", "cosine"])
 def test_key_adapter_when_dims_differ(score: str) -> None:
     assert Attention(score, "global", 4, 4).key_adapter is None
     att = Attention(score, "global", 4, 6)
     assert att.key_adapter is not None and att.precompute(torch.randn(2, 3, 6)).shape == (2, 3, 4)
+    assert sum(p.numel() for p in att.parameters()) == 4 * 6 + (score == "cosine")  # + β
+
+
+def test_scaled_dot_divides_by_the_square_root_of_the_annotation_size() -> None:
+    """n = 9 (the size of h_i, no map between): score = sᵀh / 3."""
+    att = Attention("scaled_dot", "global", 9, 9)
+    query, keys = torch.ones(1, 1, 9), torch.full((1, 2, 9), 2.0)
+    torch.testing.assert_close(att.scorer(query, att.precompute(keys)), torch.full((1, 1, 2), 6.0))
 
 
 def test_bad_names_and_windows_raise_config_error() -> None:

@@ -3,6 +3,7 @@ beam-style state selection, config validation, and overfitting a tiny batch."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -174,7 +175,8 @@ def test_bahdanau_queries_previous_state() -> None:
 def test_bridge_and_embeddings() -> None:
     model = tiny("rnn_luong", "lstm")
     assert len(model.bridge_h.layers) == 2 and len(model.bridge_c.layers) == 2
-    assert model.bridge_h.layers[0].in_features == 2 * 6  # bidirectional top layer
+    assert model.bridge_h.layers[0].in_features == 2 * 3  # top layer, forward ⊕ backward
+    assert model.bridge_h.layers[0].out_features == 6 == model.bridge_c.layers[1].out_features
     assert model.src_embed is model.tgt_embed  # joint vocabulary shares the table
     separate = LuongSeq2Seq.from_config({"emb_dim": 6, "hidden_size": 6}, 10, 12, False)
     assert separate.src_embed is not separate.tgt_embed
@@ -185,6 +187,111 @@ def test_bridge_and_embeddings() -> None:
 def test_unidirectional_single_layer_lstm() -> None:
     model = tiny("rnn_bahdanau", "lstm", bidirectional=False, enc_layers=1, dec_layers=1)
     assert model(make_batch(SRC, TGT)).shape == (3, 8, V)
+
+
+# -- sizes: annotations are hidden_size wide, so dot, scaled_dot and cosine need no map --------
+
+
+def _attention_parameters(model: RNNSeq2Seq) -> int:
+    return sum(p.numel() for p in model.attn.parameters())
+
+
+def test_each_direction_of_a_bidirectional_encoder_gets_half_the_decoder_size() -> None:
+    model = tiny("rnn_luong")  # hidden_size 6, bidirectional
+    assert model.encoder.rnn.hidden_size == 3 and model.encoder.rnn.bidirectional
+    batch = make_batch(SRC)
+    with torch.no_grad():
+        memory = model.encode(batch.src, batch.src_pad_mask)
+    assert memory["memory"].shape == (3, 7, 6) and memory["final_h"].shape == (3, 6)
+    uni = tiny("rnn_luong", bidirectional=False)  # one direction: all of hidden_size
+    assert uni.encoder.rnn.hidden_size == 6 and uni.encoder.output_dim == 6
+    wide = tiny("rnn_luong", score="general", enc_hidden_size=10)  # set apart: 5 a direction
+    assert wide.encoder.rnn.hidden_size == 5 and wide.attn.scorer.W.weight.shape == (6, 10)
+
+
+# H = hidden_size = annotation size = 6; Dh = attention.hidden_dim (null -> H) = 6; tiny()'s
+# max_src_len = 16
+TINY_ATTENTION = {
+    "dot": 0,
+    "scaled_dot": 0,
+    "cosine": 1,  # β
+    "general": 6 * 6,  # W_a [H, H]
+    "additive": 6 * 6 + 6 * 6 + 6,  # W_1 [Dh, H], W_2 [Dh, H], v_a [Dh]
+    "concat": 6 * (6 + 6) + 6,  # W_a [Dh, H + H], v_a [Dh]
+    "location": 16 * 6 + 16,  # W_a [max_src_len, H] and its bias
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("score", list(SCORERS))
+def test_attention_parameters_are_the_scorers_own(name: str, score: str) -> None:
+    model = tiny(name, score=score)
+    assert model.attn.key_adapter is None
+    assert _attention_parameters(model) == TINY_ATTENTION[score]
+
+
+# The presets: H = 256, Dh = 256, max_src_len = 256.
+PRESET_ATTENTION = {
+    "dot": 0,
+    "scaled_dot": 0,
+    "cosine": 1,
+    "general": 65_536,  # 256 · 256
+    "additive": 131_328,  # 256 · 256 + 256 · 256 + 256
+    "concat": 131_328,  # 256 · 512 + 256
+    "location": 65_792,  # 256 · 256 + 256
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("score", list(SCORERS))
+def test_preset_attention_parameters(name: str, score: str) -> None:
+    cfg = OmegaConf.load(CONFIGS / f"{name}.yaml")
+    cfg.attention.score = score
+    with torch.device("meta"):
+        model = MODELS[name].from_config(cfg, 8000, 8000, True)
+    assert _attention_parameters(model) == PRESET_ATTENTION[score]
+
+
+def test_preset_parameter_counts() -> None:
+    """Both presets at a joint 8,000-piece vocabulary, counted by hand: a 2-layer bi-GRU
+    encoder with 128 units a direction, annotations and decoder state of 256."""
+    embedding = 8000 * 256  # shared source/target table
+    gru_128 = 3 * 128 * 256 + 3 * 128 * 128 + 2 * 3 * 128  # input 256 (emb or 2 × 128)
+    encoder = 2 * 2 * gru_128  # 2 layers × 2 directions = 592,896
+    bridge = 256 * 256 + 256  # [h→_n; h←_1] (256) -> s_0 (256)
+    gru_dec = 3 * 256 * 512 + 3 * 256 * 256 + 2 * 3 * 256  # input 512, hidden 256
+    generator = 256 * 8000 + 8000
+    luong = embedding + encoder + bridge + 65_536 + gru_dec + 512 * 256 + generator  # W_c no bias
+    readout = (256 + 256 + 256) * 256 + 256  # [s_t; c_t; E y_{t-1}] -> 256
+    bahdanau = embedding + encoder + bridge + 131_328 + gru_dec + readout + generator
+    counts = {}
+    for name in MODELS:
+        with torch.device("meta"):
+            model = MODELS[name].from_config(
+                OmegaConf.load(CONFIGS / f"{name}.yaml"), 8000, 8000, True
+            )
+        counts[name] = sum(p.numel() for p in model.parameters())
+        assert sum(p.numel() for p in model.encoder.parameters()) == encoder == 592_896
+    assert counts == {"rnn_luong": luong, "rnn_bahdanau": bahdanau}
+    assert (luong, bahdanau) == (5_550_656, 5_682_240)
+
+
+def test_annotations_of_another_size_go_through_a_key_adapter_and_say_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """enc_hidden_size set apart from hidden_size: dot can compare the two only through a
+    learned map (as checkpoints from before enc_hidden_size need), and the log says so."""
+    with caplog.at_level(logging.WARNING, logger="attnmt.models.rnn"):
+        model = tiny("rnn_luong", score="dot", enc_hidden_size=10)
+    assert model.attn.key_adapter is not None and model.attn.key_adapter.weight.shape == (6, 10)
+    assert _attention_parameters(model) == 60
+    assert "no longer parameter-free" in caplog.text
+    assert "model.enc_hidden_size=10" in caplog.text and "model.hidden_size=6" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="attnmt.models.rnn"):
+        additive = tiny("rnn_luong", score="additive", enc_hidden_size=10)
+    assert additive.attn.key_adapter is None and caplog.text == ""  # W_2 takes any size
+    assert _attention_parameters(additive) == 6 * 6 + 6 * 10 + 6
 
 
 @pytest.mark.parametrize(
@@ -198,6 +305,9 @@ def test_unidirectional_single_layer_lstm() -> None:
         ({"dropout": 1.5}, r"model\.dropout"),
         ({"tie_embeddings": True, "hidden_size": 6, "emb_dim": 8}, "tie_embeddings"),
         ({"input_feeding": False}, r"model\.input_feeding"),  # a Luong-only key
+        ({"hidden_size": 7}, r"model\.hidden_size=7 .*model\.bidirectional=true"),
+        ({"enc_hidden_size": 9}, r"model\.enc_hidden_size=9 .*model\.bidirectional=true"),
+        ({"enc_hidden_size": 0}, r"model\.enc_hidden_size=0"),
     ],
 )
 def test_bad_config_raises_config_error(cfg: dict, message: str) -> None:

@@ -45,9 +45,11 @@ class Attention(nn.Module):
     scorer covers; cosine_beta/learn_beta: ``cosine`` β; hard_estimator/gumbel_tau:
     ``hard`` training estimator.
 
-    Scorers that compare query and key directly (dot, scaled_dot, cosine) need Dq == Dk;
-    when key_dim differs, keys are first mapped to Dq by a learned ``key_adapter``
-    (Linear, no bias), part of :meth:`precompute`.
+    Scorers that compare query and key directly (dot, scaled_dot, cosine) are defined for
+    Dq == Dk and then add no parameters (cosine: its β); the RNN models give annotations the
+    decoder state's size for this. When key_dim differs, keys are first mapped to Dq by a
+    learned ``key_adapter`` (Linear, no bias, part of :meth:`precompute`), which makes the
+    scorer a learned one (dot becomes sᵀ A h, the form of general); the RNN models log it.
     """
 
     def __init__(

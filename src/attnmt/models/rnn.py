@@ -9,6 +9,12 @@ instead of T small ones), so teacher-forced logits equal step-by-step decoding b
 construction. Luong without input feeding has no dependence on h̃_{t-1}, so it teacher-forces
 all positions in one RNN and one attention call (tested equal to step-by-step decoding).
 
+Sizes: the decoder state is H = ``hidden_size``; the annotations (encoder outputs) are
+Denc = ``enc_hidden_size``, null -> H, and a bidirectional encoder gives each direction
+Denc/2 (OpenNMT's ``brnn``). At Denc = H the scorers compare s_t and h_i as the equations
+write them (dot, scaled_dot and cosine with no learned map); the bridge maps the top
+layer's [h→_S; h←_1] (Denc) to each decoder layer's s_0 (H).
+
 Decoder state (a dict; every leaf has batch dim 0, see base.select_state):
     hidden [B,L,H]    decoder RNN state, layer-second; cell [B,L,H] for LSTM
     memory [B,S,Denc] encoder outputs (the attention values)
@@ -20,6 +26,7 @@ Decoder state (a dict; every leaf has batch dim 0, see base.select_state):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -44,6 +51,26 @@ from attnmt.schema import parse
 
 __all__ = ["AttentionConfig", "BahdanauSeq2Seq", "LuongSeq2Seq", "RNNSeq2Seq"]
 
+log = logging.getLogger(__name__)
+
+
+def _warn_key_adapter(cfg: RNNConfig, adapter: nn.Linear) -> None:
+    """Log that a parameter-free scorer compares the decoder state with the annotations
+    through a learned map, because their sizes differ."""
+    log.warning(
+        "model.attention.score=%s compares the decoder state (model.hidden_size=%d) with "
+        "annotations of size %d (model.enc_hidden_size=%d): a learned key_adapter (%d -> %d, "
+        "%d parameters) maps them, so the scorer is no longer parameter-free; leave "
+        "model.enc_hidden_size null (= model.hidden_size) for the scorer as defined",
+        cfg.attention.score,
+        cfg.hidden_size,
+        cfg.annotation_size,
+        cfg.annotation_size,
+        adapter.in_features,
+        adapter.out_features,
+        adapter.weight.numel(),
+    )
+
 
 class RNNSeq2Seq(Seq2Seq):
     """Shared encoder, bridge, attention and teacher-forcing loop of the RNN models."""
@@ -64,9 +91,14 @@ class RNNSeq2Seq(Seq2Seq):
         )
         self.dropout = Dropout(cfg.dropout)
         self.encoder = RNNEncoder(
-            cfg.cell, cfg.emb_dim, cfg.hidden_size, cfg.enc_layers, cfg.bidirectional, cfg.dropout
+            cfg.cell,
+            cfg.emb_dim,
+            cfg.direction_size,
+            cfg.enc_layers,
+            cfg.bidirectional,
+            cfg.dropout,
         )
-        enc_dim = self.encoder.output_dim
+        enc_dim = self.encoder.output_dim  # = cfg.annotation_size
         self.bridge_h = Bridge(enc_dim, cfg.hidden_size, cfg.dec_layers)
         self.bridge_c = (
             Bridge(enc_dim, cfg.hidden_size, cfg.dec_layers) if cfg.cell == "lstm" else None
@@ -85,6 +117,8 @@ class RNNSeq2Seq(Seq2Seq):
             hard_estimator=a.hard_estimator,
             gumbel_tau=a.gumbel_tau,
         )
+        if self.attn.key_adapter is not None:
+            _warn_key_adapter(cfg, self.attn.key_adapter)
         self.decoder = CELLS[cfg.cell](
             self._decoder_input_dim(enc_dim),
             cfg.hidden_size,

@@ -38,7 +38,8 @@ class RNNConfig:
     name: str = ""
     cell: str = "gru"  # gru|lstm
     emb_dim: int = 256
-    hidden_size: int = 256  # per direction in the encoder; decoder state size
+    hidden_size: int = 256  # decoder state size, and the annotation size unless set apart
+    enc_hidden_size: int | None = None  # annotation size (directions together); null -> hidden_size
     enc_layers: int = 2
     dec_layers: int = 1
     bidirectional: bool = True
@@ -46,6 +47,18 @@ class RNNConfig:
     share_embeddings: bool = True  # one source/target embedding when the vocab is joint
     tie_embeddings: bool = False  # output projection reuses the target embedding
     attention: AttentionConfig = field(default_factory=AttentionConfig)
+
+    @property
+    def annotation_size(self) -> int:
+        """Size of each encoder output h_i (both directions together): the attention's keys
+        and values."""
+        return self.hidden_size if self.enc_hidden_size is None else self.enc_hidden_size
+
+    @property
+    def direction_size(self) -> int:
+        """Units in each encoder direction: half the annotation size when bidirectional
+        (OpenNMT's ``brnn`` convention), all of it otherwise."""
+        return self.annotation_size // (2 if self.bidirectional else 1)
 
     def check(self, prefix: str = "model") -> None:
         """Value checks beyond types (called by attnmt.train.run_config and by from_config)."""
@@ -79,6 +92,18 @@ def _positive(key: str, value: int | None) -> None:
         raise ConfigError(f"{key}={value}: must be a positive integer")
 
 
+def _even_annotations(cfg: RNNConfig, p: str) -> None:
+    """A bidirectional encoder splits the annotation size between its two directions."""
+    if not cfg.bidirectional or cfg.annotation_size % 2 == 0:
+        return
+    key = "hidden_size" if cfg.enc_hidden_size is None else "enc_hidden_size"
+    raise ConfigError(
+        f"{p}.{key}={cfg.annotation_size} with {p}.bidirectional=true: each encoder direction "
+        f"gets half of the annotation size, so it must be even; choose an even {p}.{key} "
+        f"or set {p}.bidirectional=false"
+    )
+
+
 def validate(cfg: RNNConfig, prefix: str = "model") -> None:
     """Value checks the schema cannot express; ConfigError naming ``<prefix>.<key>``."""
     p, a = prefix, cfg.attention
@@ -88,6 +113,8 @@ def validate(cfg: RNNConfig, prefix: str = "model") -> None:
     _choice(f"{p}.attention.hard_estimator", a.hard_estimator, HARD_ESTIMATORS)
     for key in ("emb_dim", "hidden_size", "enc_layers", "dec_layers"):
         _positive(f"{p}.{key}", getattr(cfg, key))
+    _positive(f"{p}.enc_hidden_size", cfg.enc_hidden_size)
+    _even_annotations(cfg, p)
     _positive(f"{p}.attention.hidden_dim", a.hidden_dim)
     _positive(f"{p}.attention.max_src_len", a.max_src_len)
     if a.mode in ("local_m", "local_p"):

@@ -39,8 +39,8 @@ class ScorerSpec:
 class Scorer(nn.Module):
     """Base class: ``forward(query, keys) = score(query, precompute(keys))``."""
 
-    #: True when the scorer compares query and key directly (needs Dq == Dk);
-    #: :class:`attnmt.models.attention.Attention` then projects keys to Dq first.
+    #: True when the scorer compares query and key directly (defined for Dq == Dk);
+    #: :class:`attnmt.models.attention.Attention` maps keys of another size to Dq first.
     same_dims: bool = False
 
     @classmethod
@@ -77,7 +77,7 @@ class Dot(Scorer):
 
 
 class ScaledDot(Scorer):
-    """score(s, h) = sᵀh / √d, d = key dim (Vaswani et al. 2017)."""
+    """score(s, h) = sᵀh / √n, n = key dim, the size of h (Vaswani et al. 2017)."""
 
     same_dims = True
 
@@ -113,6 +113,8 @@ class General(Scorer):
 class Additive(Scorer):
     """score(s, h) = vᵀ tanh(W₁ s + W₂ h) (Bahdanau et al. 2015).
 
+    W₁ [Dh, Dq], W₂ [Dh, Dk], v [Dh], no biases: Dh·(Dq + Dk + 1) parameters (the RNN
+    models: Dq = Dk = hidden_size, Dh = attention.hidden_dim, null -> hidden_size).
     ``precompute`` returns W₂h [B,Tk,Dh] once per source; each step adds W₁s and
     reduces with v: [B,Tq,1,Dh] + [B,1,Tk,Dh] -> tanh -> · v -> [B,Tq,Tk].
     """
@@ -136,7 +138,7 @@ class Additive(Scorer):
 
 
 class Concat(Scorer):
-    """score(s, h) = vᵀ tanh(W [s; h]), W [Dh, Dq+Dk] (Luong 2015 "concat").
+    """score(s, h) = vᵀ tanh(W [s; h]), W [Dh, Dq+Dk], v [Dh] (Luong 2015 "concat").
 
     W [s; h] = W[:, :Dq] s + W[:, Dq:] h, so the key half is precomputed per source.
     """
