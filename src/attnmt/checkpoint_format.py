@@ -19,8 +19,9 @@ On disk a checkpoint is a dict of tensors and plain data only, so it loads with
                   the training state (:class:`TrainingState`; absent in averaged
                   checkpoints; ``trainer_state`` since 2401cda, ``rng_ranks`` with DDP)
 
-Every version attnmt has written reads: keys added later take their defaults, and keys this
-version does not know are kept (``extra``) and written back unchanged.
+Every version attnmt has written reads: keys added later take their defaults, model settings
+whose meaning changed are rewritten to today's keys (:mod:`attnmt.settings_history`), and
+keys this version does not know are kept (``extra``) and written back unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 from torch import Tensor
 
 from attnmt.errors import CheckpointError
+from attnmt.settings_history import upgrade_model_settings
 
 FORMAT = "attnmt-checkpoint-v1"
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
@@ -49,6 +51,13 @@ _KNOWN = {
     "corpus",
     "averaged_from",
 }
+
+
+def _upgraded_run_config(config: Any, model_name: str) -> Any:
+    """The run config with its model section in today's keys (attnmt.settings_history)."""
+    if not isinstance(config, Mapping) or not isinstance(config.get("model"), Mapping):
+        return config
+    return {**config, "model": upgrade_model_settings(config["model"], model_name)}
 
 
 @dataclass(frozen=True)
@@ -169,11 +178,11 @@ class Checkpoint:
             )
         return cls(
             model_name=str(data["model_name"]),
-            model_config=dict(data["model_config"]),
+            model_config=upgrade_model_settings(data["model_config"], str(data["model_name"])),
             vocab=sizes,
             weights=data["model"],
             tokenizer=data["tokenizer"],
-            config=data["config"],
+            config=_upgraded_run_config(data["config"], str(data["model_name"])),
             step=step,
             epoch=int(data.get("epoch") or 0),
             metrics=dict(data.get("metrics") or {}),

@@ -41,6 +41,7 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
         "name": "rnn_bahdanau",
         "emb_dim": 16,
         "hidden_size": 16,
+        "enc_hidden_size": None,  # as the trainer writes it (without it: the layout before)
         "enc_layers": 1,
         "dropout": 0.0,
     },
@@ -48,6 +49,7 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
         "name": "rnn_luong",
         "emb_dim": 16,
         "hidden_size": 16,
+        "enc_hidden_size": None,  # as the trainer writes it (without it: the layout before)
         "enc_layers": 1,
         "dropout": 0.0,
     },
