@@ -70,6 +70,9 @@ MECHANISMS = (
         (scorers.Dot.score,),
         ("rnn_luong", "dot", "global"),
         "score",
+        "No parameters: in the RNN models s_t and h_i have one size, model.hidden_size (each "
+        "direction of the bidirectional encoder gives half of h_i), so they are compared as "
+        "written, with no learned map between them.",
     ),
     Mechanism(
         "scaled dot",
@@ -77,6 +80,7 @@ MECHANISMS = (
         (scorers.ScaledDot.score,),
         ("rnn_luong", "scaled_dot", "global"),
         "score",
+        "No parameters; n = model.hidden_size in the RNN models (the size of h_i and of s_t).",
     ),
     Mechanism(
         "general",
@@ -107,6 +111,8 @@ MECHANISMS = (
         (scorers.Cosine.precompute, scorers.Cosine.score),
         ("rnn_luong", "cosine", "global"),
         "score",
+        "One parameter, β (model.attention.cosine_beta; fixed with learn_beta=false): s_t and "
+        "h_i share one size and are compared directly.",
     ),
     Mechanism(
         "location-based",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_json
+from attnmt.settings_history import upgrade_model_settings
 from attnmt.train.continuation import flatten
 
 log = logging.getLogger(__name__)
@@ -147,14 +148,37 @@ def read_records(directory: Path) -> tuple[list[Record], list[str]]:
     return records, bad
 
 
+def in_todays_keys(settings: dict[str, Any]) -> dict[str, Any]:
+    """A record's settings with its model section read as it was meant when written
+    (:func:`attnmt.settings_history.upgrade_model_settings`, as checkpoints are read)."""
+    model = settings.get("model")
+    if not isinstance(model, dict):
+        return settings
+    return {**settings, "model": upgrade_model_settings(model)}
+
+
 def same_run(recorded: dict[str, Any], current: dict[str, Any], defaults: dict[str, Any]) -> bool:
     """Whether a record's settings define the run ``current`` asks for: every recorded
-    setting has today's value, and every setting added since the record sits at its schema
-    default (an addition that keeps the old behaviour, the rule resume follows too)."""
-    then, now = flatten(recorded), flatten(current)
+    setting (in today's keys, :func:`in_todays_keys`) has today's value, and every setting
+    added since the record sits at its schema default (an addition that keeps the old
+    behaviour, the rule resume follows too)."""
+    then, now = flatten(in_todays_keys(recorded)), flatten(current)
     if any(key not in now or now[key] != value for key, value in then.items()):
         return False
     return all(key in then or value == defaults.get(key, object()) for key, value in now.items())
+
+
+def stale_reason(record: Record) -> str:
+    """Why a stale record is left out, for docs/results.md."""
+    model = record.settings.get("model")
+    upgraded = in_todays_keys(record.settings).get("model")
+    if isinstance(model, dict) and isinstance(upgraded, dict) and upgraded != model:
+        keys = ", ".join(f"model.{k}" for k in sorted(set(upgraded) - set(model)))
+        return (
+            f"written before {keys}, when its model settings built another model "
+            "(attnmt.settings_history); the configs no longer build it"
+        )
+    return "its settings are no longer what the configs give"
 
 
 def split_current(

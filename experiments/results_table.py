@@ -25,7 +25,7 @@ from typing import Any
 
 from attnmt.atomic import atomic_path, write_text
 from attnmt.run_curves import Curve, validation_figure
-from experiments.ledger import Record, read_records
+from experiments.ledger import Record, read_records, stale_reason
 from experiments.results_plan import Cell, Plan, make_plan
 
 GENERATED = (
@@ -260,10 +260,7 @@ def page(plan: Plan, records: list[Record], curves: list[tuple[str, str]], bad: 
     out += [f"- {w}" for w in plan.waiting]
     if plan.stale or bad:
         out += ["", "## Stale records (left out)", ""]
-        out += [
-            f"- `{r.stem}.json`: its settings are no longer what the configs give"
-            for r in plan.stale
-        ]
+        out += [f"- `{r.stem}.json`: {stale_reason(r)}" for r in plan.stale]
         out += [f"- {b}" for b in bad]
     return "\n".join(out).rstrip() + "\n"
 

@@ -23,6 +23,7 @@ from experiments.ledger import (
     record_stem,
     settings_key,
     split_current,
+    stale_reason,
     write_record,
 )
 from experiments.results_plan import TOP_CELLS, Cell, PlannedRun, make_plan
@@ -374,3 +375,24 @@ def test_a_setting_added_at_its_default_keeps_a_record_current() -> None:
     )
     rekeyed = split_current([old], {"fedcba987654": old.settings}, lambda m: {})[0][0]
     assert rekeyed.stem == old.stem  # its file (and its .attn.json maps) keep their name
+
+
+def test_records_of_rnn_runs_from_before_enc_hidden_size_are_stale() -> None:
+    """enc_hidden_size (null: annotations of hidden_size, half a direction) was added with a
+    new meaning, not the old behaviour at its default: an RNN record written before it (each
+    direction hidden_size wide) no longer describes the planned run, while a record of
+    another model is untouched by it."""
+    from attnmt.train.run_config import setting_defaults
+
+    plan = toy_plan([])
+    then = {"name": "rnn_luong", "hidden_size": 256, "bidirectional": True}
+    now = {"model": {**then, "enc_hidden_size": None}, "trainer": {"lr": 0.001}}
+    old = record_for(
+        plan, "ding_de_en rnn_luong", key="0123456789ab", settings={**now, "model": then}
+    )
+    assert split_current([old], {"fedcba987654": now}, setting_defaults) == ([], [old])
+    assert "enc_hidden_size" in stale_reason(old)  # docs/results.md says why it is left out
+    transformer = {"model": {"name": "transformer", "d_model": 32}, "trainer": {"lr": 0.001}}
+    kept = record_for(plan, "ding_de_en transformer", key="0123456789ab", settings=transformer)
+    assert split_current([kept], {"fedcba987654": transformer}, setting_defaults)[1] == []
+    assert stale_reason(kept) == "its settings are no longer what the configs give"
