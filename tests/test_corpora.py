@@ -50,6 +50,7 @@ def test_registry_names() -> None:
         "bible_en_fr",
         "toy_reverse",
         "toy_copy",
+        "toy_align",
         "custom",
         "multi30k",
         "hf",

@@ -31,7 +31,8 @@ def test_default_is_ding_and_errors_exit_2(capsys: pytest.CaptureFixture[str]) -
 
 
 @pytest.mark.parametrize(
-    "name", ["ding_de_en", "bible_en_fr", "toy_reverse", "toy_copy", "custom", "multi30k"]
+    "name",
+    ["ding_de_en", "bible_en_fr", "toy_reverse", "toy_copy", "toy_align", "custom", "multi30k"],
 )
 def test_every_data_group_composes(name: str) -> None:
     cfg = script.data_config([f"data={name}"])

@@ -6,10 +6,12 @@ cached under ``<data.root>/<name>-<hash>/`` where the hash covers every setting 
 changes the output, so a second call with the same settings reads the cache instantly.
 
 Cache layout: ``<split>.<lang>`` files for both languages (UTF-8, one sentence per line,
-aligned), ``counts.json`` (pairs per split) and ``meta.json`` (settings, removals, each
-file's size and sha256). Reading a cache checks each file's size against ``meta.json``
-(a cache prepared before sizes were recorded: its line counts against ``counts.json``),
-so a prepared file edited by hand fails instead of pairing misaligned lines. Later
+aligned), for a corpus with gold word alignments (toy_align) ``<split>.<src>-<tgt>.align``
+(one Pharaoh line per pair, see :meth:`PreparedCorpus.gold_alignments`), ``counts.json``
+(pairs per split) and ``meta.json`` (settings, removals, each file's size and sha256).
+Reading a cache checks each file's size against ``meta.json`` (a cache prepared before
+sizes were recorded: its line counts against ``counts.json``), so a prepared file edited
+by hand fails instead of pairing misaligned lines. Later
 steps keep their products beside them: ``spm-<key>/`` (attnmt.data.tokenizer) and
 ``ids-<file>-<key>/``, the train split's ids (attnmt.data.idcache).
 The directory is built under a temporary name and renamed when complete, so an
@@ -33,9 +35,10 @@ from omegaconf import DictConfig
 
 from attnmt.atomic import atomic_dir, check_writable_dir
 from attnmt.data.config import DataConfig, to_data_config
-from attnmt.data.recipes import bible, custom, ding, hf, multi30k, toy
-from attnmt.data.recipes.common import SPLITS, Built
-from attnmt.data.textio import drop_empty, read_lines, write_lines
+from attnmt.data.gold import check_bounds, parse_links
+from attnmt.data.recipes import bible, custom, ding, hf, multi30k, toy, toy_align
+from attnmt.data.recipes.common import SPLITS, Built, Pair
+from attnmt.data.textio import drop_empty, normalize_space, read_lines, write_lines
 from attnmt.errors import DataError
 
 _LOG = logging.getLogger(__name__)
@@ -92,6 +95,7 @@ RECIPES: dict[str, Recipe] = {
     ),
     "toy_reverse": Recipe(toy.make_builder("toy_reverse"), None, ("toy",), preflight=_toy_sizes),
     "toy_copy": Recipe(toy.make_builder("toy_copy"), None, ("toy",), preflight=_toy_sizes),
+    "toy_align": Recipe(toy_align.build, None, ("toy",), preflight=_toy_sizes),
     "custom": Recipe(
         custom.build, None, ("path",), fingerprint=custom.fingerprint, preflight=custom.preflight
     ),
@@ -152,6 +156,21 @@ class PreparedCorpus:
             self.directory / f"{split}.{self.tgt_lang}",
         )
 
+    def gold_alignments(self, split: str) -> Path | None:
+        """The gold word alignments of ``split``, or None for a corpus without them.
+
+        The file has one Pharaoh line per pair of :meth:`files`, in their order: links
+        ``i-j`` (sure) and ``i?j`` (possible) between 0-based source word ``i`` and
+        target word ``j`` (the format: :mod:`attnmt.data.gold`; scoring reads it with
+        attnmt.decode.alignment_error.read_gold). Only links in this corpus' direction
+        are returned: a cache whose gold was written ``tgt``-``src`` (a recipe with fixed
+        languages read in the other direction) gives None. DataError for a split the
+        corpus lacks.
+        """
+        self.files(split)
+        name = gold_name(split, self.src_lang, self.tgt_lang)
+        return self.directory / name if name in self.file_info else None
+
     def fingerprint(self, splits: tuple[str, ...] = ("train", "valid")) -> dict[str, Any]:
         """What a run trains and validates on, as its checkpoints record it: the cache's
         name and, per file of ``splits``, its pairs and sha256 (as prepared; hashed now for
@@ -167,6 +186,11 @@ class PreparedCorpus:
         """(source sentences, target sentences) of ``split``."""
         src, tgt = self.files(split)
         return read_lines(src), read_lines(tgt)
+
+
+def gold_name(split: str, src_lang: str, tgt_lang: str) -> str:
+    """File name of a split's gold alignments in a cache: ``<split>.<src>-<tgt>.align``."""
+    return f"{split}.{src_lang}-{tgt_lang}.align"
 
 
 def get_recipe(name: str) -> Recipe:
@@ -262,24 +286,34 @@ def check_cache(
     info: Mapping[str, Any],
     langs: tuple[str, str],
 ) -> None:
-    """Every prepared file ``<split>.<lang>`` is as it was written: its size as ``info``
-    (meta.json's ``files``) records, or for a cache without that record, one line per
-    pair of ``counts``. DataError naming the file and what to do otherwise."""
+    """Every prepared file ``<split>.<lang>`` and every other file ``info`` (meta.json's
+    ``files``) records (gold alignments) is as it was written: its size as ``info``
+    records, or for a cache without that record, one line per pair of ``counts``.
+    DataError naming the file and what to do otherwise."""
     for split in counts:
         for lang in langs:
             path = directory / f"{split}.{lang}"
+            if info:
+                _check_size(path, (info.get(path.name) or {}).get("bytes"))
+                continue
             if not path.is_file():
                 raise _changed(path, "is missing")
-            if info:
-                size, want = path.stat().st_size, (info.get(path.name) or {}).get("bytes")
-                if size != want:
-                    raise _changed(path, f"has {size} bytes, not the {want} it was written with")
-                continue
             lines = count_lines(path)
             if lines != counts[split]:
                 raise _changed(
                     path, f"has {lines} lines, but counts.json says {counts[split]} {split} pairs"
                 )
+    for name in sorted(set(info) - {f"{s}.{lang}" for s in counts for lang in langs}):
+        _check_size(directory / name, (info.get(name) or {}).get("bytes"))
+
+
+def _check_size(path: Path, want: int | None) -> None:
+    """``path`` exists and has ``want`` bytes; DataError naming it otherwise."""
+    if not path.is_file():
+        raise _changed(path, "is missing")
+    size = path.stat().st_size
+    if size != want:
+        raise _changed(path, f"has {size} bytes, not the {want} it was written with")
 
 
 def _load(directory: Path, cfg: DataConfig) -> PreparedCorpus:
@@ -296,14 +330,37 @@ def _summary(removed: Mapping[str, int]) -> str:
     return "; ".join(f"{why}: {n}" for why, n in sorted(removed.items())) or "nothing removed"
 
 
+def _kept_gold(pairs: list[Pair], gold: list[str], where: str) -> list[str]:
+    """The gold lines of the pairs :func:`drop_empty` keeps, each checked against its
+    pair's word counts; DataError when the lines and the pairs do not match one to one."""
+    if len(gold) != len(pairs):
+        raise DataError(
+            f"{where}: {len(gold)} gold alignment lines for {len(pairs)} pairs; the recipe "
+            "must give one line per pair"
+        )
+    kept: list[str] = []
+    for lineno, ((src, tgt), line) in enumerate(zip(pairs, gold), start=1):
+        src_words, tgt_words = normalize_space(src).split(), normalize_space(tgt).split()
+        if src_words and tgt_words:
+            at = f"{where} gold line {lineno}"
+            check_bounds(parse_links(line, at), len(src_words), len(tgt_words), at)
+            kept.append(line)
+    return kept
+
+
 def _write(
     built: Built, langs: tuple[str, str], key: dict, final: Path, log: logging.Logger
 ) -> None:
-    """Clean every split, check something is left, write the cache dir atomically."""
+    """Clean every split (its gold lines with it), check something is left, write the
+    cache dir atomically."""
     removed = Counter(built.removed)
     splits = {}
+    gold: dict[str, list[str]] = {}
     for split, pairs in built.splits.items():
-        kept, n_empty = drop_empty(pairs, f"{key['name']}/{split}", log)
+        where = f"{key['name']}/{split}"
+        if split in built.gold:
+            gold[split] = _kept_gold(pairs, built.gold[split], where)
+        kept, n_empty = drop_empty(pairs, where, log)
         if n_empty:
             removed[f"empty or whitespace-only pairs ({split})"] += n_empty
         splits[split] = kept
@@ -321,11 +378,11 @@ def _write(
         for split, pairs in splits.items():
             for side, lang in enumerate(langs):
                 write_lines(tmp / f"{split}.{lang}", [p[side] for p in pairs])
-        files = {
-            f"{split}.{lang}": file_info(tmp / f"{split}.{lang}")
-            for split in splits
-            for lang in langs
-        }
+        names = [f"{split}.{lang}" for split in splits for lang in langs]
+        for split, lines in gold.items():
+            names.append(gold_name(split, *langs))
+            write_lines(tmp / names[-1], lines)
+        files = {name: file_info(tmp / name) for name in names}
         meta = {"key": key, "removed": dict(removed), "files": files}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
         counts = {split: len(pairs) for split, pairs in splits.items()}

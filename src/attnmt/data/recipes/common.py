@@ -19,10 +19,13 @@ class Built:
 
     splits:  split name -> pairs, each pair in the recipe's language order
     removed: filter description -> number of pairs (or entries) it removed
+    gold:    split name -> one gold alignment line per pair of that split, in order
+             (Pharaoh, source first: attnmt.data.gold); empty for corpora without gold
     """
 
     splits: dict[str, list[Pair]]
     removed: Counter[str] = field(default_factory=Counter)
+    gold: dict[str, list[str]] = field(default_factory=dict)
 
 
 def hash_fraction(text: str) -> float:
