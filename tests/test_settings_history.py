@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.tiny_checkpoint import toy_tokenizer
+from helpers.toy_train import CONFIGS, TOY_OVERRIDES
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
 
 from attnmt.checkpoint import load_checkpoint, load_weights, save_checkpoint
 from attnmt.checkpoint_format import Checkpoint, VocabInfo
@@ -17,6 +20,8 @@ from attnmt.decode.translator import load_translator
 from attnmt.models.registry import build_model
 from attnmt.schema import plain
 from attnmt.settings_history import upgrade_model_settings
+from attnmt.train.continuation import explicit_keys
+from attnmt.train.loop import Trainer, train
 
 OLD_RNN = {  # an RNN preset as attnmt wrote it before enc_hidden_size: 16 units a direction
     "emb_dim": 16,
@@ -78,3 +83,42 @@ def test_only_old_rnn_settings_change() -> None:
     transformer = {"name": "transformer", "d_model": 32}
     assert upgrade_model_settings(transformer) == transformer
     assert "enc_hidden_size" not in old  # the argument is not changed
+
+
+RNN_TOY = [
+    *(o for o in TOY_OVERRIDES if not o.startswith("model")),
+    "model=rnn_luong",
+    "model.emb_dim=16",
+    "model.hidden_size=16",
+    "model.enc_layers=1",
+    "model.attention.score=dot",
+    "trainer.max_steps=2",
+    "trainer.val_every_steps=2",
+]
+
+
+def _rnn_toy_config(data_root: Path, *overrides: str) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose("train", [*RNN_TOY, f"data.root={data_root}", *overrides])
+
+
+def test_an_rnn_run_from_before_enc_hidden_size_resumes(tmp_path: Path) -> None:
+    """A run trained with the old layout (written here as then: no enc_hidden_size in its
+    checkpoint) resumes with it: the weights fit and training goes on from its step."""
+    data, run = tmp_path / "data", tmp_path / "run"
+    train(_rnn_toy_config(data, "model.enc_hidden_size=32"), run)
+    last = run / "checkpoints" / "last.pt"
+    raw = torch.load(last, weights_only=True)
+    del raw["model_config"]["enc_hidden_size"], raw["config"]["model"]["enc_hidden_size"]
+    torch.save(raw, last)
+    resumed = [f"resume={run}", "trainer.max_steps=3"]
+    trainer = Trainer(
+        _rnn_toy_config(data, *resumed),
+        tmp_path / "new",
+        explicit=explicit_keys(resumed),
+    )
+    try:
+        assert trainer.step == 2 and trainer.cfg.model.enc_hidden_size == 32
+        assert trainer.parts.model.attn.key_adapter is not None
+    finally:
+        trainer.close()
