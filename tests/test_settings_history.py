@@ -17,9 +17,10 @@ from attnmt.checkpoint import load_checkpoint, load_weights, save_checkpoint
 from attnmt.checkpoint_format import Checkpoint, VocabInfo
 from attnmt.data.batching import make_batch
 from attnmt.decode.translator import load_translator
-from attnmt.models.registry import build_model
+from attnmt.models.registry import MODELS, build_model
+from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.schema import plain
-from attnmt.settings_history import upgrade_model_settings
+from attnmt.settings_history import RNN_MODELS, upgrade_model_settings
 from attnmt.train.continuation import explicit_keys
 from attnmt.train.loop import Trainer, train
 
@@ -122,3 +123,7 @@ def test_an_rnn_run_from_before_enc_hidden_size_resumes(tmp_path: Path) -> None:
         assert trainer.parts.model.attn.key_adapter is not None
     finally:
         trainer.close()
+
+
+def test_the_rnn_names_are_the_registrys() -> None:
+    assert set(RNN_MODELS) == {n for n, c in MODELS.items() if issubclass(c, RNNSeq2Seq)}
