@@ -1,4 +1,5 @@
-"""Alignment error rate (Och & Ney 2003) on hand-computed cases, and reading gold files."""
+"""Alignment error rate (Och & Ney 2003) on hand-computed cases, and gold files checked
+against their pairs."""
 
 from __future__ import annotations
 
@@ -6,17 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from attnmt.decode.alignment_error import (
-    GoldAlignment,
-    alignment_error,
-    check_gold_ranges,
-    parse_links,
-    read_gold,
-)
+from attnmt.data.gold import Alignment, parse_links
+from attnmt.decode.alignment_error import alignment_error, check_gold_ranges, read_gold
 from attnmt.errors import DataError
 
 
-def gold(text: str) -> GoldAlignment:
+def gold(text: str) -> Alignment:
     return parse_links(text, "gold:1")
 
 
@@ -116,7 +112,7 @@ def test_link_beyond_the_sentence_names_file_line_and_word_counts(tmp_path: Path
     path = tmp_path / "g.align"
     golds = [gold("0-0 1-1"), gold("2-0")]
     check_gold_ranges(golds, ["a b", "a b c"], ["x y", "x"], path)  # in range: no error
-    with pytest.raises(DataError, match=rf"^{path}:2: link 3-0 .*source line 2 has 3 words"):
+    with pytest.raises(DataError, match=rf"^{path}:2: link 3-0 .*\(3 source and 1 target words"):
         check_gold_ranges([golds[0], gold("3-0")], ["a b", "a b c"], ["x y", "x"], path)
-    with pytest.raises(DataError, match=rf"^{path}:1: link 1-2 .*reference line 1 has 2 words"):
+    with pytest.raises(DataError, match=rf"^{path}:1: link 1-2 .*\(2 source and 2 target words"):
         check_gold_ranges([gold("1-2")], ["a b"], ["x y"], path)

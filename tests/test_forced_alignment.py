@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.tiny_checkpoint import shared_run
+from helpers.tiny_checkpoint import shared_run, tiny_model, toy_tokenizer
 
 from attnmt.decode.attention_maps import attention_maps, source_ids
 from attnmt.decode.config import DecodeConfig
@@ -19,7 +19,7 @@ from attnmt.decode.forced_alignment import (
     forced_alignments,
     select_map,
 )
-from attnmt.decode.translator import load_translator
+from attnmt.decode.translator import Translator, load_translator
 from attnmt.decode.word_alignment import word_alignment
 from attnmt.errors import ConfigError
 
@@ -134,3 +134,15 @@ def test_words_the_tokenizer_sees_otherwise_are_named(
         forced_alignments(translator, ["a b", "b a", "c"], ["b a", "a\u3000b", "c"])
     assert "1 line(s) split into a different number of words" in caplog.text
     assert "line 2" in caplog.text
+
+
+def test_an_rnn_aligns_with_its_one_map(tmp_path: Path) -> None:
+    tok = toy_tokenizer(tmp_path)
+    translator = Translator(tiny_model("rnn_bahdanau", tok), tok, torch.device("cpu"))
+    assert cross_layout(translator.model, translator.device) == (1, 1)
+    check_map_choice(translator.model, translator.device, 0, 0)
+    with pytest.raises(ConfigError, match=r"^align_head=1: the model's cross-attention has 1"):
+        check_map_choice(translator.model, translator.device, -1, 1)
+    links = forced_alignments(translator, ["a b c", "d"], ["c b a", "d"], -1, None)
+    assert {j for _, j in links[0]} == {0, 1, 2} and links[1] == [(0, 0)]
+    assert links == forced_alignments(translator, ["a b c", "d"], ["c b a", "d"], 0, 0)

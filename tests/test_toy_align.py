@@ -14,10 +14,10 @@ from attnmt.data.recipes import toy_align
 from attnmt.data.recipes.common import Built
 from attnmt.data.recipes.toy_align import NP, Clause, realise
 from attnmt.data.textio import read_lines
-from attnmt.decode.alignment_error import GoldAlignment, check_gold_ranges, read_gold
+from attnmt.decode.alignment_error import check_gold_ranges, read_gold
 from attnmt.errors import ConfigError, DataError
 
-Links = Alignment | GoldAlignment  # both: sure, and possible including sure
+Links = Alignment  # sure, and possible including sure
 SMALL = {"train": 60, "valid": 15, "test": 15, "min_symbols": 3, "max_symbols": 30}
 
 # (derivation, source, target, gold): worked out by hand from the grammar in the docstring

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from attnmt.data.batching import make_batch
-from attnmt.decode.alignment_error import Link
+from attnmt.data.gold import Link
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.ensemble import Ensemble
 from attnmt.decode.translator import Translator, cut_sources
