@@ -21,9 +21,14 @@ fails at once:
   (merged with earlier entries of the same folder); each entry also holds the run record's
   score fields (attnmt.run_record: ``beam``, ``bleu``, ``bleu_signature``, ``chrf``, ...)
 * ``attention-<i>.png``    heatmaps of the first ``plot_attention`` sentences
+* ``forced-alignments.txt`` with gold alignments (``gold_alignments=FILE``, or a split whose
+  corpus has gold): the model's word links of each (source, reference) pair, Pharaoh
+  ``i-j``, read from its cross-attention while teacher-forced on the reference
+  (:mod:`attnmt.decode.forced_alignment`); scores.json gets ``aer``, ``aer_precision``,
+  ``aer_recall``, ``align_layer``, ``align_head`` and ``alignment`` (the counts)
 
 Every path written is logged on stderr; stdout gets one line per metric, in sacrebleu's own
-format with its signature.
+format with its signature, then the AER line when alignments are scored.
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ from omegaconf import DictConfig
 from attnmt import EOS_ID
 from attnmt.atomic import check_writable_dir, write_error, write_json
 from attnmt.cli.common import check_ckpt, parse_settings
+from attnmt.cli.eval_alignment import Gold, key_record, load_gold, score_alignments
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.config import DecodeConfig
+from attnmt.decode.forced_alignment import check_map_choice, describe_map
 from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores, score_fields
 from attnmt.decode.plots import save_attention_png
 from attnmt.decode.search import Hypothesis
@@ -72,6 +79,11 @@ class EvalSettings:
     plot_attention: int = 0
     out_dir: str | None = None
     metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])
+    # Pharaoh gold links (i-j sure, i?j possible), one line per pair; a split of a corpus
+    # with gold (data=toy_align) is scored without it
+    gold_alignments: str | None = None
+    align_layer: int = -1  # the Transformer's cross-attention layer aligned with (-1: last)
+    align_head: int | None = None  # one of its heads; None: their mean
 
     def check(self, prefix: str = "") -> None:
         check_ckpt(self.ckpt, self.ensemble)
@@ -94,8 +106,21 @@ class EvalSettings:
             )
 
 
-def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[str], list[str]]:
-    """(label, sources, references) from src_file/ref_file or the checkpoint's corpus split."""
+@dataclass
+class EvalData:
+    """The pairs evaluated: ``label`` names them in the folder name, ``pairs`` in messages;
+    ``gold`` is ``gold_alignments=`` or the split's own gold file (None: no alignment)."""
+
+    label: str
+    pairs: str
+    sources: list[str]
+    refs: list[str]
+    gold: Path | None
+
+
+def read_eval_data(s: EvalSettings, translator: Translator) -> EvalData:
+    """The pairs of src_file/ref_file or of the checkpoint's corpus split, with the gold."""
+    gold = Path(s.gold_alignments) if s.gold_alignments is not None else None
     if s.src_file is not None and s.ref_file is not None:
         src, ref = read_lines(s.src_file), read_lines(s.ref_file)
         if len(src) != len(ref):
@@ -103,7 +128,8 @@ def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[s
                 f"src_file {s.src_file} has {len(src)} lines but ref_file {s.ref_file} has "
                 f"{len(ref)}; they must be aligned, one sentence per line"
             )
-        return Path(s.src_file).name, src, ref
+        pairs = f"src_file {s.src_file} / ref_file {s.ref_file}"
+        return EvalData(Path(s.src_file).name, pairs, src, ref, gold)
     from attnmt.data.corpora import prepare_corpus
 
     data_cfg = translator.config.get("data")
@@ -111,8 +137,28 @@ def read_eval_data(s: EvalSettings, translator: Translator) -> tuple[str, list[s
         raise ConfigError(
             f"{translator.checkpoint_path} stores no data config; pass src_file=... ref_file=..."
         )
-    src, ref = prepare_corpus(data_cfg, log).read(s.split)
-    return s.split, src, ref
+    corpus = prepare_corpus(data_cfg, log)
+    src, ref = corpus.read(s.split)
+    if gold is None:
+        gold = corpus.gold_alignments(s.split)
+    pairs = f"split {s.split} of corpus {corpus.name!r} ({corpus.directory})"
+    return EvalData(s.split, pairs, src, ref, gold)
+
+
+def alignment_gold(s: EvalSettings, translator: Translator, data: EvalData) -> Gold | None:
+    """The gold alignments to score (checked against the pairs, and the map asked for
+    against the model), or None when there are none."""
+    if data.gold is None:
+        if s.align_layer != -1 or s.align_head is not None:
+            log.warning(
+                "align_layer/align_head have no effect: %s has no gold alignments "
+                "(gold_alignments=FILE gives them)",
+                data.pairs,
+            )
+        return None
+    gold = load_gold(data.gold, data.sources, data.refs, data.pairs)
+    check_map_choice(translator.model, translator.device, s.align_layer, s.align_head)
+    return gold
 
 
 def _file_record(ckpt: Path) -> dict[str, Any]:
@@ -126,11 +172,13 @@ def evaluation_key(
     decode: DecodeConfig,
     sources: list[str],
     refs: list[str],
+    alignment: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(8 hex digits, the record they hash): everything that changes hyps.txt or
     scores.json, i.e. the checkpoint file (absolute path, size, mtime; an ensemble's
     files in order, under ``ensemble``), the decode settings, the metrics, the split or
-    file names and the source and reference lines."""
+    file names, the source and reference lines and, when alignments are scored, the
+    gold file (path and lines) and the map aligned with (``alignment``)."""
     files = [ckpt] if isinstance(ckpt, Path) else list(ckpt)
     text = hashlib.sha256()
     for line in [*sources, "\0", *refs]:
@@ -144,6 +192,7 @@ def evaluation_key(
         "src_file": str(Path(s.src_file).resolve()) if s.src_file else None,
         "ref_file": str(Path(s.ref_file).resolve()) if s.ref_file else None,
         "lines_sha256": text.hexdigest(),
+        **({"alignment": alignment} if alignment is not None else {}),
     }
     digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:8]
     return digest, record
@@ -258,11 +307,12 @@ def text_stdout(stdout: TextIO | None) -> TextIO:
     return out
 
 
-def print_scores(scores: dict[str, MetricResult], out: TextIO, scores_file: Path) -> None:
-    """One line per metric on ``out``; a write error (a full disk) is one WriteError line."""
+def print_scores(lines: Sequence[str], out: TextIO, scores_file: Path) -> None:
+    """The score ``lines`` (one per metric, then AER's) on ``out``; a write error (a full
+    disk) is one WriteError line."""
     try:
-        for result in scores.values():
-            print(result.text, file=out)
+        for line in lines:
+            print(line, file=out)
         out.flush()
     except BrokenPipeError:
         raise
@@ -289,17 +339,33 @@ def _run(
     """:func:`run`, recording in ``progress`` how far it got."""
     s, decode = parse_settings(cfg, EvalSettings)
     translator = load_translator(s.ckpt, s.device, decode, s.ensemble)
-    label, sources, refs = read_eval_data(s, translator)
+    data = read_eval_data(s, translator)
+    label, sources, refs = data.label, data.sources, data.refs
+    gold = alignment_gold(s, translator, data)
     ckpt = translator.checkpoint_path
     assert ckpt is not None
     members = translator.checkpoint_paths or (ckpt,)
-    key, record = evaluation_key(list(members), s, decode, sources, refs)
+    aligning = key_record(gold, s.align_layer, s.align_head) if gold is not None else None
+    key, record = evaluation_key(list(members), s, decode, sources, refs, aligning)
     name = ckpt.stem if len(members) == 1 else f"ensemble{len(members)}-{ckpt.stem}"
     tag = f"{name}-{label}-beam{decode.beam}-{key}"
     run = RunDir.of_checkpoint(ckpt) or RunDir(ckpt.parent)
     out_dir = Path(s.out_dir) if s.out_dir else run.eval / tag
     open_out_dir(out_dir, key, record, chosen=bool(s.out_dir))
-    progress.out_dir, progress.stage = out_dir, "while decoding"
+    progress.out_dir = out_dir
+    aligned = None
+    if gold is not None:
+        progress.stage = "while aligning the references"
+        log.info(
+            "aligning %d references against %s (cross-attention %s)",
+            len(refs),
+            gold.path,
+            describe_map(s.align_layer, s.align_head),
+        )
+        aligned = score_alignments(
+            translator, sources, refs, gold, s.align_layer, s.align_head, out_dir
+        )
+    progress.stage = "while decoding"
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
     start = time.perf_counter()
     hyps = translator.hypotheses(sources)
@@ -339,10 +405,14 @@ def _run(
         "record_version": RECORD_VERSION,
         "beam": decode.beam,
         **score_fields(scores),
+        **(aligned.fields() if aligned is not None else {}),
     }
+    if aligned is not None:
+        written.append(aligned.written)
     write_scores(out_dir / "scores.json", tag, entry)
     progress.scores = out_dir / "scores.json"
     for path in [out_dir / "evaluation.json", *written, out_dir / "scores.json", *plots]:
         log.info("wrote %s", path)
-    print_scores(scores, out, out_dir / "scores.json")
+    lines = [r.text for r in scores.values()] + ([aligned.line()] if aligned else [])
+    print_scores(lines, out, out_dir / "scores.json")
     return scores

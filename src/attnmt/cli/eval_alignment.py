@@ -1,0 +1,132 @@
+"""evaluate.py's alignment error: the gold file checked against the pairs, the references
+forced through the model (:mod:`attnmt.decode.forced_alignment`), AER, precision and
+recall (:mod:`attnmt.decode.alignment_error`) for scores.json and the terminal."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnmt.data.gold import Alignment
+from attnmt.data.textio import read_lines, write_lines
+from attnmt.decode.alignment_error import (
+    AlignmentScores,
+    alignment_error,
+    check_gold_ranges,
+    read_gold,
+)
+from attnmt.decode.forced_alignment import describe_map, forced_alignments
+from attnmt.decode.translator import Translator
+from attnmt.decode.word_alignment import pharaoh
+from attnmt.errors import DataError
+
+log = logging.getLogger(__name__)
+
+ALIGNMENTS_FILE = "forced-alignments.txt"
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A gold alignment file read for the pairs it scores."""
+
+    path: Path
+    links: list[Alignment]
+    sha256: str  # of its lines, as the evaluation key records it
+
+
+def load_gold(path: Path, sources: list[str], refs: list[str], pairs: str) -> Gold:
+    """The gold file ``path`` for these pairs (``pairs`` names them: the files or the
+    split); DataError naming the file (and line) when it is malformed, has another line
+    count or names words beyond its pair."""
+    lines = read_lines(path)
+    if len(lines) != len(sources):
+        raise DataError(
+            f"gold_alignments {path} has {len(lines)} lines but {pairs} has {len(sources)} "
+            "pairs; give the gold file written for these pairs, one line per pair"
+        )
+    links = read_gold(path)
+    check_gold_ranges(links, sources, refs, path)
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8", "surrogatepass") + b"\n")
+    return Gold(path, links, digest.hexdigest())
+
+
+def key_record(gold: Gold, layer: int, head: int | None) -> dict[str, Any]:
+    """What the evaluation key hashes of an alignment evaluation."""
+    return {
+        "gold_file": str(gold.path.resolve()),
+        "gold_sha256": gold.sha256,
+        "align_layer": layer,
+        "align_head": head,
+    }
+
+
+@dataclass(frozen=True)
+class AlignmentResult:
+    """The scores of one forced alignment and where its links were written."""
+
+    scores: AlignmentScores
+    layer: int
+    head: int | None
+    gold: Path
+    written: Path
+
+    def fields(self) -> dict[str, Any]:
+        """scores.json's keys: ``aer``, ``aer_precision``, ``aer_recall``, ``align_layer``,
+        ``align_head`` (null: the heads' mean) and ``alignment`` (counts and files)."""
+        s = self.scores
+        return {
+            "aer": s.aer,
+            "aer_precision": s.precision,
+            "aer_recall": s.recall,
+            "align_layer": self.layer,
+            "align_head": self.head,
+            "alignment": {
+                **s.to_dict(),
+                "map": describe_map(self.layer, self.head),
+                "gold_file": str(self.gold),
+                "alignment_file": str(self.written),
+            },
+        }
+
+    def line(self) -> str:
+        """The terminal line, in the form of the metric lines (name|settings = score)."""
+        s = self.scores
+        head = "mean" if self.head is None else str(self.head)
+        return (
+            f"AER|layer:{self.layer}|head:{head}|gold:{self.gold.name} = {_num(s.aer)} "
+            f"(precision {_num(s.precision)}, recall {_num(s.recall)}; {s.links} links, "
+            f"{s.sure} sure, {s.possible} possible)"
+        )
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def score_alignments(
+    translator: Translator,
+    sources: list[str],
+    refs: list[str],
+    gold: Gold,
+    layer: int,
+    head: int | None,
+    out_dir: Path,
+) -> AlignmentResult:
+    """Force the references through the model, write their links (Pharaoh, one line per
+    pair) to ``out_dir``/forced-alignments.txt and score them against ``gold``."""
+    links = forced_alignments(translator, sources, refs, layer, head)
+    written = out_dir / ALIGNMENTS_FILE
+    write_lines(written, [pharaoh(x) for x in links])
+    scores = alignment_error(links, gold.links)
+    if scores.sure == 0:
+        log.warning(
+            "%s holds no sure links (i-j), only possible ones (i?j): recall is undefined "
+            "and AER = 1 - precision",
+            gold.path,
+        )
+    return AlignmentResult(scores, layer, head, gold.path, written)
