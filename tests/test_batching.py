@@ -61,7 +61,7 @@ def test_target_gives_the_three_target_tensors_or_a_clear_error() -> None:
     src_only = make_batch([[5, 6], [7]])
     with pytest.raises(ValueError, match="only sources"):
         src_only.target()
-    # teacher forcing a source-only batch names the missing target, for every model
+    # teacher forcing a source-only batch names the missing decoder input, for every model
     for name in ("transformer", "rnn_luong", "rnn_bahdanau"):
         model = build_model({"name": name}, 20, 20, shared_vocab=True)
         with pytest.raises(ValueError, match="only sources"):

@@ -124,9 +124,9 @@ def test_two_ranks_match_one_process_with_the_combined_batch(tmp_path: Path) -> 
     from attnmt.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(tmp_path / "ddp" / "checkpoints" / "last.pt")
-    assert ckpt["step"] == STEPS
+    assert ckpt.step == STEPS
     for k, v in r0["params"].items():
-        assert torch.equal(ckpt["model"][k], v), k
+        assert torch.equal(ckpt.weights[k], v), k
 
 
 def spawn_ranks(cfg: dict[str, Any], run_dir: Path, out_dir: Path) -> list[dict[str, Any]]:
@@ -197,6 +197,6 @@ def test_torchrun_train_py_two_cpu_ranks(tmp_path: Path) -> None:
     from attnmt.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(run_dir / "checkpoints" / "last.pt")
-    assert ckpt["step"] == 3
+    assert ckpt.step == 3
     # rank-0-only logging: every training log line appears once
     assert output.count("step 2 |") == 1, output[-3000:]

@@ -54,6 +54,16 @@ class Batch:
             pinned[f.name] = value.pin_memory() if isinstance(value, Tensor) else value
         return Batch(**pinned)
 
+    def decoder_input(self) -> Tensor:
+        """tgt_input [B,T]: what a teacher-forced forward reads (the loss's targets need not
+        be there); ValueError for a source-only batch."""
+        if self.tgt_input is None:
+            raise ValueError(
+                "this batch holds only sources (decoding input): it has no decoder input to "
+                "teacher-force; build it with make_batch(src, tgt)"
+            )
+        return self.tgt_input
+
     def target(self) -> tuple[Tensor, Tensor, Tensor]:
         """(tgt_input [B,T], tgt_out [B,T], tgt_pad_mask [B,T]): what teacher forcing and the
         loss read; ValueError for a source-only batch."""

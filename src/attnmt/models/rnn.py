@@ -205,7 +205,7 @@ class RNNSeq2Seq(Seq2Seq):
 
     def _teacher_force(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """-> (logits [B,T,V], cross-attention [B,T,S]), one _core call per position t."""
-        tgt_input, _, _ = batch.target()
+        tgt_input = batch.decoder_input()
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
         embedded = self.dropout(self.tgt_embed(tgt_input))  # [B,T,E]
         features, attn = [], []
@@ -308,7 +308,7 @@ class LuongSeq2Seq(RNNSeq2Seq):
         """
         if self.cfg.input_feeding:
             return super()._teacher_force(batch)
-        tgt_input, _, _ = batch.target()
+        tgt_input = batch.decoder_input()
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
         embedded = self.dropout(self.tgt_embed(tgt_input))  # [B,T,E]
         h, _ = rnn_run(self.decoder, embedded, state)  # [B,T,H]

@@ -184,7 +184,7 @@ class Transformer(Seq2Seq):
 
     def forward(self, batch: Batch) -> Tensor:
         """Teacher-forced logits [B,T,V] for ``batch.tgt_input`` (fused attention path)."""
-        tgt_input, _, _ = batch.target()
+        tgt_input = batch.decoder_input()
         memory, _ = self._encode(batch.src, batch.src_pad_mask)
         hidden, _, _ = self._decode(tgt_input, memory, batch.src_pad_mask)
         return self.out_proj(hidden)
@@ -246,7 +246,7 @@ class Transformer(Seq2Seq):
     def attention(self, batch: Batch) -> dict[str, Tensor]:
         """Teacher-forced maps: "cross" [B,T,S] (last layer, head mean), "cross/layer{i}"
         [B,H,T,S], "self/layer{i}" [B,H,T,T], "enc_self/layer{i}" [B,H,S,S]."""
-        tgt_input, _, _ = batch.target()
+        tgt_input = batch.decoder_input()
         memory, enc_ws = self._encode(batch.src, batch.src_pad_mask, need_weights=True)
         _, self_ws, cross_ws = self._decode(
             tgt_input, memory, batch.src_pad_mask, need_weights=True
