@@ -385,6 +385,7 @@ def test_a_ctranslate2_export_serves_without_attention(
         for field, body in (
             ("n_best", {"beam": 2, "n_best": 2}),
             ("alignments", {"alignments": True}),
+            ("reference", {"reference": "b a", "gold": "0-1 1-0"}),
         ):
             response = c.post("/translate", json={"text": "a b", **body})
             assert response.status_code == 422 and response.json()["field"] == field

@@ -21,7 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from attnmt.serve.api import ApiError, TranslateRequest, lines_of, options_of
+from attnmt.serve.api import ApiError, TranslateRequest, lines_of, options_of, references_of
 from attnmt.serve.backend import NO_ATTENTION, ServedModel
 from attnmt.serve.errors import BodyLimit, install_error_handlers
 from attnmt.serve.jsonio import dumps
@@ -105,7 +105,10 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
         "/translate",
         summary="Translate one text or a list of lines",
         responses={
-            200: {"description": "per line: translations, scores, pieces, attention"},
+            200: {
+                "description": "per line: translations, scores, pieces, attention; with "
+                "reference (and gold) its forced alignment (and AER)"
+            },
             400: {"description": "invalid JSON"},
             408: {"description": "the body did not arrive within body_timeout_s"},
             413: {"description": "body or line count over the limit"},
@@ -116,10 +119,11 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
     async def translate(req: TranslateRequest, request: Request) -> Response:
         lines = lines_of(req.text, settings.max_lines)
         model, options = options_of(req, settings, models)
+        references = references_of(req, lines, model)
         note = NO_ATTENTION if req.attention and not model.has_attention else None
         worker = workers[req.model]
         try:
-            job = worker.submit(lines, options)
+            job = worker.submit(lines, options, references)
         except QueueFull:
             raise ApiError(
                 503,

@@ -14,14 +14,15 @@ from attnmt import UNK_ID
 from attnmt.checkpoint import load_checkpoint
 from attnmt.checkpoint_format import Checkpoint
 from attnmt.data.textio import normalize_space
-from attnmt.decode.attention_maps import KINDS, AttentionMaps, attention_maps
+from attnmt.decode.attention_maps import AttentionMaps, attention_maps
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.ct2 import CT2Translator, is_export_dir, load_ct2_translator, read_export_info
 from attnmt.decode.search import Hypothesis, StopCheck
 from attnmt.decode.translator import Translator, detokenize_lines, load_translator
 from attnmt.decode.word_alignment import pharaoh, word_alignment
 from attnmt.errors import ConfigError
-from attnmt.serve.jsonio import map_json
+from attnmt.serve.jsonio import attention_json
+from attnmt.serve.references import Reference, reference_json, word_warnings
 
 NO_ATTENTION = (
     "CTranslate2 backend: no attention, scores or alignments (serve the checkpoint for them)"
@@ -29,6 +30,11 @@ NO_ATTENTION = (
 #: padded attention values teacher-forced at once (float32: 8 MB), so that alignments of
 #: long lines never hold every map of a request in memory together
 MAP_VALUES_PER_CHUNK = 2_000_000
+#: the rank of a line's forced reference in the (line, rank) keys of the maps computed
+REF = -1
+
+Key = tuple[int, int]  # (line, rank): rank j of the line's translations, or REF
+Target = tuple[list[int], bool]  # target piece ids and whether </s> ends them
 
 
 @dataclass(frozen=True)
@@ -92,22 +98,29 @@ class ServedModel:
         options: Options,
         max_values: int | None = None,
         should_stop: StopCheck | None = None,
+        references: Sequence[Reference | None] | None = None,
     ) -> list[dict[str, Any]]:
         """The JSON result of each line from its ``found`` hypotheses (maps pre-encoded as
         :class:`~attnmt.serve.jsonio.RawJSON`). With ``options.attention`` the maps of at
         most ``max_values`` attention values are returned, best translations of every line
         first (:meth:`grant_maps`); the lines whose maps were left out say so in their
-        ``warnings``. ``should_stop`` is checked between teacher-forced chunks (True: raise
-        KeyboardInterrupt, as the search does)."""
+        ``warnings``. With ``references`` (one per line, None for none) every line gets a
+        ``reference``: its reference forced through the model, the links, the gold and
+        their scores (:func:`~attnmt.serve.references.reference_json`). ``should_stop`` is
+        checked between teacher-forced chunks (True: raise KeyboardInterrupt, as the search
+        does)."""
         tok = self.translator.tokenizer
         limit = self.source_limit()
         src_ids = tok.encode_src([normalize_space(s) for s in lines])
         sources = [ids[:limit] for ids in src_ids]
         kept = [list(hyps)[: options.n_best] for hyps in found]
-        granted: set[tuple[int, int]] = set()
+        targets = self._targets(kept, references)
+        granted: set[Key] = set()
         if options.attention and self.has_attention:
-            granted = self.grant_maps(sources, kept, max_values)
-        extras = self._map_outputs(sources, kept, granted, options.alignments, should_stop)
+            granted = self.grant_maps(sources, targets, max_values)
+        extras = self._map_outputs(
+            sources, targets, granted, options.alignments, references, should_stop
+        )
         out = []
         for i, (line, ids) in enumerate(zip(lines, src_ids)):
             warnings = []
@@ -127,14 +140,20 @@ class ServedModel:
                 self._translation(hyp, extras.get((i, j), {}), options)
                 for j, hyp in enumerate(kept[i])
             ]
-            out.append(
-                {
-                    "source": line,
-                    "source_pieces": [*tok.src_pieces(ids[:limit]), "</s>"],
-                    "translations": translations,
-                    "warnings": warnings,
-                }
-            )
+            entry: dict[str, Any] = {
+                "source": line,
+                "source_pieces": [*tok.src_pieces(ids[:limit]), "</s>"],
+                "translations": translations,
+                "warnings": warnings,
+            }
+            if references is not None:
+                ref = extras.get((i, REF))
+                if ref is not None:
+                    warnings += _reference_notes(
+                        i, line, ref, len(ids) > limit, options, max_values
+                    )
+                entry["reference"] = ref
+            out.append(entry)
         return out
 
     def map_values(self, target: int, source: int) -> int:
@@ -144,22 +163,37 @@ class ServedModel:
         return cross * target * source + enc * source * source + dec * target * target
 
     def grant_maps(
-        self, sources: list[list[int]], found: list[list[Any]], max_values: int | None
-    ) -> set[tuple[int, int]]:
-        """The (line, rank) pairs whose maps fit in ``max_values`` values, taken in the order
-        every line's best translation, then every second best, ...; a pair that does not fit
-        is skipped and smaller ones after it still get theirs (None: no limit)."""
-        order = sorted(
-            ((i, j) for i, hyps in enumerate(found) for j in range(len(hyps))),
-            key=lambda key: (key[1], key[0]),
-        )
+        self, sources: list[list[int]], targets: dict[Key, Target], max_values: int | None
+    ) -> set[Key]:
+        """The (line, rank) keys whose maps fit in ``max_values`` values, taken in the order
+        every line's best translation, then every line's reference, then every second best,
+        ...; a key that does not fit is skipped and smaller ones after it still get theirs
+        (None: no limit)."""
+        order = sorted(targets, key=lambda key: (max(key[1], 0), key[1] == REF, key[0]))
         granted, used = set(), 0
         for i, j in order:
-            cost = self.map_values(_rows(found[i][j]), len(sources[i]) + 1)
+            cost = self.map_values(_rows(targets[i, j]), len(sources[i]) + 1)
             if max_values is None or used + cost <= max_values:
                 granted.add((i, j))
                 used += cost
         return granted
+
+    def _targets(
+        self, kept: list[list[Any]], references: Sequence[Reference | None] | None
+    ) -> dict[Key, Target]:
+        """The target pieces whose maps may be computed: each kept hypothesis (attnmt only)
+        and each line's reference (encoded as evaluate.py encodes it, ending with ``</s>``)."""
+        targets: dict[Key, Target] = {
+            (i, j): (hyp.tokens, hyp.finished)
+            for i, hyps in enumerate(kept)
+            for j, hyp in enumerate(hyps)
+            if isinstance(hyp, Hypothesis)
+        }
+        if references is not None and self.has_attention:
+            given = [(i, ref.text) for i, ref in enumerate(references) if ref is not None]
+            ids = self.translator.tokenizer.encode_tgt([text for _, text in given])
+            targets.update(((i, REF), (x, True)) for (i, _), x in zip(given, ids))
+        return targets
 
     def _map_counts(self) -> tuple[int, int, int]:
         """How many [rows, columns] matrices (layers x heads) the cross, encoder-self and
@@ -180,25 +214,21 @@ class ServedModel:
     def _map_outputs(
         self,
         sources: list[list[int]],
-        found: list[list[Any]],
-        granted: set[tuple[int, int]],
+        targets: dict[Key, Target],
+        granted: set[Key],
         alignments: bool,
+        references: Sequence[Reference | None] | None,
         should_stop: StopCheck | None,
-    ) -> dict[tuple[int, int], dict[str, Any]]:
+    ) -> dict[Key, dict[str, Any]]:
         """Per (line, rank): its ``alignment`` (with ``alignments``) and, for the granted
-        pairs, its ``attention``, teacher-forced in chunks of at most
-        MAP_VALUES_PER_CHUNK padded values; each chunk's maps are encoded and dropped
-        before the next."""
+        keys, its ``attention``; per (line, REF) the line's ``reference``. Teacher-forced in
+        chunks of at most MAP_VALUES_PER_CHUNK padded values; each chunk's maps are encoded
+        and dropped before the next."""
         if not isinstance(self.translator, Translator):
             return {}
-        keys = [
-            (i, j)
-            for i, hyps in enumerate(found)
-            for j in range(len(hyps))
-            if alignments or (i, j) in granted
-        ]
-        out: dict[tuple[int, int], dict[str, Any]] = {}
-        for part in self._chunks(keys, sources, found):
+        keys = [k for k in targets if alignments or k in granted or k[1] == REF]
+        out: dict[Key, dict[str, Any]] = {}
+        for part in self._chunks(keys, sources, targets):
             if should_stop is not None and should_stop():
                 raise KeyboardInterrupt
             got = attention_maps(
@@ -206,26 +236,32 @@ class ServedModel:
                 self.translator.tokenizer,
                 self.translator.device,
                 [sources[i] for i, _ in part],
-                [(found[i][j].tokens, found[i][j].finished) for i, j in part],
+                [targets[key] for key in part],
             )
-            for key, maps in zip(part, got):
-                out[key] = _map_output(maps, alignments, key in granted)
+            for (i, j), maps in zip(part, got):
+                if j == REF:
+                    ref = references[i] if references is not None else None
+                    assert ref is not None  # REF keys are those of the given references
+                    out[i, j] = reference_json(maps, ref, (i, j) in granted)
+                else:
+                    out[i, j] = _map_output(maps, alignments, (i, j) in granted)
         return out
 
     def _chunks(
-        self, keys: list[tuple[int, int]], sources: list[list[int]], found: list[list[Any]]
-    ) -> list[list[tuple[int, int]]]:
+        self, keys: list[Key], sources: list[list[int]], targets: dict[Key, Target]
+    ) -> list[list[Key]]:
         """``keys`` cut into runs whose padded maps hold at most MAP_VALUES_PER_CHUNK values
         (a pair over it alone)."""
-        chunks: list[list[tuple[int, int]]] = []
-        part: list[tuple[int, int]] = []
+        chunks: list[list[Key]] = []
+        part: list[Key] = []
         rows = cols = 0
-        for i, j in keys:
-            r, c = max(rows, _rows(found[i][j])), max(cols, len(sources[i]) + 1)
+        for key in keys:
+            size, width = _rows(targets[key]), len(sources[key[0]]) + 1
+            r, c = max(rows, size), max(cols, width)
             if part and (len(part) + 1) * self.map_values(r, c) > MAP_VALUES_PER_CHUNK:
                 chunks.append(part)
-                part, r, c = [], _rows(found[i][j]), len(sources[i]) + 1
-            part.append((i, j))
+                part, r, c = [], size, width
+            part.append(key)
             rows, cols = r, c
         if part:
             chunks.append(part)
@@ -257,9 +293,31 @@ class ServedModel:
         return out
 
 
-def _rows(hyp: Hypothesis) -> int:
-    """A hypothesis' map rows: its pieces and ``</s>`` when it ended with it."""
-    return len(hyp.tokens) + (1 if hyp.finished else 0)
+def _rows(target: Target) -> int:
+    """A target's map rows: its pieces and ``</s>`` when it ended with it."""
+    tokens, finished = target
+    return len(tokens) + (1 if finished else 0)
+
+
+def _reference_notes(
+    i: int,
+    line: str,
+    ref: dict[str, Any],
+    source_cut: bool,
+    options: Options,
+    max_values: int | None,
+) -> list[str]:
+    """Line ``i``'s warnings about its reference (word counts that differ,
+    :func:`~attnmt.serve.references.word_warnings`; maps left out); with
+    ``options.attention`` a reference without maps gets ``"attention": null``."""
+    warnings = word_warnings(i, line, ref, source_cut)
+    if options.attention and "attention" not in ref:
+        ref["attention"] = None
+        warnings.append(
+            f"line {i + 1}: no attention maps for the reference: the response's maps would "
+            f"exceed max_attention_values={max_values}; ask for fewer lines or a smaller n_best"
+        )
+    return warnings
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -280,10 +338,7 @@ def _map_output(maps: AttentionMaps, alignments: bool, attention: bool) -> dict[
         weights = maps.mean_last_cross()
         out["alignment"] = pharaoh(word_alignment(weights, maps.source_pieces, maps.target_pieces))
     if attention:
-        out["attention"] = {
-            **{kind: map_json(getattr(maps, kind)) for kind in KINDS},
-            "decoder_input_pieces": maps.decoder_input_pieces,
-        }
+        out["attention"] = attention_json(maps)
     return out
 
 

@@ -19,6 +19,11 @@ from attnmt.serve.api import ApiError, TranslateRequest
 log = logging.getLogger(__name__)
 
 KNOWN_FIELDS = tuple(TranslateRequest.model_fields)
+#: the names pydantic gives the members of a union in an error's location
+UNION_MEMBERS = ("str", "list[str]", "list[nullable[str]]", "int", "float", "bool")
+#: fields that take one string or a list of them, one per line (``reference`` and
+#: ``gold`` allow null entries)
+LINE_FIELDS = ("text", "reference", "gold")
 
 
 def error_response(status: int, field: str | None, message: str, **headers: str) -> JSONResponse:
@@ -35,7 +40,7 @@ def _encodable(text: str) -> str:
 def _field(loc: tuple[Any, ...]) -> str:
     """``("body", "text", 3)`` -> ``text[3]``; the union member names pydantic adds
     (``str``, ``list[str]``) are dropped."""
-    parts = [p for p in loc[1:] if p not in ("str", "list[str]", "int", "float", "bool")]
+    parts = [p for p in loc[1:] if p not in UNION_MEMBERS]
     name = ""
     for p in parts:
         name += f"[{p}]" if isinstance(p, int) else (f".{p}" if name else str(p))
@@ -59,13 +64,16 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
         return 422, field, f"{field}: unknown field; known: {', '.join(KNOWN_FIELDS)}"
     if field == "body":
         return 422, "body", f"body: {first.get('msg')}; send a JSON object"
-    if loc[1:2] == ("text",):
+    if loc[1] in LINE_FIELDS:
+        null = "" if loc[1] == "text" else " or null"
         item = next((e for e in errors if any(isinstance(p, int) for p in e["loc"])), None)
         if item is not None:  # a list with a non-string line
             field = _field(tuple(item["loc"]))
-            return 422, field, f"{field}: expected a string, got {item.get('input')!r}"
+            return 422, field, f"{field}: expected a string{null}, got {item.get('input')!r}"
         got = type(first.get("input")).__name__
-        return 422, "text", f"text: expected a string or a list of strings, got {got}"
+        field = str(loc[1])
+        entries = "strings" if loc[1] == "text" else "strings and nulls"
+        return 422, field, f"{field}: expected a string or a list of {entries}, got {got}"
     return 422, field, f"{field}: {first.get('msg')} (got {first.get('input')!r})"
 
 

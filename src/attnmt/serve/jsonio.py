@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attnmt.decode.attention_maps import KINDS, AttentionMaps
+
 
 class RawJSON:
     """A JSON value already encoded (UTF-8 bytes)."""
@@ -71,3 +73,12 @@ def map_json(weights: Tensor | None, digits: int = 4) -> RawJSON | None:
         heads = [_leaf(torch.round(head.double(), decimals=digits).tolist()) for head in layer]
         layers.append(b"[" + b",".join(heads) + b"]")
     return RawJSON(b"[" + b",".join(layers) + b"]")
+
+
+def attention_json(maps: AttentionMaps) -> dict[str, Any]:
+    """A hypothesis' maps as the API returns them: each kind encoded (:func:`map_json`) and
+    the decoder's input pieces."""
+    return {
+        **{kind: map_json(getattr(maps, kind)) for kind in KINDS},
+        "decoder_input_pieces": maps.decoder_input_pieces,
+    }

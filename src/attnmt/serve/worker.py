@@ -28,6 +28,7 @@ from typing import Any
 
 from attnmt.serve.backend import Options, ServedModel
 from attnmt.serve.jsonio import json_parts
+from attnmt.serve.references import Reference
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,19 @@ class Abandoned(Exception):
 
 
 class Job(Future):
-    """One request: its lines and options; as a Future, its result is the JSON byte parts
-    of its ``lines`` array (:func:`attnmt.serve.jsonio.json_parts`)."""
+    """One request: its lines, options and the lines' references (None: none asked for;
+    they never change the search, so they do not keep a request out of a batch); as a
+    Future, its result is the JSON byte parts of its ``lines`` array
+    (:func:`attnmt.serve.jsonio.json_parts`)."""
 
-    def __init__(self, lines: list[str], options: Options) -> None:
+    def __init__(
+        self,
+        lines: list[str],
+        options: Options,
+        references: list[Reference | None] | None = None,
+    ) -> None:
         super().__init__()
-        self.lines, self.options = lines, options
+        self.lines, self.options, self.references = lines, options, references
         self.abandoned = False  # its client left: drop it, stop its decode
 
 
@@ -88,10 +96,15 @@ class DecodeWorker:
         #: called with the sizes of each decoded batch (tests and logs)
         self.on_batch: Callable[[list[int]], None] | None = None
 
-    def submit(self, lines: list[str], options: Options) -> Job:
+    def submit(
+        self,
+        lines: list[str],
+        options: Options,
+        references: list[Reference | None] | None = None,
+    ) -> Job:
         """Queue a request; the Job (a Future) gets its result. QueueFull when full,
         Stopping once closed."""
-        job = Job(lines, options)
+        job = Job(lines, options, references)
         with self._cond:
             if self._closed:
                 raise Stopping
@@ -222,6 +235,7 @@ class DecodeWorker:
                 job.options,
                 self.max_attention_values,
                 lambda: self._stopped([job]),
+                job.references,
             )
             _settle(job, result=json_parts(results))
         except KeyboardInterrupt:
