@@ -140,3 +140,48 @@ def test_heads_kinds_and_a_second_model_side_by_side(page) -> None:  # type: ign
     assert svg.get_attribute("data-rows") == svg.get_attribute("data-cols") == "5"
     # the RNN has no encoder self-attention: its panel says so
     assert "no encoder self attention" in pg.text_content("section.line .panel:nth-child(2)")
+
+
+def _gold_cells(ref: dict, links: list[list[int]]) -> set[tuple[int, int]]:
+    """The (row, column) cells of word ``links`` on the reference's piece map."""
+    return {
+        (r, c)
+        for i, j in links
+        for r, tw in enumerate(ref["target_words"])
+        for c, sw in enumerate(ref["source_words"])
+        if tw == j and sw == i
+    }
+
+
+def test_a_reference_and_gold_show_aer_and_outline_the_gold_links(page) -> None:  # type: ignore[no-untyped-def]
+    pg = page
+    pg.uncheck("#compare")
+    assert pg.get_attribute("#gold-box", "open") is None  # collapsed until asked for
+    pg.click("#gold-box summary")
+    pg.fill("#ref", "c b a\ne d")
+    pg.fill("#gold", "0-2 1-1 2-0\n0?1 1-0")
+    _translate(pg, "a b c\nd e")
+    body = {"text": ["a b c", "d e"], "reference": ["c b a", "e d"],
+            "gold": ["0-2 1-1 2-0", "0?1 1-0"], "attention": True}  # fmt: skip
+    api = pg.request.post(pg.url + "translate", data=body).json()["lines"]
+    for n, (card, line) in enumerate(zip(pg.locator("section.line").all(), api)):
+        ref = line["reference"]
+        s = ref["scores"]
+        shown = card.locator(".reference .aer").text_content()
+        assert f"AER {s['aer']:.3f} · precision {s['precision']:.3f}" in shown
+        assert "selected" in (card.locator(".reference").get_attribute("class") or "")
+        svg = card.locator("svg.attn-map")
+        assert int(svg.get_attribute("data-rows")) == len(ref["target_pieces"])
+        for kind in ("sure", "possible"):
+            drawn = {
+                (int(x.get_attribute("data-r")), int(x.get_attribute("data-c")))
+                for x in svg.locator(f"rect.gold-{kind}").all()
+            }
+            want = _gold_cells(ref, ref["gold"][kind])
+            assert drawn == want and (want or (kind == "possible" and n == 0))
+    # a translation's map has no gold; the reference's comes back on a click
+    first = pg.locator("section.line").first
+    first.locator(".translation .text").first.click()
+    assert first.locator("svg.attn-map rect.gold-sure").count() == 0
+    first.locator(".reference").click()
+    assert first.locator("svg.attn-map rect.gold-sure").count() > 0

@@ -1,6 +1,8 @@
 // attnmt's page: translate through POST /translate and draw each translation's attention
 // as an SVG grid (rows: the attending pieces, columns: the attended ones; colours fixed
-// 0-1). Plain JS, no build step, nothing from the network.
+// 0-1). With references (and gold alignments) each line's reference is forced through the
+// model: its AER is shown and the gold links are outlined on its map. Plain JS, no build
+// step, nothing from the network.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -54,6 +56,11 @@ function mapOf(translation, kind) {
   return attn ? attn[kind] : null;
 }
 
+// A line's translations and, when the request gave one, its forced reference.
+function targetsOf(line) {
+  return line.reference ? [...line.translations, line.reference] : line.translations;
+}
+
 function refreshChoices() {
   const kind = $("kind").value;
   let layers = 0;
@@ -61,7 +68,7 @@ function refreshChoices() {
   for (const result of state.results)
     for (const panel of result.panels)
       for (const line of panel.data.lines)
-        for (const t of line.translations) {
+        for (const t of targetsOf(line)) {
           const m = mapOf(t, kind);
           if (m) {
             layers = Math.max(layers, m.length);
@@ -98,9 +105,27 @@ function axes(line, translation, kind) {
   return [translation.target_pieces, line.source_pieces];
 }
 
+// The cells the gold's word links cover on the reference's piece map ("r,c" -> {kind,
+// link}): link i-j covers every (piece of target word j, piece of source word i).
+function goldMarks(ref) {
+  if (!ref.gold) return null;
+  const marks = new Map();
+  const add = (links, kind, mark) => links.forEach(([i, j]) => {
+    ref.target_words.forEach((tw, r) => {
+      if (tw !== j) return;
+      ref.source_words.forEach((sw, c) => {
+        if (sw === i) marks.set(`${r},${c}`, { kind, link: `${i}${mark}${j}` });
+      });
+    });
+  });
+  add(ref.gold.possible, "possible", "?");
+  add(ref.gold.sure, "sure", "-");
+  return marks;
+}
+
 // ---------------------------------------------------------------- the map
 
-function drawMap(weights, rows, cols) {
+function drawMap(weights, rows, cols, marks = null) {
   const left = 12 + 7.5 * Math.max(...rows.map((p) => p.length), 1);
   const top = 12 + 6 * Math.max(...cols.map((p) => p.length), 1);
   const width = left + CELL * cols.length + 8;
@@ -133,10 +158,24 @@ function drawMap(weights, rows, cols) {
       class: "cell", "data-r": r, "data-c": c, x: left + c * CELL, y: top + r * CELL,
       width: CELL, height: CELL, fill: colour(w),
     }, null, SVG);
-    cell.appendChild(el("title", {}, `${rows[r]} → ${cols[c]}: ${w.toFixed(3)}`, SVG));
+    const gold = marks && marks.get(`${r},${c}`);
+    const note = gold ? ` · gold ${gold.kind} link ${gold.link}` : "";
+    cell.appendChild(el("title", {}, `${rows[r]} → ${cols[c]}: ${w.toFixed(3)}${note}`, SVG));
     cells.appendChild(cell);
   }));
   svg.appendChild(cells);
+  if (marks) { // outlines over the cells: solid for sure links, dashed for possible ones
+    const gold = el("g", { class: "gold" }, null, SVG);
+    for (const [key, m] of marks) {
+      const [r, c] = key.split(",").map(Number);
+      if (r >= rows.length || c >= cols.length) continue;
+      gold.appendChild(el("rect", {
+        class: `gold-${m.kind}`, "data-r": r, "data-c": c, x: left + c * CELL + 1.5,
+        y: top + r * CELL + 1.5, width: CELL - 3, height: CELL - 3,
+      }, null, SVG));
+    }
+    svg.appendChild(gold);
+  }
   const focus = svg.appendChild(el("rect", { class: "focus", visibility: "hidden" }, null, SVG));
 
   function clear() {
@@ -171,6 +210,25 @@ function drawMap(weights, rows, cols) {
 
 // ---------------------------------------------------------------- results
 
+function scoresText(s) {
+  const f = (x) => (x == null ? "n/a" : x.toFixed(3));
+  return `AER ${f(s.aer)} · precision ${f(s.precision)} · recall ${f(s.recall)}` +
+    ` (${s.links} links; gold: ${s.sure} sure, ${s.possible - s.sure} possible)`;
+}
+
+function referenceItem(ref, panel) {
+  const item = el("div", {
+    class: panel.chosen === "ref" ? "translation reference selected" : "translation reference",
+  });
+  item.appendChild(el("span", { class: "label" }, "reference"));
+  item.appendChild(el("span", { class: "text" }, ref.text));
+  item.appendChild(el("span", { class: "alignment" }, ref.alignment));
+  item.appendChild(el("div", { class: "aer" },
+    ref.scores ? scoresText(ref.scores) : "forced alignment (no gold alignment given)"));
+  item.addEventListener("click", () => { panel.chosen = "ref"; render(); });
+  return item;
+}
+
 function renderPanel(line, panel, model) {
   const box = el("div", { class: "panel" });
   if (state.results.length && state.results[0].panels.length > 1)
@@ -186,16 +244,21 @@ function renderPanel(line, panel, model) {
     list.appendChild(item);
   });
   box.appendChild(list);
-  const t = line.translations[panel.chosen];
+  if (line.reference) box.appendChild(referenceItem(line.reference, panel));
+  const t = panel.chosen === "ref" ? line.reference : line.translations[panel.chosen];
   const map = el("div", { class: "map" });
   const kind = $("kind").value;
   const weights = t ? matrix(t, kind) : null;
   if (weights) {
     const [rows, cols] = axes(line, t, kind);
-    map.appendChild(drawMap(weights, rows, cols));
+    const marks = t === line.reference && kind === "cross" ? goldMarks(t) : null;
+    map.appendChild(drawMap(weights, rows, cols, marks));
+    if (marks) map.appendChild(el("div", { class: "muted gold-legend" },
+      "gold links outlined over every piece of the linked words: solid sure, dashed possible"));
   } else if (t) {
-    map.appendChild(el("div", { class: "muted" },
-      panel.data.attention_note || `no ${kind.replace("_", " ")} attention for this model`));
+    const missing = t.attention === null ? "maps left out of this answer (see the warning)"
+      : `no ${kind.replace("_", " ")} attention for this model`;
+    map.appendChild(el("div", { class: "muted" }, panel.data.attention_note || missing));
   }
   box.appendChild(map);
   return box;
@@ -220,7 +283,14 @@ function render() {
 async function translate(event) {
   event.preventDefault();
   showError("");
-  const lines = $("src").value.split("\n").filter((l) => l.trim());
+  const at = (id, k) => { // line k of a textarea; null when missing or blank
+    const l = $(id).value.split("\n")[k];
+    return l && l.trim() ? l : null;
+  };
+  const rows = $("src").value.split("\n")
+    .map((line, k) => ({ line, ref: at("ref", k), gold: at("gold", k) }))
+    .filter((r) => r.line.trim());
+  const lines = rows.map((r) => r.line);
   if (!lines.length) return showError("text: type a sentence first");
   const n = Number($("nbest").value);
   const beam = Math.max(Number($("beam").value) || 1, n);
@@ -231,7 +301,11 @@ async function translate(event) {
     const answers = await Promise.all(chosen.map(async (model) => {
       const info = state.info.models[model];
       const body = { text: lines, beam, attention: true, model };
-      if (info.backend === "attnmt") Object.assign(body, { n_best: n, alignments: true });
+      if (info.backend === "attnmt") {
+        Object.assign(body, { n_best: n, alignments: true });
+        if (rows.some((r) => r.ref !== null)) body.reference = rows.map((r) => r.ref);
+        if (rows.some((r) => r.gold !== null)) body.gold = rows.map((r) => r.gold);
+      }
       const response = await fetch("/translate", {
         method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
       });
@@ -240,8 +314,10 @@ async function translate(event) {
       return { model, data };
     }));
     state.results = lines.map((line) => ({ line, panels: [] }));
-    state.results.forEach((result) => {
-      result.panels = answers.map(({ model, data }) => ({ model, data, chosen: 0 }));
+    state.results.forEach((result, i) => {
+      result.panels = answers.map(({ model, data }) => ({
+        model, data, chosen: data.lines[i].reference ? "ref" : 0,
+      }));
     });
     refreshChoices();
     render();
