@@ -24,6 +24,7 @@ from attnmt.decode.forced_alignment import forced_alignments
 from attnmt.decode.translator import Translator
 from attnmt.decode.word_alignment import pharaoh, word_index
 from attnmt.serve.backend import ServedModel
+from attnmt.serve.references import word_warnings
 
 # toy_reverse: the target is the source reversed, so word i of n aligns with word n-1-i
 TEXT = ["a b c", "d e f a", "", "b c"]
@@ -151,6 +152,18 @@ def test_lines_without_a_reference_keep_their_answer(models: list[ServedModel]) 
         assert b.pop("reference", "absent") != "absent"
         assert a == b
     assert all("reference" not in line for line in alone["lines"])
+
+
+def test_words_split_otherwise_than_by_whitespace_are_warned() -> None:
+    """The links name words by the tokenizer's word marks; when they count other words than
+    whitespace does, the line says which side (a cut source is left out: it is shorter)."""
+    out = {"text": "x y z", "source_words": [0, 0, 1, -1], "target_words": [0, 1, -1]}
+    (warning,) = word_warnings(2, "a b", out, source_cut=False)
+    assert warning.startswith("line 3: ") and "reference into 2 words, whitespace into 3" in warning
+    both = word_warnings(0, "a b c", out, source_cut=False)
+    assert len(both) == 2 and "source into 2 words, whitespace into 3" in both[0]
+    assert len(word_warnings(0, "a b c", out, source_cut=True)) == 1
+    assert word_warnings(0, "a b", {**out, "text": "x y"}, source_cut=False) == []
 
 
 # ---------------------------------------------------------------- maps and the bound
