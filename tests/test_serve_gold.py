@@ -103,15 +103,9 @@ def test_aer_equals_alignment_error_on_the_forced_links(
 
 def test_the_models_own_forced_links_as_gold_score_aer_0(models: list[ServedModel]) -> None:
     with client(models) as c:
-        plain = post(c, text=TEXT, reference=REFS)
-        forced = [
-            None if r is None else r["alignment"]
-            for r in (ln["reference"] for ln in plain["lines"])
-        ]
-        assert all(
-            r is None or (r["gold"] is None and r["scores"] is None)
-            for r in (ln["reference"] for ln in plain["lines"])
-        )
+        refs = [line["reference"] for line in post(c, text=TEXT, reference=REFS)["lines"]]
+        assert all(r is None or (r["gold"] is None and r["scores"] is None) for r in refs)
+        forced = [None if r is None else r["alignment"] for r in refs]
         scored = post(c, text=TEXT, reference=REFS, gold=forced)
     for line, gold in zip(scored["lines"], forced):
         if gold is None:
