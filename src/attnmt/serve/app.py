@@ -22,8 +22,9 @@ from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from attnmt.serve.api import ApiError, TranslateRequest, lines_of, options_of, references_of
-from attnmt.serve.backend import NO_ATTENTION, ServedModel
+from attnmt.serve.backend import ServedModel
 from attnmt.serve.errors import BodyLimit, install_error_handlers
+from attnmt.serve.info import NO_ATTENTION
 from attnmt.serve.jsonio import dumps
 from attnmt.serve.settings import ServeSettings
 from attnmt.serve.worker import DecodeWorker, Job, QueueFull, Stopping
