@@ -213,6 +213,7 @@ REFUSED: list[tuple[str, dict[str, Any], str, str]] = [
     ("fewer references", {"text": ["a b", "c"], "reference": ["b a"]}, "reference", "2 lines"),
     ("more golds", {**TWO, "gold": ["0-1", "0-0", "0-0"]}, "gold", "2 lines"),
     ("a string for 2 lines", {"text": ["a b", "c"], "reference": "b a"}, "reference", "2 lines"),
+    ("no entry for 1 line", {"text": "a", "reference": []}, "reference", "0 entries for 1 line "),
     ("empty reference", {"text": "a b", "reference": " "}, "reference", "empty"),
     ("reference to a blank line", {"text": ["a", ""], "reference": ["a", "b"]}, "reference[1]",
      "text[1]"),

@@ -167,11 +167,12 @@ def _per_line(value: str | list[str | None], field: str, n: int) -> list[str | N
     entries = [value] if isinstance(value, str) else value
     if len(entries) != n:
         given = "one string" if isinstance(value, str) else _count(len(entries), "entry", "entries")
+        lines = _count(n, "line", "lines")
         raise ApiError(
             422,
             field,
-            f"{field}: {given} for {n} lines of text; give a list with one entry per line "
-            "(null for a line without one)",
+            f"{field}: {given} for {lines} of text; give a list with one entry per line (null "
+            "for a line without one)",
         )
     return list(entries)
 
