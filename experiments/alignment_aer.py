@@ -136,12 +136,12 @@ def records() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json"))]
 
 
-def _spread(values: list[float]) -> str:
+def _spread(values: list[float], digits: int = 3) -> str:
     if not values:
         return "–"
     if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def table(recs: list[dict[str, Any]]) -> str:
@@ -177,7 +177,7 @@ def table(recs: list[dict[str, Any]]) -> str:
             f"| {mech.name} | {len(mine)} | {_spread([r['test']['aer'] for r in mine])} "
             f"| {_spread([r['aer_precision'] for r in mine])} "
             f"| {_spread([r['aer_recall'] for r in mine])} "
-            f"| {_spread([r['test']['bleu'] for r in mine])} | {_spread(ent)} |"
+            f"| {_spread([r['test']['bleu'] for r in mine], 2)} | {_spread(ent, 2)} |"
         )
     machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
                        f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"

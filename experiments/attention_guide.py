@@ -425,7 +425,9 @@ def guide(plan: Plan, ledger: Path, out: Path) -> str:
         "computes it (quoted from the source when this page is generated), its test BLEU / chrF "
         "in the attention table, and the attention of the model trained with it on one fixed "
         f"Ding test sentence, “{FIXED_SOURCE}”, every map on the same 0–1 colour scale "
-        "(rows: the model's greedy translation, teacher-forced; columns: source pieces).",
+        "(rows: the model's greedy translation, teacher-forced; columns: source pieces). "
+        "Each mechanism measured as an alignment against known gold, on a synthetic task: "
+        "[alignment.md](alignment.md).",
         "",
     ]
     lines += worked_section(folder, docs_dir)

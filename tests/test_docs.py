@@ -497,14 +497,27 @@ def test_the_ratio_checker_bites() -> None:
     ]
 
 
+def generated_alignment() -> str:
+    """docs/alignment.md as ``python -m experiments.alignment_aer table`` writes it."""
+    from experiments.alignment_aer import records, table
+
+    return table(records())
+
+
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return generated_results(tmp_path_factory.mktemp("results"))
+    """Every generated page's text (results.md, alignment.md)."""
+    return generated_results(tmp_path_factory.mktemp("results")) + generated_alignment()
 
 
-def test_results_md_is_what_the_generator_writes(generated: str) -> None:
+def test_alignment_md_is_what_the_generator_writes() -> None:
+    """docs/alignment.md holds the alignment records' figures as they are now."""
+    assert (ROOT / "docs" / "alignment.md").read_text(encoding="utf-8") == generated_alignment()
+
+
+def test_results_md_is_what_the_generator_writes(tmp_path: Path) -> None:
     """docs/results.md holds the ledger's figures as they are now (`make results-docs`)."""
-    assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == generated
+    assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == generated_results(tmp_path)
 
 
 def test_other_docs_state_only_generated_figures(doc: Path, generated: str) -> None:
