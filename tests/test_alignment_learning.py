@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.train.loop import train
+from experiments.alignment_aer import COMMON, SMALL
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -19,26 +20,16 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 @pytest.mark.slow
 def test_global_attention_learns_the_synthetic_alignment(tmp_path: Path) -> None:
     overrides = [
-        "data=toy_align",
+        *COMMON,  # the alignment table's training settings (experiments/alignment_aer.py) ...
+        "trainer.max_steps=400",  # ... cut to 400 updates
+        "trainer.val_every_steps=400",
         f"data.root={tmp_path / 'data'}",
         "model=rnn_luong",
-        "model.emb_dim=64",
-        "model.hidden_size=128",
-        "model.enc_layers=1",
-        "model.dropout=0.1",
+        *SMALL,
         "model.attention.score=general",
         "model.attention.mode=global",
         "device=cpu",
         "seed=1",
-        "trainer.max_steps=400",
-        "trainer.time_budget_min=0",
-        "trainer.val_every_steps=400",
-        "trainer.lr=0.003",
-        "trainer.warmup_steps=100",
-        "trainer.precision=fp32",
-        "trainer.test=false",
-        "trainer.num_heatmaps=0",
-        "trainer.progress_bar=false",
     ]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose(config_name="train", overrides=overrides)
