@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("fastapi", reason="serve.py needs attnmt[serve] (fastapi, uvicorn)")
 pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 
-from helpers.serving import client, post, tiny_models, tiny_runs
+from helpers.serving import attention_values, client, post, tiny_models, tiny_runs
 
 from attnmt.data.gold import parse_links
 from attnmt.decode.alignment_error import alignment_error
@@ -40,18 +40,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def models(runs: dict[str, Path]) -> list[ServedModel]:
     return tiny_models(runs)
-
-
-def values(attention: dict[str, Any] | None) -> int:
-    """How many attention weights a set of maps holds."""
-
-    def count(x: Any) -> int:
-        return sum(count(v) for v in x) if isinstance(x, list) else 1
-
-    if attention is None:
-        return 0
-    kinds = ("cross", "encoder_self", "decoder_self")
-    return sum(count(attention[k]) for k in kinds if attention[k])
 
 
 def refuse(c: Any, body: dict[str, Any], field: str) -> str:
@@ -174,13 +162,13 @@ def test_the_reference_maps_count_toward_max_attention_values(models: list[Serve
     for line in full["lines"]:
         ref = line["reference"]
         if line["translations"]:
-            firsts += values(line["translations"][0]["attention"])
+            firsts += attention_values(line["translations"][0]["attention"])
         if ref is not None:
             s, t = len(line["source_pieces"]), len(ref["target_pieces"])
             cross = ref["attention"]["cross"]
             assert len(cross[0][0]) == t and len(cross[0][0][0]) == s
-            assert values(ref["attention"]) == model.map_values(t, s)
-            refs += values(ref["attention"])
+            assert attention_values(ref["attention"]) == model.map_values(t, s)
+            refs += attention_values(ref["attention"])
     with client(models, max_attention_values=firsts) as c:
         cut = post(c, **body)
     for before, after in zip(full["lines"], cut["lines"]):

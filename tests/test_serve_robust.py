@@ -25,7 +25,7 @@ pytest.importorskip("httpx", reason="FastAPI's test client needs httpx")
 
 import httpx
 import uvicorn
-from helpers.serving import client, post, tiny_models, tiny_runs
+from helpers.serving import attention_values, client, post, tiny_models, tiny_runs
 from helpers.tiny_checkpoint import ROOT, shared_run
 
 from attnmt.serve.app import create_app
@@ -44,19 +44,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def models(runs: dict[str, Path]) -> list[ServedModel]:
     return tiny_models(runs)
-
-
-def values(attention: dict[str, Any] | None) -> int:
-    """How many attention weights a translation's maps hold."""
-
-    def count(x: Any) -> int:
-        return sum(count(v) for v in x) if isinstance(x, list) else 1
-
-    if attention is None:
-        return 0
-    return sum(
-        count(attention[k]) for k in ("cross", "encoder_self", "decoder_self") if attention[k]
-    )
 
 
 def wait_until(condition: Callable[[], bool], what: str, seconds: float = 20) -> None:
@@ -128,8 +115,8 @@ def test_attention_maps_stay_within_max_attention_values(models: list[ServedMode
     for line in full["lines"]:
         s = len(line["source_pieces"])
         for t in line["translations"]:
-            assert values(t["attention"]) == model.map_values(len(t["target_pieces"]), s)
-        firsts += values(line["translations"][0]["attention"])
+            assert attention_values(t["attention"]) == model.map_values(len(t["target_pieces"]), s)
+        firsts += attention_values(line["translations"][0]["attention"])
     with client(models, max_attention_values=firsts) as c:
         cut = post(c, **body)
     sent = 0
@@ -143,7 +130,7 @@ def test_attention_maps_stay_within_max_attention_values(models: list[ServedMode
         (warning,) = after["warnings"]
         assert "no attention maps for translation 2-3" in warning
         assert f"max_attention_values={firsts}" in warning
-        sent += sum(values(t["attention"]) for t in after["translations"])
+        sent += sum(attention_values(t["attention"]) for t in after["translations"])
     assert sent == firsts
 
 
@@ -161,11 +148,13 @@ def test_a_probe_sized_request_stays_within_the_stated_volume(models: list[Serve
     limit = ServeSettings().max_attention_values
     assert len(response.content) < 8 * limit + 2_000_000
     data = response.json()
-    sent = [values(t["attention"]) for ln in data["lines"] for t in ln["translations"]]
+    sent = [attention_values(t["attention"]) for ln in data["lines"] for t in ln["translations"]]
     assert 0 < sum(sent) <= limit and len(sent) == 64 * 16
     firsts = [bool(ln["translations"][0]["attention"]) for ln in data["lines"]]
     assert sum(firsts) > 32
-    assert sum(sent) == sum(values(ln["translations"][0]["attention"]) for ln in data["lines"])
+    assert sum(sent) == sum(
+        attention_values(ln["translations"][0]["attention"]) for ln in data["lines"]
+    )
     for ln in data["lines"]:
         (warning,) = ln["warnings"]
         assert "max_attention_values=4000000" in warning

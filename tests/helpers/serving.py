@@ -44,3 +44,15 @@ def post(c: TestClient, **body: Any) -> Any:
     response = c.post("/translate", json=body)
     assert response.status_code == 200, response.text
     return response.json()
+
+
+def attention_values(attention: dict[str, Any] | None) -> int:
+    """How many attention weights a translation's (or a reference's) maps hold."""
+
+    def count(x: Any) -> int:
+        return sum(count(v) for v in x) if isinstance(x, list) else 1
+
+    if attention is None:
+        return 0
+    kinds = ("cross", "encoder_self", "decoder_self")
+    return sum(count(attention[k]) for k in kinds if attention[k])
