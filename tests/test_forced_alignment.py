@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.tiny_checkpoint import shared_run, tiny_model, toy_tokenizer
+from helpers.tiny_checkpoint import MODEL_CONFIGS, shared_run, tiny_model, toy_tokenizer
 
 from attnmt.decode.attention_maps import attention_maps, source_ids
 from attnmt.decode.config import DecodeConfig
@@ -22,6 +22,7 @@ from attnmt.decode.forced_alignment import (
 from attnmt.decode.translator import Translator, load_translator
 from attnmt.decode.word_alignment import word_alignment
 from attnmt.errors import ConfigError
+from attnmt.models.registry import build_model
 
 # source words: 0 = "▁ab" "c", 1 = "▁d", then </s>; target: 0 = "▁x", 1 = "▁y" "z" "w", </s>
 SRC = ["▁ab", "c", "▁d", "</s>"]
@@ -122,6 +123,28 @@ def test_cut_sources_and_word_mismatches_are_named(
     assert ": line 2" in caplog.text
     assert all(i < 3 for i, _ in links[1])  # only words the model read can be linked
     assert "different number of words" not in caplog.text
+
+
+def test_references_beyond_the_models_positions_are_cut_and_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Transformer with learned positions reads max_positions - 1 target pieces: a longer
+    reference is aligned from its first pieces (no position error), and the line named."""
+    tok = toy_tokenizer(tmp_path)
+    config = {**MODEL_CONFIGS["transformer"], "positions": "learned", "max_positions": 5}
+    torch.manual_seed(0)
+    model = build_model(config, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
+    translator = Translator(model, tok, torch.device("cpu"))
+    assert model.max_target_length() == 4
+    long_ref = "a b c d e f a b"
+    assert len(tok.encode_tgt([long_ref])[0]) > 4
+    with caplog.at_level(logging.WARNING):
+        links = forced_alignments(translator, ["a b", "c d"], ["b a", long_ref])
+    assert "1 line(s) longer than the model's 4 target positions" in caplog.text
+    assert ": line 2" in caplog.text
+    assert "different number of words" not in caplog.text
+    assert links[1] and all(j < 4 for _, j in links[1])  # words past the cut: no links
+    assert {j for _, j in links[0]} == {0, 1}
 
 
 def test_words_the_tokenizer_sees_otherwise_are_named(

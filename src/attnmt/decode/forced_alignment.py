@@ -99,9 +99,14 @@ def forced_alignments(
     """(source word, target word) links of each (source, reference) pair, sorted;
     teacher-forced ``batch_size`` pairs at a time, shortest first. Sources are cut to
     ``decode.max_src_len`` pieces as for translation (links to words past the cut cannot
-    be found; a warning names the lines)."""
+    be found; a warning names the lines), references to the model's
+    ``max_target_length()`` pieces (a Transformer's positions; likewise warned)."""
     src_ids, cut = cut_sources(translator.tokenizer, sources, translator.decode.max_src_len)
     tgt_ids = translator.tokenizer.encode_tgt(list(refs))
+    tgt_limit = int(translator.model.max_target_length())
+    cut_refs = [i for i, ids in enumerate(tgt_ids) if len(ids) > tgt_limit]
+    for i in cut_refs:
+        tgt_ids[i] = tgt_ids[i][:tgt_limit]
     order = sorted(range(len(sources)), key=lambda i: (len(src_ids[i]), len(tgt_ids[i])))
     links: list[list[Link]] = [[] for _ in sources]
     odd: list[int] = []
@@ -119,7 +124,8 @@ def forced_alignments(
                 select_map(m.cross, layer, head), m.source_pieces, m.target_pieces
             )
             src_words = _word_count(m.source_pieces)
-            if _word_count(m.target_pieces) != len(refs[i].split()) or (
+            tgt_words = _word_count(m.target_pieces)
+            if (i not in cut_refs and tgt_words != len(refs[i].split())) or (
                 i not in cut and src_words != len(sources[i].split())
             ):
                 odd.append(i)
@@ -127,6 +133,11 @@ def forced_alignments(
         f"longer than decode.max_src_len={translator.decode.max_src_len} source pieces are "
         "aligned from their first pieces only",
         sorted(cut),
+    )
+    _warn_lines(
+        f"longer than the model's {tgt_limit} target positions (max_target_length) are "
+        "aligned from their first reference pieces only",
+        cut_refs,
     )
     _warn_lines(
         "split into a different number of words by the tokenizer's word marks (▁) than by "
