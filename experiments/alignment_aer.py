@@ -1,6 +1,8 @@
 """Does each attention mechanism learn an alignment? AER on ``data=toy_align`` (issue 33).
 
     python -m experiments.alignment_aer run [--seeds 1 2 3] [--only NAME ...] [--jobs 2]
+                                            [--updates N]
+    python -m experiments.alignment_aer maps [--only NAME ...]   # one test sentence's maps
     python -m experiments.alignment_aer table            # docs/alignment.md from the records
 
 Each mechanism (:data:`MECHANISMS`: every Luong scorer with global attention, local-m,
@@ -13,6 +15,13 @@ alignments (AER, precision, recall; attnmt.decode.alignment_error). One JSON rec
 (mechanism, seed) goes to ``results/alignment/`` as it finishes, with the validation curve,
 the attention entropy at the last validation, test BLEU/chrF and AER; a record that exists is
 not run again, so the table fills over several sessions. Seeds are fixed in advance (1, 2, 3).
+``--updates N`` trains N updates instead (records ``<stem>-u<N>``, their own table rows):
+whether a mechanism still improves after :data:`UPDATES`.
+
+``maps`` keeps, per mechanism, the forced attention of one test sentence (:data:`EXAMPLE`)
+of its seed-1 run (trained again when ``outputs/alignment/`` lacks it) with the sentence's
+gold links in ``results/alignment/maps/``, and draws them side by side in
+docs/attention/toy_align_maps.png (experiments.alignment_maps).
 """
 
 from __future__ import annotations
@@ -44,7 +53,6 @@ SMALL = ("model.emb_dim=64", "model.hidden_size=128", "model.enc_layers=1", "mod
 """The RNN size of this table: 1 bi-GRU layer (64 units a direction), 128-unit decoder."""
 COMMON = (
     "data=toy_align",
-    f"trainer.max_steps={UPDATES}",
     "trainer.time_budget_min=0",
     "trainer.val_every_steps=200",
     "trainer.early_stopping_patience=0",
@@ -74,31 +82,53 @@ MECHANISMS = (
     *[_luong(s) for s in ("dot", "scaled_dot", "general", "additive", "concat", "cosine")],
     _luong("location"),
     *[_luong("general", mode) for mode in ("local_m", "local_p", "hard")],
+    Mechanism(
+        "luong general local_m window10",
+        (*_luong("general", "local_m").overrides, "model.attention.window=10"),
+    ),
     Mechanism("bahdanau additive global", ("model=rnn_bahdanau", *SMALL)),
     Mechanism("transformer_tiny cross (last layer, mean of heads)", ("model=transformer_tiny",)),
 )
 
 
-def stem(mech: Mechanism, seed: int) -> str:
-    return f"{mech.name.split(' (')[0].replace(' ', '-')}-seed{seed}"
+def stem(mech: Mechanism, seed: int, updates: int = UPDATES) -> str:
+    """``luong-general-global-seed1``; ``...-seed1-u3000`` for a run of other length."""
+    suffix = "" if updates == UPDATES else f"-u{updates}"
+    return f"{mech.name.split(' (')[0].replace(' ', '-')}-seed{seed}{suffix}"
 
 
-def run_one(mech: Mechanism, seed: int, threads: int) -> Path | None:
+def overrides(mech: Mechanism, updates: int = UPDATES) -> tuple[str, ...]:
+    """The train.py overrides of ``mech`` trained ``updates`` updates (seed apart)."""
+    return (*COMMON, f"trainer.max_steps={updates}", *mech.overrides)
+
+
+def train(mech: Mechanism, seed: int, threads: int, updates: int, out: Any) -> Path | None:
+    """Train (or finish) the run of (mechanism, seed, updates); its folder (None: failed)."""
+    run = RUNS / stem(mech, seed, updates)
+    if (run / "summary.json").is_file() and read_record(run).status == "finished":
+        return run
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, "train.py", *overrides(mech, updates), f"seed={seed}",
+           f"hydra.run.dir={run}"]  # fmt: skip
+    if run.exists():  # a run cut off earlier goes on from its last checkpoint
+        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
+    ok = subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode == 0
+    return run if ok else None
+
+
+def run_one(mech: Mechanism, seed: int, threads: int, updates: int = UPDATES) -> Path | None:
     """Train, evaluate and record one (mechanism, seed); the record's path (None: failed)."""
-    record = RECORDS / f"{stem(mech, seed)}.json"
+    record = RECORDS / f"{stem(mech, seed, updates)}.json"
     if record.is_file():
         return record
-    run = RUNS / stem(mech, seed)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     py = sys.executable
     started = time.time()
-    cmd = [py, "train.py", *COMMON, *mech.overrides, f"seed={seed}", f"hydra.run.dir={run}"]
-    if run.exists():  # a run cut off earlier goes on from its last checkpoint
-        cmd = [py, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
-    log = RUNS / f"{stem(mech, seed)}.log"
+    log = RUNS / f"{stem(mech, seed, updates)}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
-        if subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode != 0:
+        run = train(mech, seed, threads, updates, out)
+        if run is None:
             return None
         ev = [py, "evaluate.py", f"ckpt={run}", "split=test"]
         if subprocess.run(ev, cwd=ROOT, env=env, stdout=out, stderr=out).returncode != 0:
@@ -111,7 +141,7 @@ def run_one(mech: Mechanism, seed: int, threads: int) -> Path | None:
         record,
         {
             "mechanism": mech.name,
-            "overrides": list(COMMON + mech.overrides),
+            "overrides": list(overrides(mech, updates)),
             "seed": seed,
             "updates": rec.summary["step"] if rec.summary else None,
             "params": rec.summary["params"] if rec.summary else None,
@@ -132,6 +162,23 @@ def run_one(mech: Mechanism, seed: int, threads: int) -> Path | None:
     return record
 
 
+def map_one(mech: Mechanism, threads: int, seed: int = 1) -> Path | None:
+    """The example sentence's map of (mechanism, seed)'s run, kept in results/alignment/maps/
+    (the run is trained again when it is gone); the file's path (None: training failed)."""
+    from experiments import alignment_maps
+
+    kept = alignment_maps.MAPS / f"{stem(mech, seed)}.json"
+    if kept.is_file():
+        return kept
+    log = RUNS / f"{stem(mech, seed)}.maps.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        run = train(mech, seed, threads, UPDATES, out)
+    if run is None:
+        return None
+    return alignment_maps.keep(run, mech.name, kept)
+
+
 def records() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json"))]
 
@@ -142,6 +189,21 @@ def _spread(values: list[float], digits: int = 3) -> str:
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def _row(name: str, mine: list[dict[str, Any]]) -> str:
+    """One table row: the mechanism, its seeds and mean ± std of each figure."""
+    ent = [
+        (r.get("attention_entropy_norm") or {}).get("cross")
+        for r in mine
+        if (r.get("attention_entropy_norm") or {}).get("cross") is not None
+    ]
+    return (
+        f"| {name} | {len(mine)} | {_spread([r['test']['aer'] for r in mine])} "
+        f"| {_spread([r['aer_precision'] for r in mine])} "
+        f"| {_spread([r['aer_recall'] for r in mine])} "
+        f"| {_spread([r['test']['bleu'] for r in mine], 2)} | {_spread(ent, 2)} |"
+    )
 
 
 def table(recs: list[dict[str, Any]]) -> str:
@@ -166,19 +228,21 @@ def table(recs: list[dict[str, Any]]) -> str:
         "| mechanism | seeds | test AER | precision | recall | test BLEU | entropy |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for mech in MECHANISMS:
-        mine = [r for r in recs if r["mechanism"] == mech.name]
-        ent = [
-            (r.get("attention_entropy_norm") or {}).get("cross")
-            for r in mine
-            if (r.get("attention_entropy_norm") or {}).get("cross") is not None
+    lines += [_row(mech.name, [r for r in recs if r["mechanism"] == mech.name
+                               and r["updates"] == UPDATES]) for mech in MECHANISMS]  # fmt: skip
+    longer = sorted({(r["mechanism"], r["updates"]) for r in recs if r["updates"] != UPDATES})
+    if longer:
+        lines += [
+            "",
+            "Longer runs (the same settings and seeds, more updates): does a mechanism "
+            f"above 0.10 at {UPDATES} updates still improve?",
+            "",
+            "| mechanism | updates | seeds | test AER | precision | recall | test BLEU | entropy |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        lines.append(
-            f"| {mech.name} | {len(mine)} | {_spread([r['test']['aer'] for r in mine])} "
-            f"| {_spread([r['aer_precision'] for r in mine])} "
-            f"| {_spread([r['aer_recall'] for r in mine])} "
-            f"| {_spread([r['test']['bleu'] for r in mine], 2)} | {_spread(ent, 2)} |"
-        )
+        for name, updates in longer:
+            mine = [r for r in recs if r["mechanism"] == name and r["updates"] == updates]
+            lines.append(_row(name, mine).replace(f"| {name} |", f"| {name} | {updates} |", 1))
     machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
                        f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"
                        for r in recs})  # fmt: skip
@@ -189,18 +253,27 @@ def table(recs: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "table"))
+    parser.add_argument("what", choices=("run", "maps", "table"))
+    parser.add_argument("--updates", type=int, default=UPDATES, help="updates a run (run)")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--only", nargs="+", default=[], help="mechanism names (substrings)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (1 thread each if >1)")
     args = parser.parse_args(argv)
+    chosen = [m for m in MECHANISMS if not args.only or any(o in m.name for o in args.only)]
+    threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
     if args.what == "run":
-        chosen = [m for m in MECHANISMS if not args.only or any(o in m.name for o in args.only)]
         todo = [(m, s) for s in args.seeds for m in chosen]
-        threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
         with ThreadPoolExecutor(args.jobs) as pool:
-            for (m, s), path in zip(todo, pool.map(lambda ms: run_one(*ms, threads), todo)):
+            done = pool.map(lambda ms: run_one(*ms, threads, args.updates), todo)
+            for (m, s), path in zip(todo, done):
                 print(f"{m.name} seed {s}: {path or 'FAILED'}", flush=True)
+    if args.what == "maps":
+        from experiments import alignment_maps
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for m, path in zip(chosen, pool.map(lambda m: map_one(m, threads), chosen)):
+                print(f"{m.name}: {path or 'FAILED'}", flush=True)
+        alignment_maps.draw()
     write_text(DOC, table(records()))
     print(f"wrote {DOC}")
     return 0
