@@ -3,11 +3,17 @@
     python scripts/rebuild_ding.py            # apt-get download trans-de-en, clean, write the file
     python scripts/rebuild_ding.py --check    # compare with the shipped file; exit 1 if not equal
     python scripts/rebuild_ding.py --raw DIR --package trans-de-en --out FILE
+    python scripts/rebuild_ding.py --filter loose   # the larger corpus, to LOOSE_OUT below
+
+``--filter loose`` keeps phrases too (>= 3 words a side; no capital or final . ? ! needed)
+and the shipped file's valid/test splits exactly (``ding.keep_held_out``); train on it with
+``python train.py data.path=FILE``. The shipped file is the ``strict`` filter's.
 
 Needs apt-get, dpkg-deb and a reachable apt mirror (the downloaded .deb and its unpacked
 tree are kept in --raw and reused). ``make train`` never runs this: it reads the shipped
-file. A file with a new sha256 must be pinned in ``attnmt.data.recipes.ding.SHIPPED_SHA256``
-and tests/test_ding_shipped.py (the script prints the digest).
+file. A shipped file with a new sha256 must be pinned in
+``attnmt.data.recipes.ding.SHIPPED_SHA256`` and tests/test_ding_shipped.py (the script prints
+the digest).
 """
 
 from __future__ import annotations
@@ -15,24 +21,53 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 from pathlib import Path
 
 from attnmt.atomic import write_bytes
 from attnmt.data.config import DataConfig
+from attnmt.data.corpora import prepare_corpus
 from attnmt.data.pairfile import sha256_bytes
 from attnmt.data.recipes import ding
 from attnmt.errors import AttnmtError
 
 log = logging.getLogger("rebuild_ding")
+LOOSE_OUT = Path("data/ding_loose/ding_de_en.tsv.xz")  # --filter loose: not the shipped file
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--package", default=DataConfig().apt_package, help="Debian package")
     parser.add_argument("--raw", type=Path, default=Path("data/raw"), help="download dir")
-    parser.add_argument("--out", type=Path, default=ding.SHIPPED, help="file to write")
+    parser.add_argument(
+        "--out", type=Path, help=f"file to write (default {ding.SHIPPED}; loose: {LOOSE_OUT})"
+    )
     parser.add_argument("--check", action="store_true", help="compare with --out, write nothing")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--filter", choices=ding.FILTERS, default="strict", help="strict: the shipped file's"
+    )
+    args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = ding.SHIPPED if args.filter == "strict" else LOOSE_OUT
+    return args
+
+
+def same_held_out_splits(path: Path) -> bool:
+    """Prepare the shipped corpus and ``data.path=path`` (default settings, in a temporary
+    data root) and print, per split, both pair counts and whether the prepared valid/test
+    files are byte-identical; True when they all are."""
+    with tempfile.TemporaryDirectory() as root:
+        old = prepare_corpus({"root": root})
+        new = prepare_corpus({"root": root, "path": str(path.resolve())})
+        same = True
+        for split in old.splits:
+            files = list(zip(old.files(split), new.files(split)))
+            print(f"{split}: {old.counts[split]} pairs shipped, {new.counts[split]} in {path}")
+            if split != "train":
+                equal = all(a.read_bytes() == b.read_bytes() for a, b in files)
+                print(f"  {split}.de, {split}.en: {'identical' if equal else 'DIFFERENT'}")
+                same = same and equal
+    return same
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        data = ding.rebuild(args.package, args.raw, log)
+        data = ding.rebuild(args.package, args.raw, log, args.filter)
         digest = sha256_bytes(data)
         print(f"rebuilt: {len(data)} bytes, sha256 {digest}")
         if args.check:
@@ -49,11 +84,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if same else 1
         write_bytes(args.out, data)
         args.out.chmod(0o644)  # a package data file, readable by all like the rest of the tree
+        print(f"wrote {args.out}")
+        if args.filter != "strict":
+            if not same_held_out_splits(args.out):
+                print("error: valid/test differ from the shipped corpus'", file=sys.stderr)
+                return 1
+            print(f"train on it: python train.py data.path={args.out}")
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out}")
-    if digest != ding.SHIPPED_SHA256:
+    if args.filter == "strict" and digest != ding.SHIPPED_SHA256:
         print(f"new sha256: pin {digest} in ding.SHIPPED_SHA256 and tests/test_ding_shipped.py")
     return 0
 

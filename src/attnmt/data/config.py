@@ -99,7 +99,7 @@ class DataConfig:
     src_lang: str = "de"
     tgt_lang: str = "en"
     root: str = "data"  # where raw/ and prepared corpora live (relative to the cwd)
-    path: str | None = None  # custom: directory of the user's files
+    path: str | None = None  # custom: directory of the user's files; ding_de_en: a pair file
     max_len: int = 100  # training-pair filter: max pieces per side (batching applies it)
     max_len_ratio: float = 3.0  # training-pair filter: max length ratio
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
