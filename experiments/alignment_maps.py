@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from attnmt.atomic import write_json
+from attnmt.atomic import atomic_path, write_json
 from attnmt.decode.alignment_error import alignment_error, read_gold
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
@@ -29,6 +29,8 @@ EXAMPLE = 6
 """0-based line of toy_align's test split: ``na sunadi tapa ri kemal ke ta osta fikar lisku
 kintu kemal`` (one-to-many ``sunadi``, many-to-one ``tapa ri``, an unaligned ``ta``, a
 mirrored adjective phrase, a verb-final subordinate clause ending in ``ne``)."""
+EXAMPLE_SOURCE = "na sunadi tapa ri kemal ke ta osta fikar lisku kintu kemal"
+EXAMPLE_REFERENCE = "un ela mira gulsen kemal tes bramo medro lunde kemal fe moren ne"
 DIGITS = 3
 
 
@@ -44,6 +46,11 @@ def keep(run: Path, mechanism: str, path: Path) -> Path:
         raise ValueError(f"{run}: its corpus has no gold alignments of the test split")
     gold = read_gold(gold_file)[EXAMPLE]
     src, ref = sources[EXAMPLE], refs[EXAMPLE]
+    if (src, ref) != (EXAMPLE_SOURCE, EXAMPLE_REFERENCE):
+        raise ValueError(
+            f"toy_align's test line {EXAMPLE + 1} is now {src!r} -> {ref!r}, not the pair "
+            "this figure shows: the generator changed; update EXAMPLE_SOURCE/REFERENCE"
+        )
     src_ids = translator.tokenizer.encode_src([src])
     tgt_ids = translator.tokenizer.encode_tgt([ref])
     (maps,) = attention_maps(
@@ -110,11 +117,9 @@ def _panel(ax: Any, rec: dict[str, Any], title: str, gold_only: bool = False) ->
 
 
 def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
-    """The figure of every kept map (None when none is kept)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The figure of every kept map (None when none is kept): 110 dpi, 7-point labels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     from experiments.alignment_aer import MECHANISMS, stem
 
@@ -127,22 +132,17 @@ def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
         return None
     cols = 4
     rows = math.ceil((len(recs) + 1) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * 3.6, rows * 3.6), dpi=110)
-    flat = list(axes.flat)
-    _panel(flat[0], recs[0], "gold (black: sure, grey: possible)", gold_only=True)
-    for ax, rec in zip(flat[1:], recs):
+    fig = Figure(figsize=(cols * 3.6, rows * 3.7 + 0.4), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(rows, cols, k + 1) for k in range(len(recs) + 1)]
+    _panel(axes[0], recs[0], "gold (black: sure, grey: possible)", gold_only=True)
+    for ax, rec in zip(axes[1:], recs):
         _panel(ax, rec, f"{rec['mechanism'].split(' (')[0]}\nAER {rec['aer']:.2f} (this pair)")
-    for ax in flat[len(recs) + 1 :]:
-        ax.axis("off")
     fig.suptitle(
         f"toy_align test line {EXAMPLE + 1}: forced attention (rows: reference pieces, "
         "columns: source pieces); red squares: sure gold links, red dots: possible",
         fontsize=9,
     )
-    fig.tight_layout()
-    figure.parent.mkdir(parents=True, exist_ok=True)
-    tmp = figure.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(figure)
+    with atomic_path(figure) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
     return figure

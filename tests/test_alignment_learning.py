@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.train.loop import train
+from experiments import alignment_maps
 from experiments.alignment_aer import COMMON, SMALL
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -41,3 +42,27 @@ def test_global_attention_learns_the_synthetic_alignment(tmp_path: Path) -> None
     # 2026-11-25); 0.2 is the bar for "learns within a few hundred updates"
     assert entry["aer"] <= 0.2, entry["alignment"]
     assert entry["aer_recall"] > 0.8 and entry["aer_precision"] > 0.7
+
+    # the guide's figure keeps this run's map of the example pair beside its gold
+    kept = alignment_maps.keep(tmp_path / "run", "luong general global", tmp_path / "m.json")
+    rec = json.loads(kept.read_text())
+    assert (rec["source"], rec["reference"]) == (
+        alignment_maps.EXAMPLE_SOURCE,
+        alignment_maps.EXAMPLE_REFERENCE,
+    )
+    weights = rec["map"]
+    assert len(weights) == len(rec["target_pieces"])
+    assert all(len(row) == len(rec["source_pieces"]) for row in weights)
+    assert all(abs(sum(row) - 1) < 0.01 for row in weights)
+    gold_lines = (tmp_path / "data").glob("toy_align-*/test.src-tgt.align")
+    gold = next(gold_lines).read_text().splitlines()[alignment_maps.EXAMPLE].split()
+    assert sorted(f"{i}-{j}" for i, j in rec["gold_sure"]) == sorted(x for x in gold if "-" in x)
+    assert sorted(f"{i}?{j}" for i, j in rec["gold_possible"]) == sorted(
+        x for x in gold if "?" in x
+    )
+    assert 0 <= rec["aer"] <= 0.5  # a model at test AER <= 0.2 aligns this pair too
+    maps = tmp_path / "maps"
+    maps.mkdir()
+    kept.rename(maps / "luong-general-global-seed1.json")
+    png = alignment_maps.draw(maps, tmp_path / "maps.png")
+    assert png is not None and png.read_bytes()[:4] == b"\x89PNG"
