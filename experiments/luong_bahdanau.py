@@ -15,21 +15,21 @@ updates. Seeds are fixed in advance (1, then 2).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from attnmt.atomic import write_json, write_text
-from attnmt.machine import this_machine
-from attnmt.run_record import read_record, source_commit
+from attnmt.atomic import write_text
+from experiments.variant_runs import (
+    Variant,
+    at_step,
+    provenance,
+    read_all,
+    run_variant,
+    spread,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "luong_bahdanau"
@@ -54,15 +54,6 @@ COMMON = (
 )
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One curve: a name, the train.py overrides that select it, what it isolates."""
-
-    name: str
-    overrides: tuple[str, ...]
-    isolates: str
-
-
 VARIANTS = (
     Variant("rnn_bahdanau", ("model=rnn_bahdanau",), "the reference"),
     Variant("rnn_luong", ("model=rnn_luong",), "the preset (general scorer, input feeding)"),
@@ -84,68 +75,13 @@ VARIANTS = (
 )
 
 
-def stem(v: Variant, seed: int) -> str:
-    return f"{v.name.replace(' ', '-')}-seed{seed}"
-
-
 def run_one(v: Variant, seed: int, threads: int) -> Path | None:
     """Train and record one (variant, seed); the record's path (None: failed)."""
-    record = RECORDS / f"{stem(v, seed)}.json"
-    if record.is_file():
-        return record
-    run = RUNS / stem(v, seed)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, "train.py", *COMMON, *v.overrides, f"seed={seed}",
-           f"hydra.run.dir={run}"]  # fmt: skip
-    if run.exists():  # a run cut off earlier goes on from its last checkpoint
-        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
-    started = time.time()
-    log = RUNS / f"{stem(v, seed)}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        if subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode != 0:
-            return None
-    rec = read_record(run)
-    summary = rec.summary or {}
-    write_json(
-        record,
-        {
-            "variant": v.name,
-            "overrides": [*COMMON, *v.overrides],
-            "seed": seed,
-            "updates": summary.get("step"),
-            "params": summary.get("params"),
-            "curve": [[e["step"], e["nll"], e["bleu"]] for e in rec.valid],
-            "attention_entropy_norm": rec.valid[-1].get("attention_entropy_norm"),
-            "train_minutes": summary.get("minutes"),
-            "minutes": round((time.time() - started) / 60, 2),
-            "threads": threads,
-            "commit": source_commit(ROOT),
-            "machine": this_machine().to_dict(),
-            "recorded": datetime.now().isoformat(timespec="seconds"),
-        },
-        indent=1,
-    )
-    return record
+    return run_variant(v, seed, threads, COMMON, RUNS, RECORDS)
 
 
 def records() -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json"))]
-
-
-def _at(rec: dict[str, Any], step: int, col: int) -> float | None:
-    for point in rec["curve"]:
-        if point[0] == step:
-            return float(point[col])
-    return None
-
-
-def _spread(values: list[float], digits: int) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+    return read_all(RECORDS)
 
 
 def figure(recs: list[dict[str, Any]]) -> Path | None:
@@ -203,9 +139,9 @@ def table(recs: list[dict[str, Any]]) -> str:
         mine = [r for r in recs if r["variant"] == v.name]
         if not mine:
             continue
-        nll = [_spread([x for r in mine if (x := _at(r, s, 1)) is not None], 3) for s in shown]
+        nll = [spread([x for r in mine if (x := at_step(r, s, 1)) is not None], 3) for s in shown]
         last = shown[-1] if shown else 0
-        bleu = _spread([x for r in mine if (x := _at(r, last, 2)) is not None], 2)
+        bleu = spread([x for r in mine if (x := at_step(r, last, 2)) is not None], 2)
         ent = [
             (r.get("attention_entropy_norm") or {}).get("cross")
             for r in mine
@@ -214,13 +150,9 @@ def table(recs: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0]['params']:,} | "
             + " | ".join(nll)
-            + f" | {bleu} | {_spread(ent, 2)} |"
+            + f" | {bleu} | {spread(ent, 2)} |"
         )
-    machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
-                       f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"
-                       for r in recs})  # fmt: skip
-    commits = sorted({r["commit"] for r in recs})
-    lines += ["", f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."]
+    lines += ["", provenance(recs)]
     return "\n".join(lines) + "\n"
 
 

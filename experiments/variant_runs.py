@@ -1,0 +1,114 @@
+"""Small comparisons of train.py variants at fixed settings: run each (variant, seed) once,
+keep one JSON record per run in a results folder as it finishes, summarise mean ± std.
+
+Used by experiments.luong_bahdanau and experiments.ding_loose; a record that exists is not
+run again, and a run folder cut off earlier is resumed from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from attnmt.atomic import write_json
+from attnmt.machine import this_machine
+from attnmt.run_record import read_record, source_commit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row: a name, the train.py overrides that select it, what it isolates."""
+
+    name: str
+    overrides: tuple[str, ...]
+    isolates: str = ""
+
+    def stem(self, seed: int) -> str:
+        return f"{self.name.replace(' ', '-')}-seed{seed}"
+
+
+def run_variant(
+    v: Variant, seed: int, threads: int, common: tuple[str, ...], runs: Path, records: Path
+) -> Path | None:
+    """Train (variant, seed) with ``common`` + its overrides into ``runs``/<stem>, then write
+    its record to ``records``/<stem>.json; the record's path (None: training failed)."""
+    record = records / f"{v.stem(seed)}.json"
+    if record.is_file():
+        return record
+    run = runs / v.stem(seed)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, "train.py", *common, *v.overrides, f"seed={seed}",
+           f"hydra.run.dir={run}"]  # fmt: skip
+    if run.exists():  # a run cut off earlier goes on from its last checkpoint
+        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
+    started = time.time()
+    log = runs / f"{v.stem(seed)}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        if subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode != 0:
+            return None
+    rec = read_record(run)
+    summary = rec.summary or {}
+    test = rec.test or {}
+    write_json(
+        record,
+        {
+            "variant": v.name,
+            "overrides": [*common, *v.overrides],
+            "seed": seed,
+            "updates": summary.get("step"),
+            "params": summary.get("params"),
+            "curve": [[e["step"], e["nll"], e["bleu"]] for e in rec.valid],
+            "attention_entropy_norm": rec.valid[-1].get("attention_entropy_norm"),
+            "test": {k: test[k] for k in ("bleu", "chrf", "bleu_signature") if k in test},
+            "train_minutes": summary.get("minutes"),
+            "minutes": round((time.time() - started) / 60, 2),
+            "threads": threads,
+            "commit": source_commit(ROOT),
+            "machine": this_machine().to_dict(),
+            "recorded": datetime.now().isoformat(timespec="seconds"),
+        },
+        indent=1,
+    )
+    return record
+
+
+def read_all(records: Path) -> list[dict[str, Any]]:
+    """Every record in ``records``, by file name."""
+    return [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
+
+
+def at_step(rec: dict[str, Any], step: int, col: int) -> float | None:
+    """Column ``col`` (1: NLL, 2: BLEU) of the record's validation at ``step``."""
+    for point in rec["curve"]:
+        if point[0] == step:
+            return float(point[col])
+    return None
+
+
+def spread(values: list[float], digits: int) -> str:
+    """``mean ± sample std`` (one value: the value; none: an en dash)."""
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def provenance(recs: list[dict[str, Any]]) -> str:
+    """``Machines: ... Commits: ...`` of the records."""
+    machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
+                       f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"
+                       for r in recs})  # fmt: skip
+    commits = sorted({r["commit"] for r in recs})
+    return f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."
