@@ -16,7 +16,8 @@ composed as train.py composes it, so the benches use the real defaults). Parts
   fp32 and bf16 (bf16 only with native kernels, or ``--force-bf16``): target tokens/s,
   GFLOP/s (FlopCounterMode) and its share of the matmul peak, peak memory, padding; and
   the PyTorch tutorial's ``torch.nn.Transformer`` of the same size on the same batches
-  (``vs ref`` = attnmt tokens/s ÷ reference tokens/s);
+  (``vs ref`` = attnmt tokens/s ÷ reference tokens/s); the RNN rows on CPU split the step's
+  time into encoder, decoder loop, output layer + loss, backward and optimizer;
 * ``sdpa``:      fused scaled-dot-product attention vs the explicit softmax path (the op;
   the configured preset's training step);
 * ``translate``: the test split through the Translator, greedy and beam 5, batched vs one
@@ -48,6 +49,7 @@ from typing import Any
 
 import torch
 
+import attnmt
 from attnmt.atomic import write_json, write_text
 from attnmt.machine import this_machine
 from benchmarks.bench.context import Context
@@ -87,6 +89,19 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def code_source() -> str:
+    """Where the measured attnmt package was imported from; a warning when that is not this
+    checkout (an editable install of another one: run with ``PYTHONPATH=src``)."""
+    source = Path(attnmt.__file__).resolve().parent
+    if not source.is_relative_to(ROOT):
+        print(
+            f"warning: attnmt is imported from {source}, not from this checkout ({ROOT}); "
+            "PYTHONPATH=src measures this checkout's code",
+            file=sys.stderr,
+        )
+    return str(source)
+
+
 BENCHES: dict[str, Callable[[Context], list[Row]]] = {
     "matmul": bench_matmul,
     "train": bench_train,
@@ -114,6 +129,10 @@ NOTES = [
     "sentence at a time; decode: cached over recomputed prefix); vs ref: attnmt over the "
     "torch.nn.Transformer tutorial model, same batches and precision (both per-round medians)",
     "peak MB: growth of the process RSS during a variant's warm-up calls (indicative)",
+    "time split (RNN rows, CPU): share of each section in the timed steps' wall time, from "
+    "perf_counter marks in the step and hooks after model.encoder and before the output "
+    "layer (enc: source embedding + encoder RNN; dec loop: bridge, keys, decoder steps; "
+    "out+loss: readout/generator + label-smoothed loss; optim: clipping, Adam, zero_grad)",
 ]
 
 
@@ -171,7 +190,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         torch.set_num_threads(args.threads)
     started = datetime.now()
     meta: dict[str, Any] = {"started": started.isoformat(timespec="seconds")}
-    meta.update(machine=machine_info(), notes=NOTES)
+    meta.update(machine=machine_info(), notes=NOTES, attnmt_source=code_source())
     meta["args"] = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     names = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     ctx = Context(args, [torch.device(name) for name in names])

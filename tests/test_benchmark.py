@@ -12,9 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
+from attnmt.data.batching import make_batch
 from attnmt.machine import FLAGS
+from attnmt.models.registry import build_model
+from attnmt.train.config import TrainerConfig
 from benchmarks import benchmark
+from benchmarks.bench import split
+from benchmarks.bench.training import attnmt_step
 
 
 def _run(tmp_path: Path, *argv: str) -> dict[str, Any]:
@@ -77,6 +83,11 @@ def test_quick_benchmark_reports_every_bench(tmp_path: Path) -> None:
         _positive(row, "tokens_per_sec", "gflops", "peak_fraction", "flops_per_token", "params")
         assert 0 <= row["padding"] < 1 and row["peak_mem_mb"] >= 0
     _positive(train["transformer_tiny", "fp32"], "vs_reference")  # attnmt ÷ nn.Transformer
+    for variant in ("fp32", "nofeed_fp32"):  # the RNN step's time split, not the Transformer's
+        row = train["rnn_luong", variant]
+        assert set(row["split_ms"]) == set(split.SECTIONS) and row["split"].startswith("enc ")
+        _positive(row["split_ms"], "encoder", "decoder", "output_loss", "backward", "optimizer")
+    assert "split_ms" not in train["transformer_tiny", "fp32"]
     assert ("rnn_luong", "ref_fp32") not in train  # the reference is a Transformer
     _positive(train["rnn_luong", "nofeed_fp32"], "speedup")  # ÷ the preset's input feeding
     assert train["rnn_luong", "nofeed_fp32"]["params"] < train["rnn_luong", "fp32"]["params"]
@@ -124,3 +135,34 @@ def test_options_and_the_report_header() -> None:
     meta = {"started": "2026-01-01T00:00:00", "seconds": 1.0, "machine": benchmark.machine_info()}
     head = benchmark.markdown(meta, []).splitlines()[2]
     assert head.startswith(f"- machine: {meta['machine']['summary']} (")
+
+
+@pytest.mark.parametrize("name", ["rnn_luong", "rnn_bahdanau"])
+def test_the_rnn_step_split_times_every_section(name: str) -> None:
+    """Fast: the marks of the trainer's step and the hooks in an RNN model give every
+    section a time, only for the steps marked; the Transformer gets no marks."""
+    cfg = {"name": name, "emb_dim": 8, "hidden_size": 8, "enc_layers": 1}
+    model = build_model(cfg, 12, 12, True)
+    marks = split.marks_for(model, torch.device("cpu"))
+    assert marks is not None
+    step = attnmt_step(model, TrainerConfig(), None, torch.device("cpu"), marks)
+    batch = make_batch([[4, 5, 6], [7]], [[8, 9], [10, 11, 4]])
+    step(batch)
+    step(batch)
+    with torch.no_grad():  # a forward outside a marked step records nothing
+        model.eval()(batch)
+    assert len(marks.steps) == 2
+    times = marks.split(1)
+    assert list(times) == list(split.SECTIONS)
+    _positive(times, "encoder", "decoder", "output_loss", "backward", "optimizer")
+    text = split.split_text(times)
+    assert [part.split()[0] for part in text.split(" · ")] == [
+        "enc",
+        "dec",
+        "out+loss",
+        "bwd",
+        "optim",
+    ]
+    transformer = {"name": "transformer", "d_model": 16, "n_heads": 2, "d_ff": 16}
+    assert split.marks_for(build_model(transformer, 12, 12, True), torch.device("cpu")) is None
+    assert split.marks_for(model, torch.device("meta")) is None

@@ -6,6 +6,7 @@ matmul     the torch.mm peak GFLOP/s per precision, and whether bf16 is native
 workload   the composed config, real token-bucketed batches and test sentences
 context    what every bench gets: options, device, the workload, the matmul peaks
 training   training steps of every preset, and the torch.nn.Transformer reference
+split      an RNN training step's time by section (encoder, decoder loop, output, ...)
 reference  the reference model: the PyTorch translation tutorial's Seq2SeqTransformer
 sdpa       fused scaled-dot-product attention vs the explicit softmax path
 decoding   greedy and beam search through the Translator; cached vs recomputed prefix

@@ -71,6 +71,7 @@ COLUMNS = (
     ("speedup", lambda r: _num(r.get("speedup"), ".2f")),
     ("vs ref", lambda r: _num(r.get("vs_reference"), ".2f")),
     ("peak MB", lambda r: _num(r.get("peak_mem_mb"), ",.0f")),
+    ("time split", lambda r: r.get("split", "")),
     ("note", lambda r: r.get("error") or r.get("note") or ""),
 )
 
@@ -86,6 +87,8 @@ def markdown(meta: dict[str, Any], rows: Iterable[Row]) -> str:
         f"- load average at start: {_loads(m.get('load_avg_start'))}, "
         f"at end: {_loads(meta.get('load_avg_end'))}; the run took {meta['seconds']:.0f} s",
     ]
+    if meta.get("attnmt_source"):
+        lines.append(f"- code measured: attnmt imported from {meta['attnmt_source']}")
     if w:
         lines.append(
             f"- data: {w['corpus']}; {w['batches']} training batches of max_tokens="

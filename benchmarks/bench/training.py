@@ -6,7 +6,9 @@ noam learning rate, word dropout, forward under autocast, label-smoothed loss, b
 gradient clipping, Adam (attnmt.train.optim.build_optimizer), zero_grad. The variants
 cycle through the same distinct batches in lockstep, so round ``r`` of every variant is the
 same batch and per-round time ratios compare like with like. Each batch's first step (the
-warm-up pass) is counted by ``torch.utils.flop_counter.FlopCounterMode`` and not timed.
+warm-up pass) is counted by ``torch.utils.flop_counter.FlopCounterMode`` and not timed. The
+RNN presets' timed steps on CPU are also split into encoder, decoder loop, output layer +
+loss, backward and optimizer (:mod:`.split`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from attnmt.train.word_dropout import word_dropout
 
 from .measure import PRECISIONS, Row, autocast, compare, skipped
 from .reference import Seq2SeqTransformer, reference_step
+from .split import NO_MARKS, StepMarks, WallMarks, marks_for, split_text
 from .workload import is_transformer, padding
 
 if TYPE_CHECKING:
@@ -79,9 +82,14 @@ class TrainCycle:
 
 
 def attnmt_step(
-    model: torch.nn.Module, tcfg: TrainerConfig, dtype: torch.dtype | None, device: torch.device
+    model: torch.nn.Module,
+    tcfg: TrainerConfig,
+    dtype: torch.dtype | None,
+    device: torch.device,
+    marks: StepMarks = NO_MARKS,
 ) -> Callable[[Batch], None]:
-    """The trainer's update on one batch (no gradient accumulation, one process)."""
+    """The trainer's update on one batch (no gradient accumulation, one process);
+    ``marks`` times its sections (:mod:`.split`)."""
     optimizer = build_optimizer(model.parameters(), tcfg)
     schedule = build_schedule(optimizer, tcfg)
     updates = itertools.count(1)
@@ -89,16 +97,22 @@ def attnmt_step(
     model.train()
 
     def step(batch: Batch) -> None:
+        marks.start()
         schedule.step(next(updates))
         batch = word_dropout(batch, tcfg.src_word_dropout, tcfg.tgt_word_dropout)
+        marks.end("prepare")
         with autocast(device, dtype):
             logits = model(batch)
         out = label_smoothed_nll(logits, batch.tgt_out, tcfg.label_smoothing)
+        marks.end("output_loss")
         (out.loss / max(out.n_tokens, 1)).backward()
+        marks.end("backward")
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         if math.isfinite(float(out.loss.detach())) and math.isfinite(float(grad_norm)):
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        marks.end("optimizer")
+        marks.finish()
 
     return step
 
@@ -129,6 +143,17 @@ def add_step_figures(
         row["peak_fraction"] = row["gflops"] / peak["gflops"]
 
 
+def _add_split(row: Row, marks: WallMarks | None) -> None:
+    """``split_ms`` (mean ms of each section over the timed steps) and ``split`` (the
+    table's percentages) of a row whose step was marked."""
+    if marks is None or "times" not in row:
+        return
+    split = marks.split(len(row["times"]))
+    if split:
+        row["split_ms"] = {section: 1e3 * sec for section, sec in split.items()}
+        row["split"] = split_text(split)
+
+
 def bench_train(ctx: Context) -> list[Row]:
     """(b) every preset of ``--models`` in each precision, with the reference beside each
     Transformer preset and the same preset without input feeding (``nofeed_<precision>``)
@@ -145,6 +170,7 @@ def bench_train(ctx: Context) -> list[Row]:
         base: Row = {"bench": "train", "model": preset, **padding(work.batches)}
         cycles: dict[str, TrainCycle] = {}
         params: dict[str, int] = {}
+        marks: dict[str, WallMarks | None] = {}
         found: list[Row] = []
         feeds = bool(plain(mcfg).get("input_feeding"))  # Luong: time-parallel variant beside
         for precision, why in ctx.precisions().items():
@@ -156,7 +182,9 @@ def bench_train(ctx: Context) -> list[Row]:
             dtype = PRECISIONS[precision]
             model = work.model(preset, device)
             params[precision] = _params(model)
-            cycles[precision] = TrainCycle(attnmt_step(model, tcfg, dtype, device), batches)
+            marks[precision] = marks_for(model, device)
+            step = attnmt_step(model, tcfg, dtype, device, marks[precision] or NO_MARKS)
+            cycles[precision] = TrainCycle(step, batches)
             if is_transformer(mcfg):
                 torch.manual_seed(0)
                 ref = Seq2SeqTransformer(mcfg, tok.src_vocab_size, tok.tgt_vocab_size)
@@ -165,15 +193,18 @@ def bench_train(ctx: Context) -> list[Row]:
                 cycles[f"ref_{precision}"] = TrainCycle(step, batches)
             if feeds:
                 model = work.model(preset, device, input_feeding=False)
-                params[f"nofeed_{precision}"] = _params(model)
-                step = attnmt_step(model, tcfg, dtype, device)
-                cycles[f"nofeed_{precision}"] = TrainCycle(step, batches)
+                nofeed = f"nofeed_{precision}"
+                params[nofeed] = _params(model)
+                marks[nofeed] = marks_for(model, device)
+                step = attnmt_step(model, tcfg, dtype, device, marks[nofeed] or NO_MARKS)
+                cycles[nofeed] = TrainCycle(step, batches)
         n, rounds = len(batches), len(batches) * args.passes
         found = compare(base, dict(cycles), device, args, warmup=n, rounds=rounds) + found
         add_step_figures(ctx, found, cycles, {v: v[-4:] for v in cycles})
         for row in found:
             variant = row["variant"]
             row["params"] = params.get(variant)
+            _add_split(row, marks.get(variant))
             if variant.startswith("nofeed_"):  # over input feeding, same precision
                 row["baselines"] = {"speedup": variant.removeprefix("nofeed_")}
                 row["note"] = "input_feeding=false: one RNN + attention call over all positions"

@@ -119,9 +119,14 @@ class Attention(nn.Module):
         batch, num_queries, num_keys = query.size(0), query.size(1), values.size(1)
         if cache is None:
             cache = self.precompute(values if keys is None else keys)
-        allowed = torch.ones(batch, num_queries, num_keys, dtype=torch.bool, device=query.device)
-        if mask is not None:
-            allowed = allowed & (mask.unsqueeze(1) if mask.dim() == 2 else mask)
+        if mask is None:
+            allowed = torch.ones(
+                batch, num_queries, num_keys, dtype=torch.bool, device=query.device
+            )
+        else:  # a view: each decoder step reuses the padding mask without a copy
+            allowed = (mask.unsqueeze(1) if mask.dim() == 2 else mask).expand(
+                batch, num_queries, num_keys
+            )
         valid = self.scorer.valid_keys(num_keys, query.device)
         if valid is not None:
             allowed = allowed & valid

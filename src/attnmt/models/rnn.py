@@ -1,13 +1,19 @@
 """RNN encoder–decoders with attention: ``rnn_bahdanau`` and ``rnn_luong``.
 
-Both share the encoder (embeddings → packed (bi)GRU/LSTM → bridge) and differ in the
-recurrent core of one decoder step, ``_core(state, E y_{t-1}) -> (features, state, attn)``,
+Both share the encoder (embeddings → (bi)GRU/LSTM of rnn_encoder → bridge) and differ in the
+recurrent core of one decoder step, ``_core(state, step inputs) -> (features, state, attn)``,
 and in ``_output(features) -> logits``. ``decode_step`` runs core + output for one
 step; ``forward`` (teacher forcing) embeds the whole target once, runs the same core in
 a loop over t and applies the same output layers to all steps at once (one big matmul
 instead of T small ones), so teacher-forced logits equal step-by-step decoding by
-construction. Luong without input feeding has no dependence on h̃_{t-1}, so it teacher-forces
-all positions in one RNN and one attention call (tested equal to step-by-step decoding).
+construction. Whatever does not depend on the previous step is computed for all steps
+before the loop: the decoder RNN's input projection of the target embeddings
+(:class:`~attnmt.models.rnn_cell.DecoderCell`, one [B,T,E] matmul) and the attention's key
+side (``Attention.precompute``, once per source), so each step does only the recurrent part,
+the part of the input that the previous step produced (Luong's h̃_{t-1}, Bahdanau's c_t) and
+the attention query. Luong without input feeding has no dependence on h̃_{t-1}, so it
+teacher-forces all positions in one RNN and one attention call (tested equal to
+step-by-step decoding).
 
 Sizes: the decoder state is H = ``hidden_size``; the annotations (encoder outputs) are
 Denc = ``enc_hidden_size``, null -> H, and a bidirectional encoder gives each direction
@@ -40,13 +46,14 @@ from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
 from attnmt.models.attention import Attention
 from attnmt.models.base import Seq2Seq, State
+from attnmt.models.rnn_cell import DecoderCell, layer_states
 from attnmt.models.rnn_config import (
     AttentionConfig,
     BahdanauConfig,
     LuongConfig,
     RNNConfig,
 )
-from attnmt.models.rnn_encoder import CELLS, Bridge, RNNEncoder, rnn_run, rnn_step
+from attnmt.models.rnn_encoder import CELLS, Bridge, RNNEncoder, rnn_run
 from attnmt.schema import parse
 
 __all__ = ["AttentionConfig", "BahdanauSeq2Seq", "LuongSeq2Seq", "RNNSeq2Seq"]
@@ -144,8 +151,12 @@ class RNNSeq2Seq(Seq2Seq):
         """Create the layers between the RNN and the generator; return their output size."""
         raise NotImplementedError
 
-    def _core(self, state: State, y_prev: Tensor) -> tuple[Tensor, State, Tensor]:
-        """y_prev [B,E] embedded previous token -> (features [B,F], state, attention [B,S])."""
+    def _core(
+        self, state: State, y_prev: Tensor, projected: Tensor, cell: DecoderCell
+    ) -> tuple[Tensor, State, Tensor]:
+        """One decoder step: y_prev [B,E] the embedded previous token, projected [B,G·H] its
+        input projection (``cell.project(y_prev)``) -> (features [B,F], state, attention
+        [B,S])."""
         raise NotImplementedError
 
     def _output(self, features: Tensor) -> Tensor:
@@ -189,7 +200,9 @@ class RNNSeq2Seq(Seq2Seq):
 
     def decode_step(self, state: State, prev_tokens: Tensor) -> tuple[Tensor, State, Tensor]:
         """prev_tokens [B] -> (log_probs [B,V], new state, attention [B,S])."""
-        features, state, attn = self._core(state, self.dropout(self.tgt_embed(prev_tokens)))
+        y_prev = self.dropout(self.tgt_embed(prev_tokens))
+        cell = DecoderCell(self.decoder, self.cfg.emb_dim)
+        features, state, attn = self._core(state, y_prev, cell.project(y_prev), cell)
         return F.log_softmax(self._output(features), dim=-1), state, attn
 
     def _attend(self, query: Tensor, state: State) -> tuple[Tensor, Tensor]:
@@ -201,16 +214,23 @@ class RNNSeq2Seq(Seq2Seq):
             cache=state["keys"],
             positions=state["step"].unsqueeze(1),
         )
-        return ctx[:, 0], weights[:, 0]
+        return ctx.squeeze(1), weights.squeeze(1)  # views, also in the backward
 
     def _teacher_force(self, batch: Batch) -> tuple[Tensor, Tensor]:
-        """-> (logits [B,T,V], cross-attention [B,T,S]), one _core call per position t."""
+        """-> (logits [B,T,V], cross-attention [B,T,S]), one _core call per position t.
+
+        The decoder's input projection of every E y_{t-1} is one matmul before the loop;
+        ``unbind`` hands out the steps as views (indexing [:, t] would make each step's
+        backward write a zero-filled [B,T,*] gradient).
+        """
         tgt_input = batch.decoder_input()
         state = self.init_state(self.encode(batch.src, batch.src_pad_mask), batch.src_pad_mask)
         embedded = self.dropout(self.tgt_embed(tgt_input))  # [B,T,E]
+        cell = DecoderCell(self.decoder, self.cfg.emb_dim)
+        projected = cell.project(embedded)  # [B,T,G·H]
         features, attn = [], []
-        for t in range(embedded.size(1)):
-            step_features, state, step_attn = self._core(state, embedded[:, t])
+        for y_prev, step_projected in zip(embedded.unbind(1), projected.unbind(1)):
+            step_features, state, step_attn = self._core(state, y_prev, step_projected, cell)
             features.append(step_features)
             attn.append(step_attn)
         return self._output(torch.stack(features, dim=1)), torch.stack(attn, dim=1)
@@ -245,10 +265,13 @@ class BahdanauSeq2Seq(RNNSeq2Seq):
         self.readout = nn.Linear(self.cfg.hidden_size + enc_dim + self.cfg.emb_dim, readout_dim)
         return readout_dim
 
-    def _core(self, state: State, y_prev: Tensor) -> tuple[Tensor, State, Tensor]:
-        """features = [s_t; c_t; E y_{t-1}] (the readout's input)."""
-        ctx, weights = self._attend(state["hidden"][:, -1], state)  # query s_{t-1}
-        s_t, rnn_state = rnn_step(self.decoder, torch.cat([y_prev, ctx], dim=-1), state)
+    def _core(
+        self, state: State, y_prev: Tensor, projected: Tensor, cell: DecoderCell
+    ) -> tuple[Tensor, State, Tensor]:
+        """features = [s_t; c_t; E y_{t-1}] (the readout's input); the RNN input [E y_{t-1};
+        c_t] is projected as ``projected`` + W_ih[:, E:] c_t."""
+        ctx, weights = self._attend(layer_states(state["hidden"])[-1], state)  # query s_{t-1}
+        s_t, rnn_state = cell.step(projected, ctx, state)
         features = torch.cat([s_t, ctx, y_prev], dim=-1)
         return features, {**state, **rnn_state, "step": state["step"] + 1}, weights
 
@@ -281,10 +304,12 @@ class LuongSeq2Seq(RNNSeq2Seq):
             state["feed"] = state["hidden"].new_zeros(src_pad_mask.size(0), self.cfg.hidden_size)
         return state
 
-    def _core(self, state: State, y_prev: Tensor) -> tuple[Tensor, State, Tensor]:
-        """features = h̃_t."""
-        x = torch.cat([y_prev, state["feed"]], dim=-1) if self.cfg.input_feeding else y_prev
-        h_t, rnn_state = rnn_step(self.decoder, x, state)
+    def _core(
+        self, state: State, y_prev: Tensor, projected: Tensor, cell: DecoderCell
+    ) -> tuple[Tensor, State, Tensor]:
+        """features = h̃_t; the RNN input [E y_{t-1}; h̃_{t-1}] is projected as ``projected``
+        + W_ih[:, E:] h̃_{t-1} (``projected`` alone without input feeding)."""
+        h_t, rnn_state = cell.step(projected, state.get("feed"), state)
         ctx, weights = self._attend(h_t, state)
         h_tilde = self._attentional(ctx, h_t)  # [B,H]
         new_state = {**state, **rnn_state, "step": state["step"] + 1}
