@@ -458,7 +458,8 @@ def guide(plan: Plan, ledger: Path, out: Path) -> str:
         f"Ding test sentence, “{FIXED_SOURCE}”, every map on the same 0–1 colour scale "
         "(rows: the model's greedy translation, teacher-forced; columns: source pieces). "
         "Each mechanism measured as an alignment against known gold, on a synthetic task: "
-        "[alignment.md](alignment.md).",
+        "[alignment.md](alignment.md); rnn_luong against rnn_bahdanau at equal updates, one "
+        "difference at a time: [luong_bahdanau.md](luong_bahdanau.md).",
         "",
     ]
     lines += worked_section(folder, docs_dir)

@@ -114,6 +114,34 @@ def figure(recs: list[dict[str, Any]]) -> Path | None:
     return FIGURE
 
 
+def _ranking(recs: list[dict[str, Any]], step: int) -> list[str]:
+    """One sentence: the variants by mean validation NLL at ``step``, each against
+    rnn_bahdanau's, with their attention entropy."""
+    means = {}
+    for v in VARIANTS:
+        nll = [x for r in recs if r["variant"] == v.name and (x := at_step(r, step, 1)) is not None]
+        ent = [
+            e
+            for r in recs
+            if r["variant"] == v.name
+            and (e := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
+        ]
+        if nll:
+            means[v.name] = (sum(nll) / len(nll), sum(ent) / len(ent) if ent else float("nan"))
+    if "rnn_bahdanau" not in means:
+        return []
+    ref = means["rnn_bahdanau"][0]
+    ranked = sorted(means.items(), key=lambda kv: kv[1][0])
+    parts = [f"{name} {nll - ref:+.3f} (entropy {ent:.2f})" for name, (nll, ent) in ranked]
+    return [
+        "",
+        f"At update {step}, mean validation NLL against rnn_bahdanau's, best first: "
+        + "; ".join(parts)
+        + ". An entropy near 0 is an attention that puts nearly all its weight on one "
+        "source piece per target piece; near 1, one spread evenly.",
+    ]
+
+
 def table(recs: list[dict[str, Any]]) -> str:
     """docs/luong_bahdanau.md: validation NLL and BLEU at a few updates, per variant."""
     steps = sorted({p[0] for r in recs for p in r["curve"]})
@@ -152,6 +180,7 @@ def table(recs: list[dict[str, Any]]) -> str:
             + " | ".join(nll)
             + f" | {bleu} | {spread(ent, 2)} |"
         )
+    lines += _ranking(recs, shown[-1]) if shown else []
     lines += ["", provenance(recs)]
     return "\n".join(lines) + "\n"
 

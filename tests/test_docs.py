@@ -506,13 +506,36 @@ def generated_alignment() -> str:
 
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Every generated page's text (results.md, alignment.md)."""
-    return generated_results(tmp_path_factory.mktemp("results")) + generated_alignment()
+    """Every generated page's text (results.md, alignment.md, luong_bahdanau.md,
+    ding_loose.md)."""
+    return (
+        generated_results(tmp_path_factory.mktemp("results"))
+        + generated_alignment()
+        + generated_comparisons()
+    )
+
+
+def generated_comparisons() -> str:
+    """docs/luong_bahdanau.md and docs/ding_loose.md as their generators write them."""
+    from experiments import ding_loose, luong_bahdanau
+    from experiments.variant_runs import read_all
+
+    return luong_bahdanau.table(luong_bahdanau.records()) + ding_loose.table(
+        read_all(ding_loose.RECORDS), ding_loose.shipped()
+    )
 
 
 def test_alignment_md_is_what_the_generator_writes() -> None:
     """docs/alignment.md holds the alignment records' figures as they are now."""
     assert (ROOT / "docs" / "alignment.md").read_text(encoding="utf-8") == generated_alignment()
+
+
+def test_comparison_pages_are_what_their_generators_write() -> None:
+    """docs/luong_bahdanau.md and docs/ding_loose.md hold their records' figures as they
+    are now (`make results-docs`)."""
+    docs = ROOT / "docs"
+    pages = [(docs / n).read_text(encoding="utf-8") for n in ("luong_bahdanau.md", "ding_loose.md")]
+    assert "".join(pages) == generated_comparisons()
 
 
 def test_results_md_is_what_the_generator_writes(tmp_path: Path) -> None:
