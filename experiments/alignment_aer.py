@@ -268,6 +268,34 @@ def map_choices(run: Path) -> dict[str, Any]:
     }
 
 
+def offset_recall(run: Path) -> dict[str, dict[str, float | int]]:
+    """Recall of the gold sure links of the test split by word offset d = j - i (target
+    minus source index; |d| >= 3 pooled), from the run's newest ``evaluate.py split=test``
+    forced alignments: where in the sentence a mechanism loses links."""
+    from attnmt.data.corpora import prepare_corpus
+    from attnmt.decode.alignment_error import read_gold
+    from attnmt.decode.translator import load_translator
+
+    found = sorted(run.glob("eval/*-test-*/forced-alignments.txt"))
+    if not found:
+        raise FileNotFoundError(f"{run}: no evaluate.py split=test forced alignments")
+    gold_file = prepare_corpus(load_translator(run, "cpu").config["data"]).gold_alignments("test")
+    assert gold_file is not None
+    hyps = [
+        {tuple(map(int, link.split("-"))) for link in line.split()}
+        for line in found[-1].read_text().splitlines()
+    ]
+    counts: dict[str, list[int]] = {}
+    for hyp, gold in zip(hyps, read_gold(gold_file)):
+        for i, j in gold.sure:
+            d = j - i
+            key = "<=-3" if d <= -3 else (">=3" if d >= 3 else str(d))
+            hit = counts.setdefault(key, [0, 0])
+            hit[0] += (i, j) in hyp
+            hit[1] += 1
+    return {k: {"recall": a / b, "links": b} for k, (a, b) in sorted(counts.items())}
+
+
 def records() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*-seed*.json"))]
 
@@ -378,14 +406,33 @@ def table(recs: list[dict[str, Any]]) -> str:
         shares = ", ".join(f"{float(v):.1%} at D = {d}" for d, v in reach["outside"].items())
         lines += [
             "",
-            "Why local-m stays above global attention: its window |j − p_t| ≤ D around "
-            "p_t = t assumes that target piece t comes from near source piece t, and the "
-            "reorderings, the dropped article and the one-to-many entries move the gold "
-            f"source pieces of some target pieces out of it: {shares} of the "
-            f"{reach['pieces']:,} test target pieces with a sure link have none of their gold "
-            "source pieces inside the window (`python -m experiments.alignment_aer reach`, "
-            "results/alignment/local_m_reach.json), so those links cannot be found. The "
-            "window-10 row measures the same model with a window wide enough.",
+            "Local-m's window |j − p_t| ≤ D around p_t = t assumes that target piece t "
+            "comes from near source piece t; the reorderings, the dropped article and the "
+            "one-to-many entries move the gold source pieces of some target pieces out of it: "
+            f"{shares} of the {reach['pieces']:,} test target pieces with a sure link have "
+            "none of their gold source pieces inside the window (`python -m "
+            "experiments.alignment_aer reach`, results/alignment/local_m_reach.json). The "
+            "window-10 row tests whether that reach is what keeps local-m above global "
+            "attention: compare its AER with the D = 5 row.",
+        ]
+    offsets = RECORDS / "offsets.json"
+    if offsets.is_file():
+        by_mech = json.loads(offsets.read_text())
+        keys = ["<=-3", "-2", "-1", "0", "1", "2", ">=3"]
+        lines += [
+            "",
+            "Where the links are lost: recall of the sure gold links by word offset d = j − i "
+            "(target minus source word index), seed 1 (`python -m experiments.alignment_aer "
+            "offsets --only ...`, results/alignment/offsets.json):",
+            "",
+            "| mechanism | " + " | ".join(f"d {k}" for k in keys) + " |",
+            "|---|" + "---:|" * len(keys),
+        ]
+        lines += [
+            f"| {name} | "
+            + " | ".join(f"{by[k]['recall']:.2f}" if k in by else "–" for k in keys)
+            + " |"
+            for name, by in by_mech.items()
         ]
     machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
                        f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"
@@ -397,7 +444,7 @@ def table(recs: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "maps", "reach", "choices", "table"))
+    parser.add_argument("what", choices=("run", "maps", "reach", "choices", "offsets", "table"))
     parser.add_argument("--updates", type=int, default=UPDATES, help="updates a run (run)")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--only", nargs="+", default=[], help="mechanism names (substrings)")
@@ -423,6 +470,12 @@ def main(argv: list[str] | None = None) -> int:
                 out = RECORDS / "choices" / f"{stem(tf, 1, updates)}.json"
                 write_json(out, map_choices(run), indent=1)
                 print(f"wrote {out}")
+    if args.what == "offsets":  # recall by word offset, seed 1 of the chosen mechanisms
+        out = {m.name: offset_recall(RUNS / stem(m, 1)) for m in chosen}
+        write_json(RECORDS / "offsets.json", out, indent=1)
+        for name, by in out.items():
+            cells = ", ".join(f"d {k}: {v['recall']:.2f}" for k, v in by.items())
+            print(f"{name}: {cells}")
     if args.what == "maps":
         from experiments import alignment_maps
 
