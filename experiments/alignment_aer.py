@@ -35,13 +35,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_json, write_text
-from attnmt.machine import this_machine
 from attnmt.run_record import read_record, source_commit
+from experiments.variant_runs import provenance_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "alignment"
@@ -151,11 +150,7 @@ def run_one(mech: Mechanism, seed: int, threads: int, updates: int = UPDATES) ->
             "aer_precision": entry["aer_precision"],
             "aer_recall": entry["aer_recall"],
             "alignment_map": entry["alignment"]["map"],
-            "minutes": round((time.time() - started) / 60, 2),
-            "threads": threads,
-            "commit": source_commit(ROOT),
-            "machine": this_machine().to_dict(),
-            "recorded": datetime.now().isoformat(timespec="seconds"),
+            **provenance_fields(started, threads),
         },
         indent=1,
     )
@@ -182,23 +177,31 @@ def map_one(mech: Mechanism, threads: int, seed: int = 1) -> Path | None:
 REACH = RECORDS / "local_m_reach.json"
 
 
+def gold_test_split(run: Path) -> tuple[Any, list[str], list[str], list[Any]]:
+    """(translator of ``run``'s best checkpoint, test sources, references, gold
+    alignments) of the corpus the run trained on."""
+    from attnmt.data.corpora import prepare_corpus
+    from attnmt.decode.alignment_error import read_gold
+    from attnmt.decode.translator import load_translator
+
+    translator = load_translator(run, device="cpu")
+    corpus = prepare_corpus(translator.config["data"])
+    sources, refs = corpus.read("test")
+    gold_file = corpus.gold_alignments("test")
+    if gold_file is None:
+        raise ValueError(f"{run}: its corpus has no gold alignments of the test split")
+    return translator, sources, refs, read_gold(gold_file)
+
+
 def window_reach(run: Path, windows: tuple[int, ...] = (5, 10)) -> dict[str, Any]:
     """How much of the gold local-m's window can see: per half-width D, the share of test
     target pieces (those with a sure gold link) none of whose gold source pieces lies in
     |j - p_t| <= D around p_t = min(t, S - 1), the centre LocalMonotonic uses; ``run``
     gives the toy_align tokenizer."""
-    from attnmt.data.corpora import prepare_corpus
-    from attnmt.decode.alignment_error import read_gold
-    from attnmt.decode.translator import load_translator
     from attnmt.decode.word_alignment import word_index
 
-    translator = load_translator(run, device="cpu")
+    translator, sources, refs, golds = gold_test_split(run)
     tok = translator.tokenizer
-    corpus = prepare_corpus(translator.config["data"])
-    sources, refs = corpus.read("test")
-    gold_file = corpus.gold_alignments("test")
-    assert gold_file is not None
-    golds = read_gold(gold_file)
     pieces, blind = 0, dict.fromkeys(windows, 0)
     for src_ids, tgt_ids, gold in zip(tok.encode_src(sources), tok.encode_tgt(refs), golds):
         src_words = word_index(tok.src_pieces(src_ids))
@@ -225,19 +228,12 @@ def map_choices(run: Path) -> dict[str, Any]:
     later (Shift-Att, Chen et al. 2020: the step whose input is target piece t aligns t)."""
     import torch
 
-    from attnmt.data.corpora import prepare_corpus
-    from attnmt.decode.alignment_error import alignment_error, read_gold
+    from attnmt.decode.alignment_error import alignment_error
     from attnmt.decode.attention_maps import attention_maps
-    from attnmt.decode.translator import load_translator
     from attnmt.decode.word_alignment import word_alignment
 
-    translator = load_translator(run, device="cpu")
+    translator, sources, refs, golds = gold_test_split(run)
     tok = translator.tokenizer
-    corpus = prepare_corpus(translator.config["data"])
-    sources, refs = corpus.read("test")
-    gold_file = corpus.gold_alignments("test")
-    assert gold_file is not None
-    golds = read_gold(gold_file)
     src_ids, tgt_ids = tok.encode_src(sources), tok.encode_tgt(refs)
     maps = []
     for k in range(0, len(sources), 64):
@@ -272,21 +268,16 @@ def offset_recall(run: Path) -> dict[str, dict[str, float | int]]:
     """Recall of the gold sure links of the test split by word offset d = j - i (target
     minus source index; |d| >= 3 pooled), from the run's newest ``evaluate.py split=test``
     forced alignments: where in the sentence a mechanism loses links."""
-    from attnmt.data.corpora import prepare_corpus
-    from attnmt.decode.alignment_error import read_gold
-    from attnmt.decode.translator import load_translator
-
     found = sorted(run.glob("eval/*-test-*/forced-alignments.txt"))
     if not found:
         raise FileNotFoundError(f"{run}: no evaluate.py split=test forced alignments")
-    gold_file = prepare_corpus(load_translator(run, "cpu").config["data"]).gold_alignments("test")
-    assert gold_file is not None
+    golds = gold_test_split(run)[3]
     hyps = [
         {tuple(map(int, link.split("-"))) for link in line.split()}
         for line in found[-1].read_text().splitlines()
     ]
     counts: dict[str, list[int]] = {}
-    for hyp, gold in zip(hyps, read_gold(gold_file)):
+    for hyp, gold in zip(hyps, golds):
         for i, j in gold.sure:
             d = j - i
             key = "<=-3" if d <= -3 else (">=3" if d >= 3 else str(d))

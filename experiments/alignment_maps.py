@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import atomic_path, write_json
-from attnmt.decode.alignment_error import alignment_error, read_gold
+from attnmt.decode.alignment_error import alignment_error
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
-from attnmt.decode.translator import load_translator
 from attnmt.decode.word_alignment import word_alignment, word_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,15 +35,10 @@ DIGITS = 3
 
 def keep(run: Path, mechanism: str, path: Path) -> Path:
     """Write the example's forced map from ``run``'s best checkpoint to ``path``."""
-    from attnmt.data.corpora import prepare_corpus
+    from experiments.alignment_aer import gold_test_split
 
-    translator = load_translator(run, device="cpu")
-    corpus = prepare_corpus(translator.config["data"])
-    sources, refs = corpus.read("test")
-    gold_file = corpus.gold_alignments("test")
-    if gold_file is None:
-        raise ValueError(f"{run}: its corpus has no gold alignments of the test split")
-    gold = read_gold(gold_file)[EXAMPLE]
+    translator, sources, refs, golds = gold_test_split(run)
+    gold = golds[EXAMPLE]
     src, ref = sources[EXAMPLE], refs[EXAMPLE]
     if (src, ref) != (EXAMPLE_SOURCE, EXAMPLE_REFERENCE):
         raise ValueError(

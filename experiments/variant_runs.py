@@ -72,15 +72,22 @@ def run_variant(
             "attention_entropy_norm": rec.valid[-1].get("attention_entropy_norm"),
             "test": {k: test[k] for k in ("bleu", "chrf", "bleu_signature") if k in test},
             "train_minutes": summary.get("minutes"),
-            "minutes": round((time.time() - started) / 60, 2),
-            "threads": threads,
-            "commit": source_commit(ROOT),
-            "machine": this_machine().to_dict(),
-            "recorded": datetime.now().isoformat(timespec="seconds"),
+            **provenance_fields(started, threads),
         },
         indent=1,
     )
     return record
+
+
+def provenance_fields(started: float, threads: int) -> dict[str, Any]:
+    """A record's minutes since ``started`` (a time.time()), threads, commit, machine, date."""
+    return {
+        "minutes": round((time.time() - started) / 60, 2),
+        "threads": threads,
+        "commit": source_commit(ROOT),
+        "machine": this_machine().to_dict(),
+        "recorded": datetime.now().isoformat(timespec="seconds"),
+    }
 
 
 def read_all(records: Path) -> list[dict[str, Any]]:
