@@ -1,0 +1,158 @@
+"""Silver word alignments of a corpus' test split, from eflomal (optional: ``attnmt[silver]``).
+
+A corpus without human (gold) alignments can still score attention with AER against the
+links of a statistical word aligner. eflomal (Östling & Tiedemann, 2016; a Bayesian IBM
+model with HMM and fertility, fitted by Gibbs sampling) aligns the train split together
+with the test split, so that the test pairs borrow the statistics of the whole corpus, in
+both directions (source→target and target→source); the two directional alignments are
+symmetrised with grow-diag-final-and (Koehn et al., 2003):
+
+    A  = F ∩ B                                    (intersection: precise)
+    grow: while some link (i, j) ∈ F ∪ B, not in A, neighbours a link of A (the 8 cells
+          around it, diagonals included) and i or j is still unaligned in A: add it
+    final-and: each (i, j) of F, then of B, with both i and j unaligned in A: add it
+
+Words are the corpus' whitespace words, each stripped of leading and trailing punctuation
+for the aligner only (:func:`aligner_words`), so link indices are those of the corpus.
+The test split's links are written in Pharaoh format (:mod:`attnmt.data.gold`), all of
+them sure. They are silver, not gold: an aligner's guesses, good enough to rank models by
+AER, not a human reference. eflomal takes no seed: two runs differ (on ding_de_en's test
+split about 10% of the links), so write the file once and score every model against it.
+"""
+
+from __future__ import annotations
+
+import string
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from attnmt.atomic import write_text
+from attnmt.data.corpora import PreparedCorpus
+from attnmt.data.gold import Link, format_links
+from attnmt.errors import ConfigError
+
+INSTALL = 'pip install -e ".[silver]"'
+"""The command that installs eflomal, as the error message names it."""
+
+_PUNCTUATION = string.punctuation + "“”„‘’«»‹›–—…¿¡"
+
+# (Δsource, Δtarget): the 4 edge neighbours, then the 4 diagonal ones (Koehn's order)
+_NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
+
+
+def require_eflomal() -> ModuleType:
+    """The ``eflomal`` module; ConfigError naming the install command when it is missing."""
+    try:
+        import eflomal
+    except ImportError as err:
+        raise ConfigError(
+            f"eflomal is not installed ({err}); silver alignments need it: {INSTALL} "
+            "(eflomal builds from source with the machine's C compiler)"
+        ) from None
+    return eflomal
+
+
+def grow_diag_final_and(forward: Iterable[Link], backward: Iterable[Link]) -> set[Link]:
+    """Symmetrise one sentence pair's directional alignments (see the module docstring).
+
+    ``forward`` and ``backward`` are (source word, target word) links, 0-based, both in
+    source-first order. Deterministic: links are visited in sorted order.
+    """
+    fwd, bwd = set(forward), set(backward)
+    union = fwd | bwd
+    links = fwd & bwd
+    src_aligned = {i for i, _ in links}
+    tgt_aligned = {j for _, j in links}
+
+    def add(link: Link) -> None:
+        links.add(link)
+        src_aligned.add(link[0])
+        tgt_aligned.add(link[1])
+
+    grown = True
+    while grown:
+        grown = False
+        for i, j in sorted(links):
+            for di, dj in _NEIGHBOURS:
+                cand = (i + di, j + dj)
+                if (
+                    cand in union
+                    and cand not in links
+                    and (cand[0] not in src_aligned or cand[1] not in tgt_aligned)
+                ):
+                    add(cand)
+                    grown = True
+    for directional in (fwd, bwd):
+        for i, j in sorted(directional):
+            if i not in src_aligned and j not in tgt_aligned:
+                add((i, j))
+    return links
+
+
+def aligner_words(line: str) -> str:
+    """``line`` as eflomal sees it: the same whitespace words, each stripped of leading and
+    trailing punctuation (``Ablauf?`` and ``Ablauf`` are one type; eflomal lowercases),
+    a word of punctuation only kept as it is, so word indices are unchanged."""
+    return " ".join(w.strip(_PUNCTUATION) or w for w in line.split())
+
+
+def parse_pharaoh(line: str) -> set[Link]:
+    """The ``i-j`` links of one line of eflomal's output."""
+    return {(int(i), int(j)) for i, _, j in (t.partition("-") for t in line.split())}
+
+
+def align_directions(
+    sources: Sequence[str], targets: Sequence[str]
+) -> tuple[list[set[Link]], list[set[Link]]]:
+    """(forward, backward) links of every pair, from eflomal with its default settings;
+    both in (source word, target word) order. ConfigError when eflomal is missing."""
+    eflomal = require_eflomal()
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} source lines but {len(targets)} target lines")
+    with tempfile.TemporaryDirectory(prefix="attnmt-eflomal-") as tmp:
+        fwd_file, bwd_file = Path(tmp) / "forward", Path(tmp) / "backward"
+        eflomal.Aligner().align(
+            list(sources),
+            list(targets),
+            links_filename_fwd=str(fwd_file),
+            links_filename_rev=str(bwd_file),
+            quiet=True,
+        )
+        fwd_lines = fwd_file.read_text(encoding="utf-8").split("\n")[: len(sources)]
+        bwd_lines = bwd_file.read_text(encoding="utf-8").split("\n")[: len(sources)]
+    if len(fwd_lines) != len(sources) or len(bwd_lines) != len(sources):
+        raise RuntimeError(
+            f"eflomal wrote {len(fwd_lines)}/{len(bwd_lines)} lines for {len(sources)} pairs"
+        )
+    return [parse_pharaoh(x) for x in fwd_lines], [parse_pharaoh(x) for x in bwd_lines]
+
+
+def silver_links(corpus: PreparedCorpus, split: str = "test") -> list[set[Link]]:
+    """Symmetrised eflomal links of every pair of ``split``, aligned together with the
+    train split (for ``split="train"``, the train split alone); words as
+    :func:`aligner_words` gives them."""
+    sources, targets = corpus.read(split)
+    n = len(sources)
+    if n == 0:
+        return []
+    if split != "train":
+        train_src, train_tgt = corpus.read("train")
+        sources, targets = train_src + sources, train_tgt + targets
+    fwd, bwd = align_directions(
+        [aligner_words(x) for x in sources], [aligner_words(x) for x in targets]
+    )
+    return [grow_diag_final_and(f, b) for f, b in zip(fwd[-n:], bwd[-n:])]
+
+
+def write_pharaoh(path: str | Path, alignments: Iterable[Iterable[Link]]) -> int:
+    """Write one Pharaoh line per pair (all links sure) to ``path`` atomically; returns the
+    number of links written."""
+    lines, total = [], 0
+    for links in alignments:
+        kept = set(links)
+        total += len(kept)
+        lines.append(format_links(kept) + "\n")
+    write_text(path, "".join(lines))
+    return total
