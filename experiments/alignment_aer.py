@@ -40,7 +40,7 @@ from typing import Any
 
 from attnmt.atomic import write_json, write_text
 from attnmt.run_record import read_record, source_commit
-from experiments.variant_runs import provenance_fields
+from experiments.variant_runs import provenance_fields, train_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "alignment"
@@ -106,13 +106,7 @@ def train(mech: Mechanism, seed: int, threads: int, updates: int, out: Any) -> P
     run = RUNS / stem(mech, seed, updates)
     if (run / "summary.json").is_file() and read_record(run).status == "finished":
         return run
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, "train.py", *overrides(mech, updates), f"seed={seed}",
-           f"hydra.run.dir={run}"]  # fmt: skip
-    if run.exists():  # a run cut off earlier goes on from its last checkpoint
-        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
-    ok = subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode == 0
-    return run if ok else None
+    return run if train_run(overrides(mech, updates), seed, run, threads, out) else None
 
 
 def run_one(mech: Mechanism, seed: int, threads: int, updates: int = UPDATES) -> Path | None:
@@ -268,14 +262,13 @@ def offset_recall(run: Path) -> dict[str, dict[str, float | int]]:
     """Recall of the gold sure links of the test split by word offset d = j - i (target
     minus source index; |d| >= 3 pooled), from the run's newest ``evaluate.py split=test``
     forced alignments: where in the sentence a mechanism loses links."""
+    from attnmt.data.gold import parse_links
+
     found = sorted(run.glob("eval/*-test-*/forced-alignments.txt"))
     if not found:
         raise FileNotFoundError(f"{run}: no evaluate.py split=test forced alignments")
     golds = gold_test_split(run)[3]
-    hyps = [
-        {tuple(map(int, link.split("-"))) for link in line.split()}
-        for line in found[-1].read_text().splitlines()
-    ]
+    hyps = [parse_links(line).sure for line in found[-1].read_text().splitlines()]
     counts: dict[str, list[int]] = {}
     for hyp, gold in zip(hyps, golds):
         for i, j in gold.sure:

@@ -37,6 +37,17 @@ class Variant:
         return f"{self.name.replace(' ', '-')}-seed{seed}"
 
 
+def train_run(overrides: tuple[str, ...], seed: int, run: Path, threads: int, out: Any) -> bool:
+    """``python train.py <overrides> seed=S`` into ``run`` with ``threads`` threads, output to
+    the open file ``out``; a folder cut off earlier goes on from its last checkpoint
+    (``resume=``). True when train.py succeeded."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, "train.py", *overrides, f"seed={seed}", f"hydra.run.dir={run}"]
+    if run.exists():
+        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
+    return subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode == 0
+
+
 def run_variant(
     v: Variant, seed: int, threads: int, common: tuple[str, ...], runs: Path, records: Path
 ) -> Path | None:
@@ -46,16 +57,11 @@ def run_variant(
     if record.is_file():
         return record
     run = runs / v.stem(seed)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, "train.py", *common, *v.overrides, f"seed={seed}",
-           f"hydra.run.dir={run}"]  # fmt: skip
-    if run.exists():  # a run cut off earlier goes on from its last checkpoint
-        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
     started = time.time()
     log = runs / f"{v.stem(seed)}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
-        if subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode != 0:
+        if not train_run((*common, *v.overrides), seed, run, threads, out):
             return None
     rec = read_record(run)
     summary = rec.summary or {}

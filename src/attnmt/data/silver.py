@@ -30,7 +30,7 @@ from types import ModuleType
 
 from attnmt.atomic import write_text
 from attnmt.data.corpora import PreparedCorpus
-from attnmt.data.gold import Link, format_links
+from attnmt.data.gold import Link, format_links, parse_links
 from attnmt.errors import ConfigError
 
 INSTALL = 'pip install -e ".[silver]"'
@@ -98,11 +98,6 @@ def aligner_words(line: str) -> str:
     return " ".join(w.strip(_PUNCTUATION) or w for w in line.split())
 
 
-def parse_pharaoh(line: str) -> set[Link]:
-    """The ``i-j`` links of one line of eflomal's output."""
-    return {(int(i), int(j)) for i, _, j in (t.partition("-") for t in line.split())}
-
-
 def align_directions(
     sources: Sequence[str], targets: Sequence[str]
 ) -> tuple[list[set[Link]], list[set[Link]]]:
@@ -126,7 +121,14 @@ def align_directions(
         raise RuntimeError(
             f"eflomal wrote {len(fwd_lines)}/{len(bwd_lines)} lines for {len(sources)} pairs"
         )
-    return [parse_pharaoh(x) for x in fwd_lines], [parse_pharaoh(x) for x in bwd_lines]
+    return _links(fwd_lines, "forward"), _links(bwd_lines, "backward")
+
+
+def _links(lines: Sequence[str], direction: str) -> list[set[Link]]:
+    """The ``i-j`` links of each line of eflomal's output (attnmt.data.gold's reader)."""
+    return [
+        set(parse_links(x, f"eflomal {direction} line {k + 1}").sure) for k, x in enumerate(lines)
+    ]
 
 
 def silver_links(corpus: PreparedCorpus, split: str = "test") -> list[set[Link]]:
