@@ -89,6 +89,26 @@ MECHANISMS = (
     Mechanism("transformer_tiny cross (last layer, mean of heads)", ("model=transformer_tiny",)),
 )
 
+SCORES = ("dot", "scaled_dot", "general", "additive", "concat", "cosine", "location")
+MODES = ("global", "local_m", "local_p", "hard")
+_KNOWN = {m.name: m for m in MECHANISMS}  # a shared name: its existing runs and records
+GRID = tuple(_KNOWN.get(mech.name, mech) for mech in (
+    *[_luong(s, m) for s in SCORES for m in MODES],
+    *[Mechanism(f"bahdanau additive {m}", ("model=rnn_bahdanau", *SMALL,
+                                            f"model.attention.mode={m}")) for m in MODES],
+    MECHANISMS[-1],
+))  # fmt: skip
+"""The attention table's cells (experiments/results_plan.py) on this task, for its AER
+column: every Luong scorer in every mode, Bahdanau's additive in every mode, the
+Transformer (``run --grid``). Names shared with :data:`MECHANISMS` are the same runs."""
+
+
+def grid_name(model: str, score: str, mode: str) -> str:
+    """The :data:`GRID` name of an attention-table cell (model, score, mode labels)."""
+    if model.startswith("transformer"):
+        return MECHANISMS[-1].name
+    return f"{model.removeprefix('rnn_')} {score} {mode}"
+
 
 def stem(mech: Mechanism, seed: int, updates: int = UPDATES) -> str:
     """``luong-general-global-seed1``; ``...-seed1-u3000`` for a run of other length."""
@@ -433,8 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--only", nargs="+", default=[], help="mechanism names (substrings)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (1 thread each if >1)")
+    parser.add_argument("--grid", action="store_true", help="the attention table's cells (run)")
     args = parser.parse_args(argv)
-    chosen = [m for m in MECHANISMS if not args.only or any(o in m.name for o in args.only)]
+    pool_of = GRID if args.grid else MECHANISMS
+    chosen = [m for m in pool_of if not args.only or any(o in m.name for o in args.only)]
     threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
     if args.what == "run":
         todo = [(m, s) for s in args.seeds for m in chosen]

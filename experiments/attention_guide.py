@@ -37,9 +37,9 @@ from attnmt.data import batching
 from attnmt.models import alignment, attention, masking, multihead, scorers
 from experiments import alignment_maps
 from experiments.attention_map import FIXED_SOURCE
+from experiments.attention_table import brief
 from experiments.ledger import Record, read_records
 from experiments.results_plan import Plan, make_plan
-from experiments.results_table import attention_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = (
@@ -319,10 +319,11 @@ def table_line(plan: Plan, mech: Mechanism) -> list[str]:
     else:
         chosen = [c for c in cells if c.label["mode"] == mode]
         head = [
-            f"{c.label['score']}" + (" (bahdanau)" if c.label["model"] != "rnn_luong" else "")
+            c.label["score"]
+            + ("" if c.label["model"] == "rnn_luong" else f" ({c.label['model'][4:]})")
             for c in chosen
         ]
-    values = [attention_cell([r for r in plan.current if r.key == plan.keys[c]]) for c in chosen]
+    values = [brief([r for r in plan.current if r.key == plan.keys[c]]) for c in chosen]
     return [
         "Test BLEU / test chrF / validation NLL at the last update ([results.md](results.md)):",
         "",

@@ -1,20 +1,20 @@
 """The whole set of results runs, in priority order, against what the ledger holds.
 
 The grids are ``hydra.sweeper.params`` of configs/experiment/results_main.yaml and
-results_attention.yaml (seeds, then the axes); the attention table adds a reference row,
-:data:`REFERENCE` in every alignment mode. Each cell's settings are composed with Hydra
+results_attention.yaml (seeds, then the axes; an axis with one value is a setting of every
+cell, not a label). The attention table adds its reference rows: :data:`REFERENCE` in every
+alignment mode at the table's size, and :data:`TRANSFORMER_ROW`, the Transformer preset at its
+own size (none of the grid's ``model.*`` axes). Each cell's settings are composed with Hydra
 exactly as ``python train.py experiment=... <cell> <extra>`` would, and keyed
 (:func:`experiments.ledger.settings_key`).
 
-Priority: seed 1 of every row of every table before any seed 2, seed 2 before seed 3; within
-a seed the main table before the attention table, rows in grid order. The attention table's
-seeds after the first go to the :data:`TOP_CELLS` cells with the best seed-1 test BLEU, so
-they wait until every attention cell has seed 1.
+Every cell gets every seed of its grid, fixed in advance (never allocated by earlier
+results). Priority: seed 1 of every row of every table before any seed 2, seed 2 before
+seed 3; within a seed the main table before the attention table, rows in grid order.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,9 @@ TABLES = {"main": "results_main", "attention": "results_attention"}
 """Table -> its experiment config, in priority order."""
 REFERENCE = {"model": "rnn_bahdanau", "model.attention.score": "additive"}
 """The attention table's reference row (over its grid's model): one cell per mode."""
-TOP_CELLS = 5
+TRANSFORMER_ROW = {"model": "transformer"}
+TRANSFORMER_LABELS = {"score": "scaled_dot, 4 heads", "mode": "global"}
+"""The attention table's Transformer reference: the preset, its cross-attention's labels."""
 FIRST_GUESS_MIN = {"main": 40.0, "attention": 10.0}
 """Minutes a run is assumed to take, end to end, before the ledger has timed its settings
 (2-core CPU: 1,500 updates of the slowest preset on bible_en_fr, 400 RNN updates on Ding)."""
@@ -118,18 +120,26 @@ def grid(table: str, experiment: DictConfig) -> tuple[list[int], list[Cell]]:
     params = _plain(OmegaConf.select(experiment, "hydra.sweeper.params", default={})) or {}
     seeds = [int(s) for s in _values(params.get("seed", "1"))]
     axes = {k: _values(v) for k, v in params.items() if k != "seed"}
+    fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}  # settings, not labels
     base = (f"experiment={TABLES[table]}",)
     combos: list[dict[str, str]] = [{}]
     for key, values in axes.items():
         combos = [{**c, key: v} for c in combos for v in values]
+    given: list[dict[str, str]] = [{} for _ in combos]  # labels that no override gives
     if table == "attention":
         modes = axes.get("model.attention.mode", ["global"])
-        combos += [{**REFERENCE, "model.attention.mode": m} for m in modes]
+        combos += [{**fixed, **REFERENCE, "model.attention.mode": m} for m in modes]
+        plain = {k: v for k, v in fixed.items() if not k.startswith("model.")}
+        combos.append({**plain, **TRANSFORMER_ROW})
+        given += [{} for _ in modes] + [TRANSFORMER_LABELS]
     cells = []
-    for combo in combos:
+    for combo, own in zip(combos, given):
         model = combo.get("model", _default_model(experiment))
         labels = {"model": model} if table == "attention" else {}
-        labels.update({LABELS.get(k, k): v for k, v in combo.items() if k != "model"})
+        labels.update(
+            {LABELS.get(k, k): v for k, v in combo.items() if k != "model" and k not in fixed}
+        )
+        labels.update(own)
         if table == "main":
             labels = {"data": combo.get("data", "?"), "model": model}
         overrides = base + tuple(f"{k}={v}" for k, v in combo.items())
@@ -171,19 +181,6 @@ def estimate(key: str, table: str, records: Iterable[Record]) -> float:
     return FIRST_GUESS_MIN[table]
 
 
-def best_cells(
-    cells: list[Cell], keys: dict[Cell, str], records: list[Record], n: int
-) -> list[Cell]:
-    """The ``n`` cells with the best mean seed-1 test BLEU (grid order breaks ties)."""
-    first = {}
-    for cell in cells:
-        bleu = [r.test["bleu"] for r in records if r.key == keys[cell] and r.seed == 1]
-        if bleu:
-            first[cell] = statistics.mean(bleu)
-    ranked = sorted(first, key=lambda c: (-first[c], cells.index(c)))
-    return ranked[:n]
-
-
 def make_plan(
     records: list[Record],
     extra: Sequence[str] = (),
@@ -202,7 +199,7 @@ def make_plan(
     for table in tables:
         cfg = (experiments or {}).get(table) or load_experiment(table)
         table_seeds, table_cells = grid(table, cfg)
-        seeds[table] = table_seeds  # the whole grid: seed 2's cells depend on seed 1's scores
+        seeds[table] = table_seeds
         cells += table_cells
     settings = dict(zip(cells, settings_of([[*c.overrides, *extra] for c in cells])))
     keys = {c: settings_key(s) for c, s in settings.items()}
@@ -214,26 +211,11 @@ def make_plan(
     order = list(tables)
     for table in tables:
         table_cells = [c for c in cells if c.table == table]
-        top = table_cells
-        if table == "attention" and len(seeds[table]) > 1:
-            first = seeds[table][0]
-            missing = [c for c in table_cells if (keys[c], first) not in have]
-            if missing:
-                top = []
-                waiting.append(
-                    f"attention seeds {', '.join(map(str, seeds[table][1:]))} of the best "
-                    f"{TOP_CELLS} cells: {len(missing)} cell(s) still lack seed {first}"
-                )
-            else:
-                top = best_cells(table_cells, keys, current, TOP_CELLS)
         for rank, seed in enumerate(seeds[table]):
             if seeds_limit is not None and seed not in seeds_limit:
                 continue
-            chosen = table_cells if rank == 0 else top
             for index, cell in enumerate(table_cells):
-                if not set(only) <= set(cell.label.values()):
-                    continue
-                if cell not in chosen or (keys[cell], seed) in have:
+                if not set(only) <= set(cell.label.values()) or (keys[cell], seed) in have:
                     continue
                 run = PlannedRun(cell, seed, keys[cell], settings[cell], tuple(extra))
                 run.estimate_min = estimate(run.key, table, current)

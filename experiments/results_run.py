@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ QUICK = (
 """RESULTS_QUICK=1's toy sizes (over every cell's settings: other keys, other ledger)."""
 
 Launch = Callable[[PlannedRun, Path], int]
+Extras = Callable[[Record, Path, Path], dict[str, Any]]
+"""(record, run folder, ledger folder) -> fields for the record's ``extra``."""
 
 
 def machine_dict() -> dict[str, Any]:
@@ -144,19 +147,22 @@ class Runner:
     launch: Launch | None = None
     clock: Callable[[], float] = time.monotonic
     keep_map: Callable[[Record, Path, Path], None] | None = None
+    extras: Extras | None = None
     max_runs: int = 0  # 0: no limit
+    jobs: int = 1  # runs at once; with more than one, each train.py gets one thread
     stop_signal: int | None = None
-    child: subprocess.Popen[bytes] | None = None
+    children: set[subprocess.Popen[bytes]] = field(default_factory=set)
     machine: dict[str, Any] = field(default_factory=dict)
     commit: str = ""
 
     def request_stop(self, signum: int, frame: FrameType | None = None) -> None:
         """A signal handler: pass it to train.py and start nothing after it."""
         self.stop_signal = signum
-        if self.child is not None and self.child.poll() is None:
-            os.killpg(self.child.pid, signum)
+        for child in list(self.children):
+            if child.poll() is None:
+                os.killpg(child.pid, signum)
         log.warning(
-            "results: %s: the current run stops; no run starts after it",
+            "results: %s: the current runs stop; no run starts after them",
             signal.Signals(signum).name,
         )
 
@@ -164,11 +170,13 @@ class Runner:
         """``python train.py ...`` in its own session; its exit status."""
         cmd = [sys.executable, "train.py", *run.overrides, f"hydra.run.dir={run_dir}"]
         log.info("results: %s", " ".join(cmd[1:]))
-        self.child = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+        env = {**os.environ, "OMP_NUM_THREADS": "1"} if self.jobs > 1 else None
+        child = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+        self.children.add(child)
         try:
-            return self.child.wait()
+            return child.wait()
         finally:
-            self.child = None
+            self.children.discard(child)
 
     def run_one(self, run: PlannedRun) -> str:
         """'recorded', 'failed', 'busy' (another runner trains it now) or 'interrupted'."""
@@ -190,6 +198,11 @@ class Runner:
         record = collect(run, run_dir, minutes, self.commit, self.machine)
         if record is None:
             return "failed"
+        if self.extras is not None:
+            try:
+                record.extra.update(self.extras(record, run_dir, self.ledger))
+            except Exception as err:  # a missing measure must not lose the record
+                log.warning("results: no extra measures for %s: %s", record.stem, err)
         path = write_record(self.ledger, record)
         log.info("results: recorded %s (test BLEU %.2f)", path, record.test["bleu"])
         if self.keep_map is not None:
@@ -204,32 +217,58 @@ class Runner:
         self.machine = self.machine or machine_dict()
         self.commit = self.commit or source_commit(ROOT)
         deadline = self.clock() + self.hours * 3600.0 if self.hours > 0 else None
-        outcome, skip = Outcome(), set()
-        while self.stop_signal is None:
-            if self.max_runs and len(outcome.recorded) + len(outcome.failed) >= self.max_runs:
-                break
-            todo = [r for r in self.planner().todo if (r.key, r.seed) not in skip]
-            if not todo:
-                break
-            run = todo[0]
-            if deadline is not None:
-                left = (deadline - self.clock()) / 60.0
-                if run.estimate_min > left:
-                    outcome.stopped_for_time = (
-                        f"next run ({run.describe()}) is estimated at {run.estimate_min:.0f} "
-                        f"min; {max(left, 0):.0f} min of RESULTS_HOURS left"
-                    )
-                    break
-            log.info("results: starting %s (~%.0f min)", run.describe(), run.estimate_min)
-            result = self.run_one(run)
-            if result == "recorded":
-                outcome.recorded.append(run.describe())
-            elif result == "interrupted":
-                outcome.interrupted = run.describe()
-                break
-            else:
-                (outcome.busy if result == "busy" else outcome.failed).append(run.describe())
-                skip.add((run.key, run.seed))
+        outcome = Outcome()
+        skip: set[tuple[str, int]] = set()  # failed or busy: not retried by this invocation
+        claimed: set[tuple[str, int]] = set()  # started by one of this invocation's jobs
+        lock = threading.Lock()
+
+        def next_run() -> PlannedRun | None:
+            with lock:
+                if self.stop_signal is not None or outcome.interrupted:
+                    return None
+                started = len(outcome.recorded) + len(outcome.failed) + len(claimed)
+                if self.max_runs and started >= self.max_runs:
+                    return None
+                todo = [r for r in self.planner().todo if (r.key, r.seed) not in skip | claimed]
+                if not todo:
+                    return None
+                run = todo[0]
+                if deadline is not None:
+                    left = (deadline - self.clock()) / 60.0
+                    if run.estimate_min > left:
+                        outcome.stopped_for_time = (
+                            f"next run ({run.describe()}) is estimated at "
+                            f"{run.estimate_min:.0f} min; {max(left, 0):.0f} min of "
+                            "RESULTS_HOURS left"
+                        )
+                        return None
+                claimed.add((run.key, run.seed))
+                return run
+
+        def work() -> None:
+            while (run := next_run()) is not None:
+                log.info("results: starting %s (~%.0f min)", run.describe(), run.estimate_min)
+                result = self.run_one(run)
+                with lock:
+                    claimed.discard((run.key, run.seed))
+                    if result == "recorded":
+                        outcome.recorded.append(run.describe())
+                    elif result == "interrupted":
+                        outcome.interrupted = run.describe()
+                    else:
+                        (outcome.busy if result == "busy" else outcome.failed).append(
+                            run.describe()
+                        )
+                        skip.add((run.key, run.seed))
+
+        if self.jobs <= 1:
+            work()
+        else:
+            threads = [threading.Thread(target=work) for _ in range(self.jobs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         return outcome
 
 
@@ -239,6 +278,28 @@ def keep_attention_map(record: Record, run_dir: Path, target: Path) -> None:
 
     if record.settings.get("data", {}).get("name") == FIXED_CORPUS:
         keep(run_dir, target)
+
+
+def attention_extras(record: Record, run_dir: Path, ledger: Path) -> dict[str, Any]:
+    """An attention-table run's entropy, silver AER and kept test hypotheses
+    (experiments/attention_measures.py); nothing for the main table's runs."""
+    from experiments import attention_measures as measures
+
+    if record.table != "attention":
+        return {}
+    corpus = str(record.settings.get("data", {}).get("name", ""))
+    extra: dict[str, Any] = {"attention_entropy": measures.last_entropy(run_dir)}
+    silver = measures.silver_scores(run_dir, corpus, threads=torch_threads())
+    if silver is not None:
+        extra["silver"] = silver
+    if measures.keep_hypotheses(run_dir, ledger / f"{record.stem}.test.txt.xz") is not None:
+        extra["hypotheses"] = f"{record.stem}.test.txt.xz"
+    return extra
+
+
+def torch_threads() -> int:
+    """The threads this runner's train.py runs use (OMP_NUM_THREADS, else the cores)."""
+    return int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
 
 
 def regenerate(ledger: Path, docs: Path | None, guide: Path | None, extra: Sequence[str]) -> None:
@@ -264,11 +325,19 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="+", default=[], help="only cells labelled with all of these (ding_de_en)"
     )
     parser.add_argument("--max-runs", type=int, default=0, help="stop after N runs; 0: no limit")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs at once (each train.py then gets one thread)"
+    )
     parser.add_argument("--quick", action="store_true", help="toy sizes, all under outputs/")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     parser.add_argument("extra", nargs="*", help="overrides after every cell's (key=value)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.jobs > 1:  # one thread a run: train.py, evaluate.py and the maps made here
+        os.environ["OMP_NUM_THREADS"] = "1"
+        import torch
+
+        torch.set_num_threads(1)
     extra = list(args.extra)
     if args.quick:
         quick = Path("outputs/results-quick")
@@ -293,7 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         planner=planner,
         hours=args.hours,
         keep_map=keep_attention_map,
+        extras=attention_extras,
         max_runs=args.max_runs,
+        jobs=args.jobs,
     )
     previous = {s: signal.signal(s, runner.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -84,7 +84,7 @@ def test_the_guide_from_toy_records(tmp_path: Path) -> None:
     assert "`score(s_t, h_i) = s_tᵀ h_i`" in dot_part
     assert "`src/attnmt/models/scorers.py`, `Dot.score`" in dot_part
     assert "| global | local_m | local_p | hard |" in dot_part
-    assert "| 1.50 / 21.5 / 3.50 | 2.50 / 22.5 / 3.50 | not yet run | not yet run |" in dot_part
+    assert "| 1.50 / 21.5 / 3.500 | 2.50 / 22.5 / 3.500 | not yet run | not yet run |" in dot_part
     assert "](attention/rnn_luong_dot_global.png)" in dot_part
     assert "Heatmap: not yet run (rnn_luong cosine global" in text
     assert "- dot scores sᵀh_i: 927, 397, 148, 929" in text

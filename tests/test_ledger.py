@@ -1,6 +1,7 @@
 """The results ledger, plan and runner (experiments/ledger.py, results_plan.py, results_run.py):
-keys, records only for finished runs, skip of recorded runs, priority order, the time limit,
-stale records; one real toy run through train.py."""
+keys, records only for finished runs, skip of recorded runs, every cell at every seed in
+priority order, the time limit, stale records, the extras hook; one real toy run through
+train.py."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
 from helpers.toy_train import TOY_OVERRIDES
+from omegaconf import OmegaConf
 
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter
-from experiments import results_run
+from experiments import attention_measures, results_run
 from experiments.ledger import (
     defining_settings,
     read_records,
@@ -26,7 +28,14 @@ from experiments.ledger import (
     stale_reason,
     write_record,
 )
-from experiments.results_plan import TOP_CELLS, Cell, PlannedRun, make_plan
+from experiments.results_plan import (
+    CONFIGS,
+    TRANSFORMER_LABELS,
+    Cell,
+    PlannedRun,
+    load_experiment,
+    make_plan,
+)
 from experiments.results_run import Runner, collect
 
 TEST = {
@@ -39,15 +48,19 @@ TEST = {
 }
 
 
-def fake_run_dir(run_dir: Path, with_test: bool = True) -> None:
-    """What train.py leaves: its run record (with or without the test) and last.pt."""
+def fake_run_dir(run_dir: Path, with_test: bool = True, entropy: float | None = None) -> None:
+    """What train.py leaves: its run record (with or without the test) and last.pt;
+    ``entropy``: the cross-attention's normalised entropy at the last validation (and 0.9
+    at the one before)."""
     (run_dir / "checkpoints").mkdir(parents=True)
     (run_dir / "checkpoints" / "last.pt").write_bytes(b"weights")
     about = {"params": 3_660_000, "device": "cpu", "precision": "fp32"}
     writer = RecordWriter(RunDir(run_dir), None, about)
     writer.event("start", 0)
-    for step, minutes, nll, bleu, chrf in [(2, 0.1, 3.0, 1.0, 10.0), (4, 0.2, 2.5, 2.0, 12.0)]:
-        writer.event("valid", step, epoch=0, minutes=minutes, nll=nll, bleu=bleu, chrf=chrf)
+    rows = [(2, 0.1, 3.0, 1.0, 10.0, 0.9), (4, 0.2, 2.5, 2.0, 12.0, entropy)]
+    for step, minutes, nll, bleu, chrf, h in rows:
+        more = {} if entropy is None else {"attention_entropy_norm": {"cross": h}}
+        writer.event("valid", step, epoch=0, minutes=minutes, nll=nll, bleu=bleu, chrf=chrf, **more)
     if with_test:
         writer.event("test", 4, epoch=0, minutes=0.2, **TEST)
     writer.update(status="finished", reason="max_steps", step=4, minutes=0.2)
@@ -106,42 +119,97 @@ def test_records_round_trip_and_bad_files_are_named(tmp_path: Path) -> None:
 # ---- the plan ------------------------------------------------------------------------------
 
 
+def attention_config() -> tuple[dict, list[int]]:
+    """configs/experiment/results_attention.yaml as a plain dict, and its seeds."""
+    config = OmegaConf.to_container(load_experiment("attention"), resolve=False)
+    assert isinstance(config, dict)
+    seeds = [int(s) for s in str(config["hydra"]["sweeper"]["params"]["seed"]).split(",")]
+    return config, seeds
+
+
 def test_the_real_configs_plan_every_cell_with_distinct_keys() -> None:
     plan = make_plan([])
+    config, seeds = attention_config()
+    params = config["hydra"]["sweeper"]["params"]
+    attention = [c for c in plan.cells if c.table == "attention"]
     assert len([c for c in plan.cells if c.table == "main"]) == 6
-    assert len([c for c in plan.cells if c.table == "attention"]) == 7 * 4 + 4
+    assert len(attention) == 7 * 4 + 4 + 1
     assert len(set(plan.keys.values())) == len(plan.cells)
+    assert len({c.labels for c in attention}) == len(attention)
+    assert plan.seeds["attention"] == seeds == [1, 2]
     first = plan.settings[plan.cells[0]]
     assert first["trainer"]["max_steps"] == 1500 and first["trainer"]["time_budget_min"] == 0
-    attention = plan.settings[plan.cells[-1]]
-    assert attention["trainer"]["max_steps"] == 400
-    assert attention["model"]["name"] == "rnn_bahdanau"
-    assert attention["model"]["attention"]["score"] == "additive"
+    for cell in attention:
+        trainer = plan.settings[cell]["trainer"]
+        assert trainer["max_steps"] == config["trainer"]["max_steps"]
+        assert trainer["val_every_steps"] == config["trainer"]["val_every_steps"]
+        assert plan.settings[cell]["data"]["name"] == "ding_de_en"
+    *rnn, transformer = attention
+    for cell in rnn:  # the table's size is a setting of every RNN cell, not a label
+        model = plan.settings[cell]["model"]
+        assert model["hidden_size"] == params["model.hidden_size"] == 128
+        assert model["emb_dim"] == params["model.emb_dim"]
+        assert list(cell.label) == ["model", "score", "mode"]
+        assert model["name"] == cell.label["model"]
+        assert model["attention"]["score"] == cell.label["score"]
+        assert model["attention"]["mode"] == cell.label["mode"]
+    reference = [c for c in rnn if c.label["model"] == "rnn_bahdanau"]
+    assert [c.label["mode"] for c in reference] == ["global", "local_m", "local_p", "hard"]
+    assert {c.label["score"] for c in reference} == {"additive"}
+    # the Transformer reference row: the preset at its own size, none of the grid's model.*
+    preset = OmegaConf.load(CONFIGS / "model" / "transformer.yaml")
+    model = plan.settings[transformer]["model"]
+    assert model["name"] == "transformer" and model["d_model"] == preset.d_model
+    assert model["n_heads"] == preset.n_heads
+    assert "emb_dim" not in model and "hidden_size" not in model
+    assert not any(o.startswith("model.") for o in transformer.overrides)
+    assert transformer.label == {"model": "transformer", **TRANSFORMER_LABELS}
 
 
-def test_priority_seed_one_of_every_row_first_main_before_attention() -> None:
+def test_priority_every_cell_at_every_seed_seed_major_main_before_attention() -> None:
     plan = toy_plan([])
+    main = [c for c in plan.cells if c.table == "main"]
+    attention = [c for c in plan.cells if c.table == "attention"]
+    assert plan.seeds == {"main": [1, 2, 3], "attention": attention_config()[1]}
+    expected = [
+        (cell, seed)
+        for seed in (1, 2, 3)
+        for table, cells in (("main", main), ("attention", attention))
+        if seed in plan.seeds[table]
+        for cell in cells
+    ]
+    assert [(r.cell, r.seed) for r in plan.todo] == expected  # rows in grid order
     order = [(r.seed, r.cell.table) for r in plan.todo]
-    assert order[:6] == [(1, "main")] * 6
-    assert order[6 : 6 + 32] == [(1, "attention")] * 32
-    assert order[38:] == [(2, "main")] * 6 + [(3, "main")] * 6  # attention's later seeds wait
-    assert "lack seed 1" in plan.waiting[0]
+    assert order == (
+        [(1, "main")] * 6
+        + [(1, "attention")] * 33
+        + [(2, "main")] * 6
+        + [(2, "attention")] * 33
+        + [(3, "main")] * 6
+    )
+    assert plan.waiting == []  # nothing waits for earlier results
     assert [r.cell.label["data"] for r in plan.todo[:3]] == ["ding_de_en"] * 3
 
 
-def test_recorded_runs_are_skipped_and_the_best_five_cells_get_more_seeds() -> None:
+def test_recorded_runs_are_skipped_and_seed_two_does_not_depend_on_earlier_results() -> None:
+    """Every attention cell gets seed 2, whatever the BLEU of the seed-1 records (rising,
+    falling, or only a few cells recorded): the seeds are fixed in advance."""
     plan = toy_plan([])
     attention = [c for c in plan.cells if c.table == "attention"]
-    records = [record_for(plan, c.text(), bleu=float(i)) for i, c in enumerate(attention)]
-    records.append(record_for(plan, "ding_de_en transformer"))
-    plan = toy_plan(records)
-    assert plan.waiting == []
-    assert ("ding_de_en transformer", 1) not in {(r.cell.text(), r.seed) for r in plan.todo}
-    assert plan.todo[0].describe().startswith("main: ding_de_en rnn_bahdanau, seed 1")
-    later = [r for r in plan.todo if r.cell.table == "attention"]
-    best = {c.text() for c in attention[-TOP_CELLS:]}
-    assert {r.cell.text() for r in later} == best
-    assert [r.seed for r in later] == [2] * TOP_CELLS + [3] * TOP_CELLS
+    rising = [record_for(plan, c.text(), bleu=float(i)) for i, c in enumerate(attention)]
+    falling = [record_for(plan, c.text(), bleu=40.0 - i) for i, c in enumerate(attention)]
+    for records in (rising, falling, rising[:5], []):
+        got = toy_plan(records, tables=("attention",))
+        assert got.waiting == []
+        assert [r.cell for r in got.todo if r.seed == 2] == attention
+        recorded = {r.key for r in records}
+        assert [r.cell for r in got.todo if r.seed == 1] == [
+            c for c in attention if got.keys[c] not in recorded
+        ]
+    done = toy_plan([*rising, record_for(plan, "ding_de_en transformer")])
+    assert ("ding_de_en transformer", 1) not in {(r.cell.text(), r.seed) for r in done.todo}
+    assert done.todo[0].describe().startswith("main: ding_de_en rnn_bahdanau, seed 1")
+    assert [r.cell for r in done.todo if r.cell.table == "attention"] == attention  # seed 2
 
 
 def test_records_of_changed_settings_are_stale() -> None:
@@ -161,19 +229,15 @@ def test_a_timed_run_is_estimated_from_the_ledger() -> None:
     assert timed.todo[1].estimate_min == 40.0  # not timed yet: the first guess
 
 
-def test_a_seed_filter_keeps_the_best_five_rule() -> None:
-    """``--seeds 2`` plans seed 2 of the best five attention cells only, and none until every
-    cell has seed 1."""
+def test_a_seed_filter_plans_that_seed_of_every_cell() -> None:
+    """``--seeds 2`` plans seed 2 of every attention cell not recorded at seed 2, with no
+    seed 1 recorded anywhere."""
     plan = toy_plan([])
     attention = [c for c in plan.cells if c.table == "attention"]
-    some = [record_for(plan, c.text(), bleu=float(i)) for i, c in enumerate(attention[:-1])]
-    waiting = toy_plan(some, tables=("attention",), seeds_limit=(2,))
-    assert waiting.todo == [] and "lack seed 1" in waiting.waiting[0]
-    records = [*some, record_for(plan, attention[-1].text(), bleu=0.0)]
-    seed2 = toy_plan(records, tables=("attention",), seeds_limit=(2,))
-    best = {c.text() for c in attention[-1 - TOP_CELLS : -1]}  # the highest BLEU, last one aside
-    assert {r.cell.text() for r in seed2.todo} == best and {r.seed for r in seed2.todo} == {2}
-    assert seed2.seeds["attention"] == [1, 2, 3]
+    recorded = [record_for(plan, attention[0].text(), seed=2)]
+    seed2 = toy_plan(recorded, tables=("attention",), seeds_limit=(2,))
+    assert [r.cell for r in seed2.todo] == attention[1:] and {r.seed for r in seed2.todo} == {2}
+    assert seed2.waiting == [] and seed2.seeds["attention"] == [1, 2]
 
 
 def test_tables_and_labels_narrow_the_plan_and_other_tables_records_are_not_stale() -> None:
@@ -185,7 +249,10 @@ def test_tables_and_labels_narrow_the_plan_and_other_tables_records_are_not_stal
     ]
     assert ding.stale == [] and ding.current == []  # the attention record is another table's
     local_m = toy_plan([], tables=("attention",), only=("rnn_luong", "local_m"))
-    assert len(local_m.todo) == 7 and {r.cell.label["mode"] for r in local_m.todo} == {"local_m"}
+    assert len(local_m.todo) == 7 * 2 and {r.cell.label["mode"] for r in local_m.todo} == {
+        "local_m"
+    }
+    assert [r.seed for r in local_m.todo] == [1] * 7 + [2] * 7
 
 
 # ---- the runner ----------------------------------------------------------------------------
@@ -207,6 +274,91 @@ def test_a_finished_run_is_recorded_with_its_curve(tmp_path: Path) -> None:
     assert first.updates == 4 and first.train_minutes == 0.2 and first.params_m == 3.66
     assert first.curve == [[2, 0.1, 3.0, 1.0, 10.0], [4, 0.2, 2.5, 2.0, 12.0]]
     assert first.machine == MACHINE and first.commit == "abc1234" and first.seed == 1
+
+
+def test_two_jobs_run_two_runs_at_once_each_once(tmp_path: Path) -> None:
+    """``jobs=2``: two launches overlap, no run is launched twice, ``max_runs`` holds."""
+    import threading
+
+    lock, running, peak, launched = threading.Lock(), [0], [0], []
+
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            launched.append((run.key, run.seed))
+        time.sleep(0.2)  # both jobs are inside launch at once
+        fake_run_dir(run_dir)
+        with lock:
+            running[0] -= 1
+        return 0
+
+    r = runner(tmp_path, launch)
+    r.jobs, r.max_runs = 2, 6
+    outcome = r.run()
+    assert len(outcome.recorded) == 6 and not outcome.failed
+    assert peak[0] == 2 and len(set(launched)) == len(launched) == 6
+    assert len(read_records(tmp_path / "runs")[0]) == 6
+
+
+def test_the_extras_hook_fills_the_record_before_it_is_written(tmp_path: Path) -> None:
+    dirs: list[Path] = []
+    calls: list[tuple[str, Path, Path, dict]] = []
+
+    def launch(run: PlannedRun, run_dir: Path) -> int:
+        dirs.append(run_dir)
+        fake_run_dir(run_dir)
+        return 0
+
+    def extras(record, run_dir: Path, ledger: Path) -> dict:
+        calls.append((record.stem, run_dir, ledger, dict(record.extra)))
+        assert not (ledger / f"{record.stem}.json").exists()  # before the record is written
+        return {"attention_entropy": 0.42, "silver": {"aer": 0.3}}
+
+    r = runner(tmp_path, launch)
+    r.extras, r.max_runs = extras, 1
+    assert len(r.run().recorded) == 1
+    (record,), _ = read_records(tmp_path / "runs")
+    (stem, run_dir, ledger, before), *more = calls
+    assert (stem, run_dir, ledger, more) == (record.stem, dirs[0], tmp_path / "runs", [])
+    assert before == {"device": "cpu", "precision": "fp32"}  # collect's own fields are kept
+    assert record.extra == {**before, "attention_entropy": 0.42, "silver": {"aer": 0.3}}
+
+
+def test_a_failing_extras_hook_still_leaves_the_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def extras(record, run_dir: Path, ledger: Path) -> dict:
+        raise RuntimeError("no silver today")
+
+    r = runner(tmp_path, lambda run, d: (fake_run_dir(d), 0)[1])
+    r.extras, r.max_runs = extras, 2
+    with caplog.at_level("WARNING", logger="results"):
+        outcome = r.run()
+    assert len(outcome.recorded) == 2 and not outcome.failed
+    records, _ = read_records(tmp_path / "runs")
+    assert len(records) == 2 and all(x.test["bleu"] == 12.34 for x in records)
+    assert all(x.extra == {"device": "cpu", "precision": "fp32"} for x in records)
+    assert caplog.text.count("no extra measures") == 2 and "no silver today" in caplog.text
+
+
+def test_attention_extras_of_an_attention_run(tmp_path: Path) -> None:
+    """The runner's hook: the last validation's entropy and the test hypotheses kept beside
+    the record; no silver for a corpus without it; nothing for the main table."""
+    plan = toy_plan([])
+    run_dir = tmp_path / "run"
+    fake_run_dir(run_dir, entropy=0.4242)
+    (run_dir / "hyps").mkdir()
+    (run_dir / "hyps" / "test.txt").write_text("a b c\nd e\n", encoding="utf-8")
+    ledger = tmp_path / "runs"
+    toy = {"data": {"name": "toy_reverse"}}
+    record = record_for(plan, "rnn_luong dot global", settings=toy)
+    extra = results_run.attention_extras(record, run_dir, ledger)
+    assert extra == {"attention_entropy": 0.4242, "hypotheses": f"{record.stem}.test.txt.xz"}
+    kept = ledger / extra["hypotheses"]
+    assert attention_measures.read_hypotheses(kept) == ["a b c", "d e"]
+    main = record_for(plan, "ding_de_en transformer", settings=toy)
+    assert results_run.attention_extras(main, run_dir, ledger) == {}
 
 
 def test_failed_runs_leave_no_record_and_the_next_run_goes_on(tmp_path: Path) -> None:
@@ -307,7 +459,7 @@ def test_collect_needs_a_test_result(tmp_path: Path) -> None:
 def test_the_runner_prints_the_plan_without_running(capsys: pytest.CaptureFixture[str]) -> None:
     assert results_run.main(["--dry-run", "--ledger", "/nonexistent/ledger"]) == 0
     out = capsys.readouterr().out
-    assert "results plan: 38 cells, 0 runs in the ledger" in out
+    assert "results plan: 39 cells, 0 runs in the ledger" in out
     assert out.index("main: ding_de_en transformer, seed 1") < out.index("attention:")
     assert sys.executable  # the runs would use this interpreter
 

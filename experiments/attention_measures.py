@@ -1,0 +1,101 @@
+"""What the attention table adds to a run's ledger record, beyond BLEU and NLL.
+
+- AER of the run's attention against the kept silver alignments of the test split
+  (results/silver/, eflomal + grow-diag-final-and: an aligner's links, not a person's),
+  scored by ``python evaluate.py ckpt=RUN split=test gold_alignments=FILE`` as a user would;
+- the mean normalised entropy of its cross-attention at the last validation;
+- its test hypotheses, kept xz-compressed beside the record for the paired bootstrap;
+- the collapse share of the fixed sentence's map: the fraction of target rows whose
+  largest weight sits on the most common such source column (a map whose rows all point at
+  one column scores 1.0).
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attnmt.atomic import atomic_path
+from attnmt.run_record import read_record
+
+ROOT = Path(__file__).resolve().parents[1]
+SILVER = {"ding_de_en": ROOT / "results" / "silver" / "ding_de_en.test.de-en.silver.align"}
+"""Corpus -> its kept silver alignments of the test split."""
+COLLAPSED = 0.8
+"""A map is flagged collapsed when more than this share of its rows peak on one column."""
+
+
+def silver_scores(run: Path, corpus: str, threads: int = 1) -> dict[str, float] | None:
+    """``{"aer", "precision", "recall"}`` of ``run``'s best checkpoint against the corpus'
+    silver alignments (greedy decoding; the alignment is the reference teacher-forced), or
+    None when the corpus has none or evaluate.py fails."""
+    gold = SILVER.get(corpus)
+    if gold is None or not gold.is_file():
+        return None
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, "evaluate.py", f"ckpt={run}", "split=test", "beam=1",
+           f"gold_alignments={gold}"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    found = sorted((run / "eval").glob("*-test-beam1-*/scores.json"), key=os.path.getmtime)
+    if not found:
+        return None
+    for entry in json.loads(found[-1].read_text(encoding="utf-8")).values():
+        if isinstance(entry, dict) and entry.get("aer") is not None:
+            return {
+                "aer": round(float(entry["aer"]), 4),
+                "precision": round(float(entry["aer_precision"]), 4),
+                "recall": round(float(entry["aer_recall"]), 4),
+            }
+    return None
+
+
+def last_entropy(run: Path) -> float | None:
+    """The cross-attention's mean normalised entropy at the run's last validation."""
+    valid = read_record(run).valid
+    value = valid[-1].get("attention_entropy_norm") if valid else None
+    if isinstance(value, dict):
+        value = value.get("cross")
+    return round(float(value), 4) if isinstance(value, int | float) else None
+
+
+def keep_hypotheses(run: Path, target: Path) -> Path | None:
+    """``run``'s hyps/test.txt, xz-compressed at ``target`` (atomically); None without one."""
+    source = run / "hyps" / "test.txt"
+    if not source.is_file():
+        return None
+    with atomic_path(target) as tmp:
+        Path(tmp).write_bytes(lzma.compress(source.read_bytes()))
+    return target
+
+
+def read_hypotheses(path: Path) -> list[str]:
+    """The lines kept by :func:`keep_hypotheses`."""
+    return lzma.decompress(path.read_bytes()).decode("utf-8").splitlines()
+
+
+def collapse_share(rows: Sequence[Sequence[float]]) -> float:
+    """Share of the map's rows [T][S] whose argmax is the most common argmax column."""
+    peaks = [max(range(len(r)), key=r.__getitem__) for r in rows if len(r)]
+    if not peaks:
+        return float("nan")
+    return Counter(peaks).most_common(1)[0][1] / len(peaks)
+
+
+def cross_map(maps: dict[str, Any]) -> list[list[float]]:
+    """The fixed sentence's cross-attention [T][S] from an ``.attn.json``: an RNN's map, or
+    the mean over heads of a Transformer's last layer."""
+    cross = maps["maps"]["cross"]
+    if maps.get("layer") is None:
+        return [list(map(float, row)) for row in cross]
+    heads = len(cross)
+    return [[sum(h[t][s] for h in cross) / heads for s in range(len(cross[0][t]))]
+            for t in range(len(cross[0]))]  # fmt: skip

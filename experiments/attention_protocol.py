@@ -1,0 +1,203 @@
+"""How long the attention table trains: the reference cells at the table's size, trained
+long, and the update at which their validation NLL has flattened.
+
+    python -m experiments.attention_protocol run [--jobs 2]   # the probes -> records
+    python -m experiments.attention_protocol show             # where each flattens
+
+Each probe is an attention-table cell (configs/experiment/results_attention.yaml's size,
+rnn_luong's preset scorer and rnn_bahdanau's, global attention) trained :data:`PROBE_UPDATES`
+updates, validated every :data:`PROBE_EVERY`; its record (results/attention_protocol/) keeps
+the validation curve, the minutes and the machine. The rule
+(:func:`experiments.comparison_stats.flattened_at`): the first validation at which the best
+NLL so far is less than 1% better than the best NLL at four fifths of that step. The table's
+``trainer.max_steps`` is the latest flattening step of the probes, rounded up to a
+validation of the table (its ``val_every_steps``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from attnmt.atomic import write_json
+from attnmt.run_record import read_record
+from experiments.alignment_aer import GRID
+from experiments.comparison_stats import flattened_at
+from experiments.results_plan import Plan, estimate
+from experiments.variant_runs import provenance_fields, read_all, train_run
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "results" / "attention_protocol"
+RUNS = ROOT / "outputs" / "attention_protocol"
+PROBE_UPDATES = 6000
+PROBE_EVERY = 250
+TOL, TAIL = 0.01, 0.2
+"""The flattening rule: less than TOL relative gain over the last TAIL of the updates."""
+SIZE = ("model.emb_dim=128", "model.hidden_size=128")
+COMMON = (
+    "data=ding_de_en",
+    f"trainer.max_steps={PROBE_UPDATES}",
+    f"trainer.val_every_steps={PROBE_EVERY}",
+    "trainer.time_budget_min=0",
+    "trainer.early_stopping_patience=0",
+    "trainer.test=true",
+    "trainer.num_heatmaps=0",
+    "trainer.progress_bar=false",
+    "trainer.precision=fp32",
+    "trainer.keep_best=1",
+)
+PROBES = {
+    "rnn_luong general global": ("model=rnn_luong", *SIZE),
+    "rnn_bahdanau additive global": ("model=rnn_bahdanau", *SIZE),
+}
+
+
+def stem(name: str, seed: int = 1) -> str:
+    return f"{name.replace(' ', '-')}-seed{seed}"
+
+
+def record_run(name: str, run: Path, started: float, threads: int, seed: int = 1) -> Path:
+    """The record of the finished probe ``run`` at results/attention_protocol/."""
+    rec = read_record(run)
+    summary = rec.summary or {}
+    test = rec.test or {}
+    curve = [[e["step"], round(e["minutes"], 3), round(e["nll"], 4), round(e["bleu"], 2)]
+             for e in rec.valid]  # fmt: skip
+    return write_json(
+        RECORDS / f"{stem(name, seed)}.json",
+        {
+            "probe": name,
+            "overrides": [*COMMON, *PROBES[name]],
+            "seed": seed,
+            "updates": summary.get("step"),
+            "params": summary.get("params"),
+            "curve": curve,
+            "test": {k: test[k] for k in ("bleu", "chrf", "bleu_signature") if k in test},
+            "train_minutes": summary.get("minutes"),
+            **provenance_fields(started, threads),
+        },
+        indent=1,
+    )
+
+
+def run_probe(name: str, threads: int) -> Path | None:
+    """Train (or finish) one probe and record it; the record (None: training failed)."""
+    record = RECORDS / f"{stem(name)}.json"
+    if record.is_file():
+        return record
+    run = RUNS / stem(name)
+    started = time.time()
+    RUNS.mkdir(parents=True, exist_ok=True)
+    with (RUNS / f"{stem(name)}.log").open("w") as out:
+        if not train_run((*COMMON, *PROBES[name]), 1, run, threads, out):
+            return None
+    return record_run(name, run, started, threads)
+
+
+def flattening(record: dict[str, Any]) -> int | None:
+    """The probe's flattening step (None: still improving at its last validation)."""
+    return flattened_at([(int(p[0]), float(p[2])) for p in record["curve"]], TOL, TAIL)
+
+
+def table_updates(records: list[dict[str, Any]], every: int) -> int | None:
+    """The table's length: the latest flattening step, rounded up to a multiple of ``every``
+    (None while a probe has not flattened or there is none)."""
+    steps = [flattening(r) for r in records]
+    if not steps or any(s is None for s in steps):
+        return None
+    return int(math.ceil(max(s for s in steps if s is not None) / every) * every)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=("run", "show"))
+    parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
+    args = parser.parse_args(argv)
+    if args.what == "run":
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for name, path in zip(PROBES, pool.map(lambda n: run_probe(n, 1), PROBES)):
+                print(f"{name}: {path or 'FAILED'}", flush=True)
+    for rec in read_all(RECORDS):
+        print(f"{rec['probe']}: flattens at {flattening(rec)} (of {rec['updates']} updates)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
+    """Wall-clock hours of runs taking ``run_minutes`` each, ``jobs`` at a time (one thread
+    each), packed longest first onto the job that frees first."""
+    free = [0.0] * max(jobs, 1)
+    for minutes in sorted(run_minutes, reverse=True):
+        free[free.index(min(free))] += minutes
+    return max(free) / 60.0
+
+
+def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> list[str]:
+    """docs/results.md's statement of the table's length: each probe's flattening step."""
+    if not records:
+        return ["No probe recorded yet (`python -m experiments.attention_protocol run`)."]
+    lines = [
+        "| probe (seed 1, table size) | updates | flattens at | valid NLL there | "
+        "minutes per 1,000 updates | machine |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for rec in records:
+        step = flattening(rec)
+        nll = next((p[2] for p in rec["curve"] if p[0] == step), None)
+        cpu = rec["machine"]["cpu"]
+        pace = 1000 * float(rec["train_minutes"]) / max(int(rec["updates"]), 1)
+        lines.append(
+            f"| {rec['probe']} | {rec['updates']} | {step if step else 'not yet'} "
+            f"| {f'{nll:.3f}' if nll is not None else '–'} | {pace:.1f} ({rec['threads']} thread) "
+            f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
+        )
+    chosen = table_updates(records, every)
+    verdict = (
+        f"The rule gives {chosen} updates (rounded up to the table's validation every {every}); "
+        f"the table trains {updates}."
+        if chosen is not None
+        else "A probe has not flattened: the table's length is not settled by the rule yet."
+    )
+    if chosen is not None and chosen != updates:
+        verdict += " **They differ: set trainer.max_steps in results_attention.yaml.**"
+    return [*lines, "", verdict]
+
+
+def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]) -> list[str]:
+    """docs/results.md's protocol: the probes and the rule's length, then the plan's time on
+    2 cores (two runs at once, one thread each): every attention cell at every seed (the
+    runner's estimate: the ledger's slowest recorded run of the settings × 1.25, else its
+    first guess) and the synthetic task's runs of every cell (their recorded minutes, the
+    median for those not run yet)."""
+    cells = [c for c in plan.cells if c.table == "attention"]
+    if not cells:
+        return []
+    settings = plan.settings[cells[0]].get("trainer", {})
+    updates, every = int(settings.get("max_steps", 0)), int(settings.get("val_every_steps", 1))
+    lines = protocol_lines(records, updates, every)
+    seeds = plan.seeds.get("attention", [])
+    ding = [estimate(plan.keys[c], "attention", plan.current) for c in cells for _ in seeds]
+    toy_minutes = [float(r["minutes"]) for r in toy if "minutes" in r]
+    typical = statistics.median(toy_minutes) if toy_minutes else 0.0
+    names = {r.get("mechanism") for r in toy}
+    toy_todo = [typical for m in GRID for _ in seeds if m.name not in names]
+    hours = plan_hours([*ding, *toy_todo])
+    lines += [
+        "",
+        f"Time: {len(ding)} ding_de_en runs estimated at {sum(ding) / 60:.1f} job-hours (one "
+        f"thread each) and "
+        f"{len(toy_todo)} synthetic-task runs not yet recorded at {sum(toy_todo) / 60:.1f}; two "
+        f"at a time on 2 cores that is about **{hours:.1f} hours** of wall clock "
+        "(`python -m experiments.results_run --tables attention --jobs 2`, then "
+        "`python -m experiments.alignment_aer run --grid --seeds 1 2 --jobs 2`).",
+    ]
+    return lines

@@ -1,0 +1,282 @@
+"""The attention table of docs/results.md: one row per cell (model, scorer, mode) with the
+measures of issue 36, each the mean ± sample std over the cell's seeds.
+
+- test BLEU and chrF, validation NLL at the last update (the ledger records);
+- AER on the synthetic task: the same cell's own runs on ``data=toy_align``
+  (experiments/alignment_aer.py ``run --grid``, records in results/alignment/);
+- AER against the kept silver alignments of ding_de_en's test split and the cross-attention's
+  mean normalised entropy at the last validation (the record's ``extra``,
+  experiments/attention_measures.py);
+- *collapsed*: where more than 80% of the rows of the fixed sentence's map peak on one source
+  column in a seed's map (the ``<stem>.attn.json`` beside the record), with the shares.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.alignment_aer import UPDATES, grid_name
+from experiments.attention_measures import COLLAPSED, collapse_share, cross_map, read_hypotheses
+from experiments.comparison_stats import (
+    LevelEffect,
+    MainEffects,
+    PairedBootstrap,
+    main_effects,
+    paired_bootstrap,
+    paragraph,
+)
+from experiments.ledger import Record
+from experiments.results_plan import Cell, Plan
+
+
+@dataclass(frozen=True)
+class CellMeasures:
+    """Everything the table shows of one cell (lists: one value per seed recorded)."""
+
+    cell: Cell
+    records: tuple[Record, ...]
+    toy_aer: tuple[float, ...]
+    silver_aer: tuple[float, ...]
+    entropy: tuple[float, ...]
+    collapse: tuple[float, ...]
+
+    @property
+    def bleu(self) -> list[float]:
+        return [float(r.test["bleu"]) for r in self.records]
+
+    @property
+    def chrf(self) -> list[float]:
+        return [float(r.test["chrf"]) for r in self.records]
+
+    @property
+    def nll(self) -> list[float]:
+        return [r.final_valid_nll for r in self.records]
+
+
+def mean_std(values: Sequence[float], digits: int = 2) -> str:
+    """'m ± s' over ≥ 2 values, the value alone for one, '–' for none (NaN left out)."""
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def toy_records(folder: Path) -> list[dict[str, Any]]:
+    """The synthetic task's records (results/alignment/*-seed*.json) at its update count."""
+    out = []
+    for path in sorted(folder.glob("*-seed*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("updates") == UPDATES and isinstance(data.get("test"), dict):
+            out.append(data)
+    return out
+
+
+def _map_share(ledger: Path, record: Record) -> float | None:
+    path = ledger / f"{record.stem}.attn.json"
+    if not path.is_file():
+        return None
+    return collapse_share(cross_map(json.loads(path.read_text(encoding="utf-8"))))
+
+
+def measures(
+    plan: Plan, records: Sequence[Record], ledger: Path, toy: Sequence[dict[str, Any]]
+) -> list[CellMeasures]:
+    """The attention cells of ``plan`` in grid order, with what the ledger holds of each."""
+    out = []
+    for cell in (c for c in plan.cells if c.table == "attention"):
+        got = tuple(sorted((r for r in records if r.key == plan.keys[cell]), key=lambda r: r.seed))
+        label = cell.label
+        name = grid_name(label["model"], label["score"], label["mode"])
+        toy_aer = tuple(float(t["test"]["aer"]) for t in toy if t.get("mechanism") == name)
+        silver = tuple(float(r.extra["silver"]["aer"]) for r in got if "silver" in r.extra)
+        entropy = tuple(
+            float(r.extra["attention_entropy"])
+            for r in got
+            if isinstance(r.extra.get("attention_entropy"), int | float)
+        )
+        shares = tuple(s for s in (_map_share(ledger, r) for r in got) if s is not None)
+        out.append(CellMeasures(cell, got, toy_aer, silver, entropy, shares))
+    return out
+
+
+def collapsed_text(shares: Sequence[float]) -> str:
+    """'yes (0.93, 0.40)' when a seed's map is collapsed, 'no (...)', '–' without maps."""
+    if not shares:
+        return "–"
+    flag = "yes" if any(s > COLLAPSED for s in shares) else "no"
+    return f"{flag} ({', '.join(f'{s:.2f}' for s in shares)})"
+
+
+def table(cells: Sequence[CellMeasures], wanted_seeds: int, labels: dict[str, str]) -> list[str]:
+    """The Markdown rows of the attention table."""
+    rows = [
+        "| model | score | mode | seeds | test BLEU | test chrF | valid NLL | AER toy_align "
+        "| AER silver | entropy | collapsed | machines |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for m in cells:
+        label = m.cell.label
+        seeds = ", ".join(str(r.seed) for r in m.records)
+        machines = ", ".join(sorted({labels[r.machine_line] for r in m.records})) or "not yet run"
+        rows.append(
+            f"| {label['model']} | {label['score']} | {label['mode']} "
+            f"| {len(m.records)} of {wanted_seeds}" + (f" ({seeds})" if seeds else "")
+            + f" | {mean_std(m.bleu)} | {mean_std(m.chrf, 1)} | {mean_std(m.nll, 3)} "
+            f"| {mean_std(m.toy_aer, 3)} ({len(m.toy_aer)}) | {mean_std(m.silver_aer, 3)} "
+            f"| {mean_std(m.entropy)} | {collapsed_text(m.collapse)} | {machines} |"
+        )  # fmt: skip
+    return rows
+
+
+# ---- the analysis --------------------------------------------------------------------------
+
+GRID_MODEL = "rnn_luong"
+"""The model whose scorer × mode grid the main effects are fitted on (the reference rows
+are outside the grid: they enter the bootstrap, not the fit)."""
+MEASURES: tuple[tuple[str, bool, int], ...] = (
+    ("test BLEU", True, 2),
+    ("valid NLL", False, 3),
+    ("AER silver", False, 3),
+    ("AER toy_align", False, 3),
+)
+"""(measure, higher is better, digits) of the analysis, in the order it is written."""
+MIN_RUNS = 3
+
+
+def _values(m: CellMeasures, measure: str) -> tuple[float, ...]:
+    return {
+        "test BLEU": tuple(m.bleu),
+        "valid NLL": tuple(m.nll),
+        "AER silver": m.silver_aer,
+        "AER toy_align": m.toy_aer,
+    }[measure]
+
+
+def effects_of(cells: Sequence[CellMeasures], measure: str, higher: bool) -> MainEffects | None:
+    """Scorer and mode main effects of one measure over the grid's runs (Bonferroni-widened
+    differences); None when the runs do not yet support a fit."""
+    rows = [
+        (m.cell.label["score"], m.cell.label["mode"], v)
+        for m in cells
+        if m.cell.label["model"] == GRID_MODEL
+        for v in _values(m, measure)
+        if not math.isnan(v)
+    ]
+    if len(rows) < MIN_RUNS:
+        return None
+    try:
+        return main_effects(rows, higher, ("scorer", "mode"), bonferroni=True)
+    except ValueError:  # the observed cells do not connect every level yet
+        return None
+
+
+def cell_name(cell: Cell) -> str:
+    return " ".join(cell.label[k] for k in ("model", "score", "mode"))
+
+
+def bootstrap_of(
+    cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]
+) -> PairedBootstrap | None:
+    """Each cell against the cell of best mean test BLEU (sacrebleu's paired bootstrap, 1,000
+    resamples, seed 12345) over the best cell's seeds' test outputs, concatenated in seed order;
+    cells lacking one of those seeds' outputs are left out."""
+    kept = [m for m in cells if m.records]
+    if len(kept) < 2 or not refs:
+        return None
+    best = max(kept, key=lambda m: statistics.mean(m.bleu))
+    seeds = [r.seed for r in best.records]
+    systems: dict[str, list[str]] = {}
+    for m in [best, *(m for m in kept if m is not best)]:
+        by_seed = {r.seed: r for r in m.records}
+        if not all(s in by_seed and "hypotheses" in by_seed[s].extra for s in seeds):
+            continue
+        lines: list[str] = []
+        for s in seeds:
+            lines += read_hypotheses(ledger / str(by_seed[s].extra["hypotheses"]))
+        if len(lines) != len(refs) * len(seeds):
+            continue
+        systems[cell_name(m.cell)] = lines
+    if len(systems) < 2 or cell_name(best.cell) not in systems:
+        return None
+    return paired_bootstrap(list(refs) * len(seeds), systems, cell_name(best.cell))
+
+
+def _interval(e: LevelEffect, digits: int) -> str:
+    if math.isnan(e.mean_low):
+        return f"{e.mean:.{digits}f}"
+    return f"{e.mean:.{digits}f} [{e.mean_low:.{digits}f}, {e.mean_high:.{digits}f}]"
+
+
+def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -> list[str]:
+    """The generated analysis: a table of each scorer's and mode's marginal mean with its 95%
+    interval per measure, then one paragraph per measure (experiments/comparison_stats.py)."""
+    fits = {name: effects_of(cells, name, higher) for name, higher, _ in MEASURES}
+    if all(f is None for f in fits.values()):
+        return ["Not enough runs for the analysis yet."]
+    head = [name for name, _, _ in MEASURES]
+    lines = [
+        f"Marginal means over the {GRID_MODEL} grid (additive fit of scorer and mode over "
+        "every seed's run; 95% intervals; a level whose difference to its factor's best is "
+        "resolved, with Bonferroni-widened intervals, is marked *):",
+        "",
+        "| factor | level | " + " | ".join(head) + " |",
+        "|---|---|" + "---:|" * len(head),
+    ]
+    first = next(f for f in fits.values() if f is not None)
+    for factor in (first.a, first.b):
+        for level in factor.levels:
+            row = []
+            for name, _, digits in MEASURES:
+                fit = fits[name]
+                effects = None if fit is None else (fit.a if factor is first.a else fit.b)
+                try:
+                    e = effects.level(level.level) if effects is not None else None
+                except KeyError:
+                    e = None
+                row.append("–" if e is None else _interval(e, digits) + ("*" if e.resolved else ""))
+            lines.append(f"| {factor.factor} | {level.level} | " + " | ".join(row) + " |")
+    boot = bootstrap_of(cells, ledger, refs)
+    lines.append("")
+    for name, _, digits in MEASURES:
+        fit = fits[name]
+        if fit is not None:
+            text = paragraph(fit, name, boot if name == "test BLEU" else None, digits=digits)
+            lines += [text, ""]
+    return lines
+
+
+def test_references(plan: Plan, root: Path) -> list[str]:
+    """The test references of the attention table's corpus (prepared under ``root``/data,
+    from the cache when it is there); [] when the settings name no corpus that prepares."""
+    from attnmt.data.corpora import prepare_corpus
+    from attnmt.data.textio import read_lines
+    from attnmt.errors import AttnmtError
+
+    cells = [c for c in plan.cells if c.table == "attention"]
+    data = plan.settings.get(cells[0], {}).get("data") if cells else None
+    if not isinstance(data, dict) or "name" not in data:
+        return []
+    try:
+        corpus = prepare_corpus({**data, "root": str(root / "data")})
+        return read_lines(corpus.files("test")[1])
+    except (AttnmtError, OSError):
+        return []
+
+
+def brief(records: Sequence[Record]) -> str:
+    """'test BLEU / test chrF / valid NLL' (mean ± std over seeds) of one cell, for the
+    attention guide's rows; 'not yet run' without records."""
+    if not records:
+        return "not yet run"
+    n = f" ({len(records)} seeds)" if len(records) > 1 else ""
+    bleu = mean_std([float(r.test["bleu"]) for r in records])
+    chrf = mean_std([float(r.test["chrf"]) for r in records], 1)
+    return f"{bleu} / {chrf} / {mean_std([r.final_valid_nll for r in records], 3)}{n}"

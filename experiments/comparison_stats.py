@@ -1,0 +1,491 @@
+"""The statistics of the comparison tables (issue 36 item 3): pure functions, no file I/O.
+
+- :func:`t_quantile`: Student-t quantiles (no scipy), for the 95% intervals.
+- :func:`flattened_at`: the flattening rule that sets a protocol's training length.
+- :func:`main_effects`: the additive fit of a two-factor grid with replicate seeds (e.g. scorer
+  × mode) and each level's marginal mean and difference to the best level, with intervals.
+- :func:`paired_bootstrap`: sacrebleu's paired bootstrap resampling of each system against one.
+- :func:`paragraph`: one paragraph of text that says what those numbers resolve and what not.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+from sacrebleu.metrics import BLEU
+from sacrebleu.significance import PairedTest, Result
+
+# --- Student-t quantile ---------------------------------------------------------------------
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of I_x(a, b) (modified Lentz; Numerical Recipes §6.4)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 100_000):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            return h
+    raise ArithmeticError(f"incomplete beta did not converge (a={a}, b={b}, x={x})")
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) = B(x; a, b) / B(a, b), for 0 <= x <= 1."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: int) -> float:
+    """P(T <= t), Student's t with df degrees of freedom: 1 − ½·I_{df/(df+t²)}(df/2, ½), t ≥ 0."""
+    if df < 1:
+        raise ValueError(f"df must be >= 1, got {df}")
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+@functools.lru_cache(maxsize=1024)
+def t_quantile(q: float, df: int) -> float:
+    """t with P(T <= t) = q for Student's t with df degrees of freedom (bisection on t_cdf)."""
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must lie in (0, 1), got {q}")
+    if q < 0.5:
+        return -t_quantile(1.0 - q, df)
+    if q == 0.5:
+        return 0.0
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < q:
+        low, high = high, 2.0 * high
+    while high - low > 1e-12 * max(1.0, high):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if t_cdf(mid, df) < q else (low, mid)
+    return 0.5 * (low + high)
+
+
+# --- the flattening rule --------------------------------------------------------------------
+
+
+def flattened_at(
+    curve: Sequence[tuple[int, float]], tol: float = 0.01, tail: float = 0.2
+) -> int | None:
+    """The first validation step L at which the curve has flattened, or None if it never does.
+
+    With best(s) = min of the NLL over validations at steps <= s and L' = the last validation
+    step <= (1 − tail)·L, L has flattened when (best(L') − best(L)) / |best(L')| < tol.
+    L counts only when (1 − tail)·L >= the first validation step (and L' is before L).
+    """
+    if not 0.0 < tail < 1.0 or tol <= 0.0:
+        raise ValueError(f"need 0 < tail < 1 and tol > 0, got tail={tail}, tol={tol}")
+    steps = [step for step, _ in curve]
+    if any(b <= a for a, b in itertools.pairwise(steps)):
+        raise ValueError("the curve's steps must be strictly increasing")
+    best = np.minimum.accumulate(np.array([nll for _, nll in curve], dtype=float))
+    for i, step in enumerate(steps):
+        earlier = _last_at_or_before(steps[:i], (1.0 - tail) * step)
+        if earlier is None:
+            continue
+        if best[earlier] - best[i] < tol * abs(best[earlier]):
+            return step
+    return None
+
+
+def _last_at_or_before(steps: Sequence[int], cutoff: float) -> int | None:
+    """Index of the last step <= cutoff, None if there is none."""
+    index = None
+    for i, step in enumerate(steps):
+        if step <= cutoff:
+            index = i
+    return index
+
+
+# --- main effects of a two-factor grid ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LevelEffect:
+    """One level of a factor: its marginal mean and its difference to the factor's best level.
+
+    ``mean`` = μ + α_level + mean over the other factor's levels of β; ``diff`` = mean − the
+    best level's mean (0 for the best); each with its 95% interval (NaN when df <= 0);
+    ``resolved``: the interval of ``diff`` excludes 0 (never for the best level itself).
+    """
+
+    level: str
+    runs: int
+    mean: float
+    mean_low: float
+    mean_high: float
+    diff: float
+    diff_low: float
+    diff_high: float
+    resolved: bool
+
+
+@dataclass(frozen=True)
+class FactorEffects:
+    """The levels of one factor, in the order they first appear in the rows."""
+
+    factor: str
+    best: str
+    levels: tuple[LevelEffect, ...]
+
+    def level(self, name: str) -> LevelEffect:
+        """The level called ``name``."""
+        for effect in self.levels:
+            if effect.level == name:
+                return effect
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class MainEffects:
+    """The additive fit y = μ + α_a + β_b + ε of a two-factor grid (see :func:`main_effects`)."""
+
+    a: FactorEffects
+    b: FactorEffects
+    higher_is_better: bool
+    confidence: float
+    bonferroni: bool
+    runs: int
+    df: int
+    residual_std: float
+
+
+def main_effects(
+    rows: Sequence[tuple[str, str, float]],
+    higher_is_better: bool,
+    factors: tuple[str, str] = ("A", "B"),
+    confidence: float = 0.95,
+    bonferroni: bool = False,
+) -> MainEffects:
+    """Least-squares fit of y = μ + α_a + β_b + ε to rows (level of A, level of B, y).
+
+    Reference coding (the first level of each factor has α = β = 0); any grid whose observed
+    cells connect all levels works, balanced or not (missing cells and seeds are fine).
+    s² = RSS / (n − p) with df = n − p, p = 1 + (|A| − 1) + (|B| − 1); a contrast c of the
+    coefficients θ has variance s²·cᵀ(XᵀX)⁻¹c and interval c·θ ± t_{1−γ/2, df}·se, γ = 1 −
+    confidence. The intervals hold one comparison at a time: with k levels, some difference to
+    the (estimated) best is resolved in pure noise far more often than γ (in about 28% of 4 × 3
+    grids with 2 seeds a cell). ``bonferroni`` widens the differences' intervals to γ/(k − 1) a
+    comparison (then about 12% of those grids, 6% a factor).
+    """
+    levels_a = list(dict.fromkeys(a for a, _, _ in rows))
+    levels_b = list(dict.fromkeys(b for _, b, _ in rows))
+    x = _design(rows, levels_a, levels_b)
+    y = np.array([value for _, _, value in rows], dtype=float)
+    if np.linalg.matrix_rank(x) < x.shape[1]:
+        raise ValueError("the observed cells do not connect every level: effects not estimable")
+    xtx_inv = np.linalg.inv(x.T @ x)
+    theta = xtx_inv @ x.T @ y
+    df = len(rows) - x.shape[1]
+    rss = float(np.sum((y - x @ theta) ** 2))
+    s2 = rss / df if df > 0 else math.nan
+    fit = _Fit(theta, s2 * xtx_inv, df, 1.0 - confidence)
+    first_a, first_b = 1, len(levels_a)  # columns of A's levels 2.., of B's levels 2..
+    counts_a = [sum(1 for a, _, _ in rows if a == level) for level in levels_a]
+    counts_b = [sum(1 for _, b, _ in rows if b == level) for level in levels_b]
+    contrasts_a = _marginal_contrasts(len(theta), first_a, len(levels_a), first_b, len(levels_b))
+    contrasts_b = _marginal_contrasts(len(theta), first_b, len(levels_b), first_a, len(levels_a))
+    return MainEffects(
+        a=_factor(factors[0], levels_a, counts_a, contrasts_a, fit, higher_is_better, bonferroni),
+        b=_factor(factors[1], levels_b, counts_b, contrasts_b, fit, higher_is_better, bonferroni),
+        higher_is_better=higher_is_better,
+        confidence=confidence,
+        bonferroni=bonferroni,
+        runs=len(rows),
+        df=df,
+        residual_std=math.sqrt(s2),
+    )
+
+
+@dataclass(frozen=True)
+class _Fit:
+    theta: np.ndarray
+    cov: np.ndarray  # s²(XᵀX)⁻¹; NaN when df <= 0
+    df: int
+    gamma: float  # 1 − confidence
+
+    def interval(self, c: np.ndarray, comparisons: int = 1) -> tuple[float, float, float]:
+        """(c·θ, low, high) with low/high = c·θ ∓ t_{1−γ/(2·comparisons), df}·sqrt(cᵀ Σ c)."""
+        value = float(c @ self.theta)
+        if self.df <= 0:
+            return value, math.nan, math.nan
+        t = t_quantile(1.0 - self.gamma / (2.0 * comparisons), self.df)
+        half = t * math.sqrt(max(float(c @ self.cov @ c), 0.0))
+        return value, value - half, value + half
+
+
+def _design(
+    rows: Sequence[tuple[str, str, float]], levels_a: list[str], levels_b: list[str]
+) -> np.ndarray:
+    """X (n × p): intercept, indicators of A's levels 2.., indicators of B's levels 2..."""
+    x = np.zeros((len(rows), len(levels_a) + len(levels_b) - 1))
+    x[:, 0] = 1.0
+    for i, (a, b, _) in enumerate(rows):
+        ia, ib = levels_a.index(a), levels_b.index(b)
+        if ia > 0:
+            x[i, ia] = 1.0
+        if ib > 0:
+            x[i, len(levels_a) - 1 + ib] = 1.0
+    return x
+
+
+def _marginal_contrasts(
+    p: int, first: int, count: int, other_first: int, other_count: int
+) -> np.ndarray:
+    """Row k: the coefficients of μ + (this factor's level k) + mean of the other's levels."""
+    c = np.zeros((count, p))
+    c[:, 0] = 1.0
+    for k in range(1, count):
+        c[k, first + k - 1] = 1.0
+    c[:, other_first : other_first + other_count - 1] += 1.0 / other_count
+    return c
+
+
+def _factor(
+    name: str,
+    levels: list[str],
+    counts: list[int],
+    contrasts: np.ndarray,
+    fit: _Fit,
+    higher_is_better: bool,
+    bonferroni: bool,
+) -> FactorEffects:
+    means = contrasts @ fit.theta
+    best = int(np.argmax(means) if higher_is_better else np.argmin(means))
+    comparisons = max(len(levels) - 1, 1) if bonferroni else 1
+    effects = []
+    for k, level in enumerate(levels):
+        mean, mean_low, mean_high = fit.interval(contrasts[k])
+        diff, low, high = fit.interval(contrasts[k] - contrasts[best], comparisons)
+        resolved = k != best and (low > 0.0 or high < 0.0)
+        effects.append(
+            LevelEffect(level, counts[k], mean, mean_low, mean_high, diff, low, high, resolved)
+        )
+    return FactorEffects(name, levels[best], tuple(effects))
+
+
+# --- paired bootstrap -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemTest:
+    """One system against the baseline: BLEU, BLEU − baseline BLEU, sacrebleu's p-value.
+
+    ``bootstrap_mean`` ± ``ci_half`` is sacrebleu's 95% interval of the system's own BLEU over
+    the resamples (not of the difference); ``p_value`` is None for the baseline itself.
+    """
+
+    name: str
+    bleu: float
+    diff: float
+    p_value: float | None
+    bootstrap_mean: float
+    ci_half: float
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """sacrebleu's paired bootstrap of each system against ``baseline`` (first in ``systems``)."""
+
+    baseline: str
+    samples: int
+    seed: int
+    segments: int
+    signature: str
+    systems: tuple[SystemTest, ...]
+
+    def system(self, name: str) -> SystemTest:
+        """The test of the system called ``name``."""
+        for test in self.systems:
+            if test.name == name:
+                return test
+        raise KeyError(name)
+
+
+def paired_bootstrap(
+    refs: list[str],
+    systems: dict[str, list[str]],
+    baseline: str,
+    samples: int = 1000,
+    seed: int = 12345,
+) -> PairedBootstrap:
+    """Paired bootstrap resampling (Koehn 2004) of BLEU, sacrebleu.significance.PairedTest("bs").
+
+    sacrebleu resamples the segments with replacement ``samples`` times (the same indices for
+    every system), and p = (#{|Δ*| − mean|Δ*| > |Δ|} + 1) / (samples + 1) with Δ = BLEU(system)
+    − BLEU(baseline) and Δ* its resampled values. Where Δ = 0 exactly (e.g. identical output)
+    sacrebleu's strict ">" gives p = 1/(samples + 1); that case is reported as p = 1.
+
+    Several seeds: pass each system's test outputs of seeds 1..k concatenated in seed order and
+    ``refs`` repeated k times the same way; the segments are then (seed, sentence) pairs,
+    resampled independently of each other.
+    """
+    if baseline not in systems:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems")
+    if any(len(hyps) != len(refs) for hyps in systems.values()):
+        raise ValueError("every system needs one hypothesis per reference")
+    if samples < 1 or seed < 1:
+        raise ValueError("samples and seed must be >= 1 (sacrebleu reads seed 0 as unseeded)")
+    named: list[tuple[str, Sequence[str]]] = [(baseline, systems[baseline])]
+    named += [(name, hyps) for name, hyps in systems.items() if name != baseline]
+    with _sacrebleu_seed(seed):
+        test = PairedTest(named, {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=samples)
+        signatures, scores = test()
+    results = [_result(item) for item in scores["BLEU"]]
+    base = results[0].score
+    tests = tuple(
+        _system_test(name, result, base, first=i == 0)
+        for i, ((name, _), result) in enumerate(zip(named, results))
+    )
+    return PairedBootstrap(baseline, samples, seed, len(refs), str(signatures["BLEU"]), tests)
+
+
+@contextmanager
+def _sacrebleu_seed(seed: int) -> Iterator[None]:
+    """PairedTest reads its seed from SACREBLEU_SEED: set it for the test, then restore it."""
+    before = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = before
+
+
+def _result(item: str | Result) -> Result:
+    if not isinstance(item, Result):
+        raise TypeError(f"unexpected sacrebleu result {item!r}")
+    return item
+
+
+def _system_test(name: str, result: Result, base: float, first: bool) -> SystemTest:
+    diff = result.score - base
+    p = None if first else (1.0 if diff == 0.0 else _float(result.p_value))
+    mean, half = _float(result.mean), _float(result.ci)
+    return SystemTest(name, float(result.score), float(diff), p, mean, half)
+
+
+def _float(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+# --- the paragraph --------------------------------------------------------------------------
+
+
+def paragraph(
+    effects: MainEffects,
+    measure: str,
+    bootstrap: PairedBootstrap | None = None,
+    alpha: float = 0.05,
+    digits: int = 2,
+) -> str:
+    """One paragraph from the numbers: each factor's best level with its interval, which
+    differences to it are resolved (interval excludes 0) and which not, the residual std, and
+    which systems the paired bootstrap separates from its baseline (p < alpha) and which not."""
+    sentences = [_fit_sentence(effects, measure, digits)]
+    sentences += [_factor_sentence(f, effects, digits) for f in (effects.a, effects.b)]
+    if bootstrap is not None:
+        sentences.append(_bootstrap_sentence(bootstrap, alpha, digits))
+    return " ".join(sentences)
+
+
+def _num(value: float, digits: int, sign: bool = False) -> str:
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _fit_sentence(effects: MainEffects, measure: str, digits: int) -> str:
+    direction = "higher" if effects.higher_is_better else "lower"
+    fit = (
+        f"On {measure} ({direction} is better), an additive fit of {effects.a.factor} and "
+        f"{effects.b.factor} to {effects.runs} runs"
+    )
+    if effects.df <= 0:
+        return f"{fit} leaves no residual degrees of freedom, so it gives no intervals."
+    return (
+        f"{fit} leaves a residual std of {_num(effects.residual_std, digits)} "
+        f"({effects.df} degrees of freedom); intervals are {effects.confidence:.0%}"
+        + (
+            ", those of differences Bonferroni-adjusted within each factor."
+            if effects.bonferroni
+            else "."
+        )
+    )
+
+
+def _factor_sentence(factor: FactorEffects, effects: MainEffects, digits: int) -> str:
+    best = factor.level(factor.best)
+    head = f"The best {factor.factor} is {factor.best} at {_num(best.mean, digits)}"
+    if effects.df > 0:
+        head += f" ({_num(best.mean_low, digits)} to {_num(best.mean_high, digits)})"
+    others = [e for e in factor.levels if e.level != factor.best]
+    if not others:
+        return head + f"; it is the only {factor.factor}."
+    resolved = [e for e in others if e.resolved]
+    unresolved = [e for e in others if not e.resolved]
+    if not resolved:
+        return f"{head}; no difference to it is resolved: {_differences(others, effects, digits)}."
+    parts = [head, "resolved differences to it: " + _differences(resolved, effects, digits)]
+    if unresolved:
+        parts.append("not resolved: " + _differences(unresolved, effects, digits))
+    return "; ".join(parts) + "."
+
+
+def _differences(levels: list[LevelEffect], effects: MainEffects, digits: int) -> str:
+    if effects.df <= 0:
+        return ", ".join(f"{e.level} {_num(e.diff, digits, sign=True)}" for e in levels)
+    return ", ".join(
+        f"{e.level} {_num(e.diff, digits, sign=True)} "
+        f"({_num(e.diff_low, digits, sign=True)} to {_num(e.diff_high, digits, sign=True)})"
+        for e in levels
+    )
+
+
+def _bootstrap_sentence(bootstrap: PairedBootstrap, alpha: float, digits: int) -> str:
+    base = bootstrap.system(bootstrap.baseline)
+    others = [s for s in bootstrap.systems if s.p_value is not None]
+    head = (
+        f"A paired bootstrap of BLEU (sacrebleu, {bootstrap.samples} resamples of "
+        f"{bootstrap.segments} segments) against {bootstrap.baseline} "
+        f"(BLEU {_num(base.bleu, digits)})"
+    )
+    if not others:
+        return head + " has nothing to compare."
+    separated = [s for s in others if s.p_value is not None and s.p_value < alpha]
+    kept = [s for s in others if s not in separated]
+    if not separated:
+        return f"{head} separates nothing from it at p < {alpha:g}: {_tests(kept, digits)}."
+    text = f"{head} separates from it at p < {alpha:g}: {_tests(separated, digits)}"
+    return text + (f"; not resolved: {_tests(kept, digits)}." if kept else ".")
+
+
+def _tests(tests: list[SystemTest], digits: int) -> str:
+    return ", ".join(
+        f"{s.name} {_num(s.diff, digits, sign=True)} (p = {s.p_value:.3f})" for s in tests
+    )

@@ -1,0 +1,130 @@
+"""experiments/attention_measures.py: what the attention table adds to a run's record
+(collapse share and the cross map of a kept ``.attn.json``, the last validation's entropy,
+kept test hypotheses, silver AER through evaluate.py), on hand-made inputs; no training."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordWriter
+from experiments import attention_measures as am
+from experiments.attention_table import collapsed_text
+
+# ---- collapse share and the fixed sentence's cross map ---------------------------------------
+
+
+def test_collapse_share_of_hand_made_maps() -> None:
+    one_column = [[0.1, 0.8, 0.1], [0.0, 0.6, 0.4], [0.3, 0.4, 0.3]]  # every row peaks on 1
+    assert am.collapse_share(one_column) == 1.0
+    three_of_four = [[0.9, 0.1], [0.7, 0.3], [0.2, 0.8], [0.6, 0.4]]
+    assert am.collapse_share(three_of_four) == 0.75
+    diagonal = [[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.05, 0.05, 0.9]]
+    assert am.collapse_share(diagonal) == pytest.approx(1 / 3)
+    assert math.isnan(am.collapse_share([]))
+    assert math.isnan(am.collapse_share([[], []]))  # rows without source columns
+    # the flag is strictly more than COLLAPSED: 4 of 5 rows is not collapsed
+    four_of_five = [[1.0, 0.0]] * 4 + [[0.0, 1.0]]
+    assert am.collapse_share(four_of_five) == pytest.approx(am.COLLAPSED)
+    assert collapsed_text([am.collapse_share(four_of_five)]) == "no (0.80)"
+    assert collapsed_text([0.8, am.collapse_share(one_column)]) == "yes (0.80, 1.00)"
+    assert collapsed_text([]) == "–"
+
+
+def test_cross_map_of_an_rnn_map_is_the_map() -> None:
+    rnn = {"layer": None, "maps": {"cross": [[1, 0, 0], [0.25, 0.5, 0.25]]}}  # [T=2][S=3]
+    assert am.cross_map(rnn) == [[1.0, 0.0, 0.0], [0.25, 0.5, 0.25]]
+    assert all(isinstance(x, float) for row in am.cross_map(rnn) for x in row)
+
+
+@pytest.mark.parametrize("layer", [0, 1])  # layer 0 is a Transformer's too (not "no layer")
+def test_cross_map_of_a_transformer_is_the_mean_of_its_heads(layer: int) -> None:
+    heads = [  # [H=2][T=2][S=3]
+        [[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]],
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+    ]
+    transformer = {"layer": layer, "maps": {"cross": heads, "self": [[[1.0]]]}}
+    assert am.cross_map(transformer) == [[0.5, 0.5, 0.0], [0.0, 0.25, 0.75]]  # by hand
+    assert am.collapse_share(am.cross_map(transformer)) == 0.5  # peaks: columns 0 and 2
+
+
+# ---- hypotheses, entropy, silver AER ------------------------------------------------------------
+
+
+def test_hypotheses_round_trip_and_none_without_a_test_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    target = tmp_path / "ledger" / "attention-x-seed1-abc.test.txt.xz"
+    assert am.keep_hypotheses(run, target) is None and not target.exists()
+    (run / "hyps").mkdir(parents=True)
+    lines = ["Low flying aircraft are a nuisance.", "Ärger für die Anrainer", ""]
+    (run / "hyps" / "test.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert am.keep_hypotheses(run, target) == target
+    assert target.read_bytes()[:6] == b"\xfd7zXZ\x00"  # xz
+    assert am.read_hypotheses(target) == lines
+
+
+def fake_run(run_dir: Path, entropies: list[Any]) -> Path:
+    """A run record (as train.py writes it) with one validation per entropy value (None:
+    the event has no attention_entropy_norm)."""
+    run_dir.mkdir(parents=True)
+    writer = RecordWriter(RunDir(run_dir), None, {"params": 1000, "device": "cpu"})
+    writer.event("start", 0)
+    for i, h in enumerate(entropies):
+        more = {} if h is None else {"attention_entropy_norm": h}
+        writer.event("valid", 2 * (i + 1), epoch=0, minutes=0.1, nll=3.0, bleu=1.0, **more)
+    writer.update(status="finished", reason="max_steps", step=2 * len(entropies), minutes=0.2)
+    return run_dir
+
+
+def test_last_entropy_is_the_last_validations_cross_entropy(tmp_path: Path) -> None:
+    run = fake_run(tmp_path / "a", [{"cross": 0.9}, {"cross": 0.42, "cross/layer0": 0.7}])
+    assert am.last_entropy(run) == 0.42
+    assert am.last_entropy(fake_run(tmp_path / "b", [{"cross": 0.3}, None])) is None
+    assert am.last_entropy(fake_run(tmp_path / "c", [])) is None
+    assert am.last_entropy(fake_run(tmp_path / "d", [{"self/layer0": 0.3}])) is None
+
+
+def test_silver_scores_none_for_a_corpus_without_silver(tmp_path: Path, monkeypatch) -> None:
+    def no_run(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("evaluate.py must not run without silver alignments")
+
+    monkeypatch.setattr(am.subprocess, "run", no_run)
+    assert "toy_reverse" not in am.SILVER
+    assert am.silver_scores(tmp_path, "toy_reverse") is None
+    monkeypatch.setitem(am.SILVER, "ding_de_en", tmp_path / "missing.align")
+    assert am.silver_scores(tmp_path, "ding_de_en") is None
+
+
+def test_silver_scores_read_what_evaluate_py_writes(tmp_path: Path, monkeypatch) -> None:
+    """The command a user would type; the AER fields of its scores.json (rounded); None when
+    it fails."""
+    gold = tmp_path / "toy.silver.align"
+    gold.write_text("0-0\n", encoding="utf-8")
+    run = tmp_path / "run"
+    calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def evaluate(cmd: list[str], cwd: Path, env: dict[str, str], **kwargs: Any) -> Any:
+        calls.append((cmd, env))
+        out = run / "eval" / "best-5-test-beam1-0123abcd"
+        out.mkdir(parents=True, exist_ok=True)
+        entry = {"bleu": 3.0, "aer": 0.312345, "aer_precision": 0.7, "aer_recall": 0.654321}
+        (out / "scores.json").write_text(json.dumps({"best-5-test-beam1": entry}))
+        return subprocess.CompletedProcess(cmd, returncode, "", "")
+
+    monkeypatch.setattr(am.subprocess, "run", evaluate)
+    monkeypatch.setitem(am.SILVER, "toy_silver", gold)
+    returncode = 0
+    got = am.silver_scores(run, "toy_silver", threads=3)
+    assert got == {"aer": 0.3123, "precision": 0.7, "recall": 0.6543}
+    ((cmd, env),) = calls
+    assert cmd[1:] == ["evaluate.py", f"ckpt={run}", "split=test", "beam=1",
+                       f"gold_alignments={gold}"]  # fmt: skip
+    assert env["OMP_NUM_THREADS"] == "3"
+    returncode = 1
+    assert am.silver_scores(run, "toy_silver") is None
