@@ -25,7 +25,8 @@ composed as train.py composes it, so the benches use the real defaults). Parts
 * ``decode``:    incremental decoding (K/V cache) vs recomputing the prefix each step;
 * ``data``:      pairs/s of reading, cleaning and encoding the corpus, and of batching;
 * ``kernels``:   attnmt's dropout and smoothed cross-entropy vs torch's;
-* ``ct2``:       attnmt vs its CTranslate2 export (needs attnmt[ct2]).
+* ``ct2``:       attnmt vs its CTranslate2 export (fp32, int8), greedy and beam 5 batched on
+  the same model and sentences, the RNN decoders timed beside them (needs attnmt[ct2]).
 
 The corpus comes through the trainer's data path; when it is not prepared under
 data.root (``make data``) nothing is downloaded: the toy_reverse task, generated in a

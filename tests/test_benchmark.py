@@ -123,6 +123,29 @@ def test_quick_benchmark_uses_a_prepared_corpus(tmp_path: Path) -> None:
     assert {r["bench"] for r in report["rows"]} == {"train"}
 
 
+def test_quick_ct2_bench_reports_greedy_and_beam5_with_the_rnn_decoders(tmp_path: Path) -> None:
+    """attnmt against CTranslate2 fp32 (and int8) on the same sentences, greedy and beam 5,
+    with the two RNN decoders timed in the same rounds; greedy outputs agree."""
+    pytest.importorskip("ctranslate2")
+    rows = _rows(_run(tmp_path, "--benches", "ct2"), "ct2")
+    models = {m for m, _ in rows}
+    assert models == {"transformer_tiny greedy 4x8", "transformer_tiny beam5 4x8"}
+    for model in models:
+        assert {v for m, v in rows if m == model} == {
+            "attnmt",
+            "ct2_fp32",
+            "ct2_int8",
+            "attnmt rnn_luong",
+            "attnmt rnn_bahdanau",
+        }
+        for variant in ("ct2_fp32", "attnmt rnn_luong", "attnmt rnn_bahdanau"):
+            _positive(rows[model, variant], "speedup", "sentences_per_sec")
+        assert 0 <= rows[model, "ct2_fp32"]["same_output"] <= 1
+        assert "same_output" not in rows[model, "attnmt rnn_luong"]  # another model
+    assert rows["transformer_tiny greedy 4x8", "ct2_fp32"]["same_output"] == 1.0
+    assert rows["transformer_tiny beam5 4x8", "attnmt"]["beam"] == 5
+
+
 def test_options_and_the_report_header() -> None:
     """Fast: --quick's sizes, overrides anywhere, and the machine line heading the report."""
     args = benchmark.parse_args(["--quick", "--benches", "matmul", "data=toy_reverse"])

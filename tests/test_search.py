@@ -9,7 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from attnmt import BOS_ID, EOS_ID, PAD_ID
+from attnmt.batch import Batch
 from attnmt.data.batching import make_batch
+from attnmt.decode.ensemble import Ensemble
 from attnmt.decode.search import (
     Hypothesis,
     beam_search,
@@ -21,7 +23,7 @@ from attnmt.decode.search import (
 )
 from attnmt.errors import ConfigError
 from attnmt.models.attention import masked_softmax
-from attnmt.models.base import Seq2Seq, State
+from attnmt.models.base import Seq2Seq, State, select_state
 
 A, B = 4, 5  # the two "real" pieces of the Markov toy (V = 6)
 
@@ -343,3 +345,31 @@ def test_real_models_batched_equals_single_and_beam1_equals_greedy(name: str) ->
         for h in (g1, *b1):
             assert h.finished or len(h.tokens) == len(src) + 1 + 3
             assert h.attention.shape == (len(h.tokens) + int(h.finished), len(src) + 1)
+
+
+def _searches(net: Seq2Seq, batch: Batch) -> list[list[Hypothesis]]:
+    """Greedy (as one-element lists) and beam-3 3-best hypotheses of every sentence."""
+    greedy = [[h] for h in greedy_search(net, batch, max_len_a=1.5, max_len_b=4)]
+    return greedy + beam_search(net, batch, beam_size=3, max_len_a=1.5, max_len_b=4, n_best=3)
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
+def test_model_reorder_equals_plain_select_state(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The searches' reorders through ``model.reorder_state`` (source side kept within a
+    sentence's beams, the Transformer's caches gathered into buffers with room) give
+    exactly the outputs of reordering every leaf with select_state."""
+    model = _real(name)
+    batch = make_batch([*SOURCES, [5, 6, 7, 8, 9, 10, 11, 12], [4]])
+    for net in (model, Ensemble([model, _real("transformer")])):
+        fast = _searches(net, batch)
+        with monkeypatch.context() as patch:
+            patch.setattr(
+                net, "reorder_state", lambda state, index, _=None: select_state(state, index)
+            )
+            plain = _searches(net, batch)
+        assert [[h.tokens for h in hs] for hs in fast] == [[h.tokens for h in hs] for hs in plain]
+        assert [[h.score for h in hs] for hs in fast] == [[h.score for h in hs] for hs in plain]
+        for hs, ps in zip(fast, plain):
+            assert all(torch.equal(h.attention, p.attention) for h, p in zip(hs, ps))

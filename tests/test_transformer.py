@@ -252,3 +252,103 @@ def test_every_variant_is_padding_invariant_causal_and_normalised(overrides: dic
                 continue
             assert weights[~real_src[:, None, None, :].expand_as(weights)].eq(0).all(), name
             torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
+
+
+# ------------------------------------------------------ cache buffers (decoding)
+
+
+def _steps(model: Transformer, state: dict, tokens: torch.Tensor, copy: bool) -> list:
+    """decode_step over tokens [B,T]; ``copy``: hand each step a select_state copy of the
+    state (contiguous caches with no room: the appending-by-copy path)."""
+    outs = []
+    for t in range(tokens.size(1)):
+        if copy:
+            state = select_state(state, torch.arange(tokens.size(0)))
+        log_probs, state, attn = model.decode_step(state, tokens[:, t])
+        outs.append((log_probs, attn))
+    return outs
+
+
+@torch.no_grad()
+def test_cache_appends_in_place_and_equals_appending_by_copy() -> None:
+    model, b = _model(), _batch()
+    tokens = torch.randint(4, 20, (2, 20), generator=torch.Generator().manual_seed(0))
+    start = model.init_state(model.encode(b.src, b.src_pad_mask), b.src_pad_mask)
+    state, ptrs = start, []
+    for t in range(tokens.size(1)):
+        _, state, _ = model.decode_step(state, tokens[:, t])
+        assert state["self_k"][1].shape == (2, 2, t + 1, 8)
+        ptrs.append(state["self_v"][1].untyped_storage().data_ptr())
+    # the first step allocates room for 16 positions, the 17th doubles it: two buffers
+    assert len(set(ptrs[:16])) == 1 and len(set(ptrs)) == 2
+    in_place = _steps(model, start, tokens, copy=False)
+    copied = _steps(model, start, tokens, copy=True)
+    for (lp, attn), (lp_c, attn_c) in zip(in_place, copied):
+        assert torch.equal(lp, lp_c) and torch.equal(attn, attn_c)
+
+
+@torch.no_grad()
+def test_stepping_an_older_state_again_leaves_the_newer_one_intact() -> None:
+    model, b = _model(), _batch()
+    state0 = model.init_state(model.encode(b.src, b.src_pad_mask), b.src_pad_mask)
+    _, state1, _ = model.decode_step(state0, torch.tensor([5, 6]))
+    _, state2, _ = model.decode_step(state1, torch.tensor([7, 8]))
+    saved = [k.clone() for k in state2["self_k"]]
+    lp_again, _, _ = model.decode_step(state1, torch.tensor([9, 10]))  # state1 a second time
+    assert all(torch.equal(k, s) for k, s in zip(state2["self_k"], saved))
+    lp_copy, _, _ = model.decode_step(select_state(state1, torch.arange(2)), torch.tensor([9, 10]))
+    assert torch.equal(lp_again, lp_copy)
+    lp2, _, _ = model.decode_step(state2, torch.tensor([9, 10]))
+    lp2_copy, _, _ = model.decode_step(select_state(state2, torch.arange(2)), torch.tensor([9, 10]))
+    assert torch.equal(lp2, lp2_copy)
+
+
+@torch.no_grad()
+def test_reorder_state_equals_select_state_and_keeps_the_source_side() -> None:
+    model, b = _model(), _batch()
+    state = model.init_state(model.encode(b.src, b.src_pad_mask), b.src_pad_mask)
+    expand = torch.tensor([0, 0, 0, 1, 1, 1])  # two sentences, three beams each
+    state = model.reorder_state(state, expand, expand)
+    for t in range(3):
+        _, state, _ = model.decode_step(state, torch.tensor([5, 6, 7, 8, 9, 10]) + t)
+    within = torch.tensor([2, 0, 0, 5, 3, 4])  # every row stays with its sentence
+    kept = model.reorder_state(state, within)
+    plain = select_state(state, within)
+    assert kept["cross_k"][0] is state["cross_k"][0]  # the source side is not copied
+    assert kept["self_k"][0].shape == plain["self_k"][0].shape == (6, 2, 3, 8)
+    dropped = model.reorder_state(state, torch.tensor([5, 3, 4]), torch.tensor([3, 4, 5]))
+    assert torch.equal(dropped["cross_v"][1], state["cross_v"][1][3:])
+    prev = torch.tensor([11, 12, 13, 14, 15, 16])
+    for reordered, rows in ((kept, within), (dropped, torch.tensor([5, 3, 4]))):
+        expected = select_state(state, rows)
+        for key in ("self_k", "self_v", "cross_k", "cross_v"):
+            assert all(torch.equal(x, y) for x, y in zip(reordered[key], expected[key]))
+        lp, _, attn = model.decode_step(reordered, prev[: len(rows)])
+        lp_plain, _, attn_plain = model.decode_step(expected, prev[: len(rows)])
+        assert torch.equal(lp, lp_plain) and torch.equal(attn, attn_plain)
+
+
+def test_decoding_with_autograd_never_writes_into_a_cache() -> None:
+    """With grad enabled the caches grow by concatenation (autograd saved the old ones), so
+    backward through several steps and a reorder works and matches the no-grad values."""
+    model, b = _model(), _batch()
+    state = model.init_state(model.encode(b.src, b.src_pad_mask), b.src_pad_mask)
+    state = model.reorder_state(state, torch.tensor([0, 0, 1]), torch.tensor([0, 0, 1]))
+    total = torch.zeros(())
+    for t in range(4):
+        log_probs, state, _ = model.decode_step(state, torch.tensor([5, 6, 7]) + t)
+        total = total + log_probs[:, 4 + t].sum()
+        if t % 2:  # two steps in a row, then a reorder
+            state = model.reorder_state(state, torch.tensor([1, 0, 2]))
+    total.backward()
+    assert model.tgt_embed.weight.grad is not None
+    with torch.no_grad():
+        state = model.init_state(model.encode(b.src, b.src_pad_mask), b.src_pad_mask)
+        state = model.reorder_state(state, torch.tensor([0, 0, 1]), torch.tensor([0, 0, 1]))
+        expected = torch.zeros(())
+        for t in range(4):
+            log_probs, state, _ = model.decode_step(state, torch.tensor([5, 6, 7]) + t)
+            expected = expected + log_probs[:, 4 + t].sum()
+            if t % 2:
+                state = model.reorder_state(state, torch.tensor([1, 0, 2]))
+    assert torch.equal(total.detach(), expected)

@@ -1,8 +1,16 @@
-"""Greedy decoding of the same sentences by attnmt and by its CTranslate2 export (fp32,
-and int8 on CPU), sentences/s and the share of identical outputs; ``speedup`` =
-t_attnmt / t_ct2. A random model of the configured preset and random sentences by default,
-``--ct2-ckpt RUN`` for a trained model's test sentences (text to text). Needs
-``pip install 'attnmt[ct2]'``; left out of the default benches without it."""
+"""Greedy and beam-5 decoding of the same sentences, batched, by attnmt and by its
+CTranslate2 export (fp32, and int8 on CPU): sentences/s and the share of outputs identical to
+attnmt's; ``speedup`` = t_attnmt / t_variant per interleaved round (the ct2_fp32 row's is
+the issue's ratio). A random model of the configured preset and random sentences by default,
+with attnmt's two RNN decoders (rnn_luong, rnn_bahdanau at their presets, random weights, the
+same sentences and vocabulary) timed in the same rounds beside them: CTranslate2 cannot run
+them, so their ``speedup`` is over the Transformer's attnmt time. ``--ct2-ckpt RUN`` decodes a
+trained model's test sentences instead (text to text, no RNN rows). Random weights rarely
+emit EOS, so every system decodes to the length limit floor(1.5·|x| + 10) (|x| with EOS).
+Beam search: attnmt's GNMT length penalty (alpha 0.6) and CTranslate2's own (an exponent on
+the length) may rank beams differently, so beam outputs need not all agree (the note says
+how many do). Needs ``pip install 'attnmt[ct2]'``; left out of the default benches
+without it."""
 
 from __future__ import annotations
 
@@ -19,11 +27,18 @@ from attnmt.data.batching import make_batch
 from attnmt.models.registry import build_model
 from attnmt.schema import plain
 
+from .decoding import SEARCHES
 from .measure import Row, compare, skipped
 from .workload import is_transformer, run_config
 
 if TYPE_CHECKING:
     from .context import Context
+
+
+RNN_PRESETS = ("rnn_luong", "rnn_bahdanau")
+"""attnmt's RNN decoders timed beside the Transformer (random weights, their presets)."""
+ALPHA = 0.6
+"""Beam search's length penalty: attnmt's default ``decode.alpha``, given to both systems."""
 
 
 def _variants(device: torch.device) -> list[tuple[str, str]]:
@@ -54,13 +69,20 @@ def bench_ct2(ctx: Context) -> list[Row]:
 
 
 def _bench_preset(ctx: Context, mcfg: dict[str, Any], preset: str, out: Path) -> list[Row]:
-    """A randomly initialised preset and random sentences, piece ids in and out."""
+    """A randomly initialised preset and random sentences, piece ids in and out; greedy and
+    beam 5, with the RNN presets' attnmt decoding in the same rounds."""
     from attnmt.decode import ct2
-    from attnmt.decode.search import greedy_search
+    from attnmt.decode.search import translate_batch
 
     args, device = ctx.args, ctx.device
     torch.manual_seed(0)
     model = build_model(mcfg, args.vocab, args.vocab, True).to(device).eval()
+    models = {"attnmt": model}
+    for name in RNN_PRESETS:
+        torch.manual_seed(0)
+        rnn_cfg = plain(run_config([f"model={name}"])[0].model)
+        rnn = build_model(rnn_cfg, args.vocab, args.vocab, True)
+        models[f"attnmt {name}"] = rnn.to(device).eval()
     vocab = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, args.vocab)]
     index = {p: i for i, p in enumerate(vocab)}
     ct2.save_spec(ct2.build_spec(model, vocab, vocab), out)
@@ -70,13 +92,15 @@ def _bench_preset(ctx: Context, mcfg: dict[str, Any], preset: str, out: Path) ->
     pieces = [[vocab[i] for i in s] for s in src.tolist()]
     limit = math.floor(1.5 * (args.length + 1) + 10)  # attnmt's default a·|x| + b
 
-    def attnmt_fn() -> list[list[int]]:
-        return [h.tokens for h in greedy_search(model, batch, 1.5, 10)]
+    def attnmt_fn(net: Any, beam: int) -> list[list[int]]:
+        hyps = translate_batch(net, batch, beam, alpha=ALPHA, max_len_a=1.5, max_len_b=10)
+        return [h.tokens for h in hyps]
 
-    def ct2_fn(translator: Any) -> list[list[int]]:
+    def ct2_fn(translator: Any, beam: int) -> list[list[int]]:
         found = translator.translate_batch(
             pieces,
-            beam_size=1,
+            beam_size=beam,
+            length_penalty=ALPHA if beam > 1 else 0.0,
             max_decoding_length=limit,
             min_decoding_length=0,
             max_input_length=0,
@@ -84,12 +108,25 @@ def _bench_preset(ctx: Context, mcfg: dict[str, Any], preset: str, out: Path) ->
         return [[index[p] for p in r.hypotheses[0]] for r in found]
 
     threads = torch.get_num_threads()
-    variants: dict[str, Callable[[], list[list[int]]]] = {"attnmt": attnmt_fn}
-    for name, compute_type in _variants(device):
-        translator = ct2.open_ct2(out, threads, device=device.type, compute_type=compute_type)
-        variants[name] = functools.partial(ct2_fn, translator)
-    base = {"bench": "ct2", "model": f"{preset} {len(pieces)}x{args.length}"}
-    return _rows(compare(base, variants, device, args), variants, len(pieces))
+    translators = {
+        name: ct2.open_ct2(out, threads, device=device.type, compute_type=compute_type)
+        for name, compute_type in _variants(device)
+    }
+    rows: list[Row] = []
+    for label, beam in SEARCHES.items():
+        variants: dict[str, Callable[[], list[list[int]]]] = {
+            "attnmt": functools.partial(attnmt_fn, model, beam)
+        }
+        for name, translator in translators.items():
+            variants[name] = functools.partial(ct2_fn, translator, beam)
+        for name, net in models.items():
+            variants.setdefault(name, functools.partial(attnmt_fn, net, beam))
+        base = {"bench": "ct2", "model": f"{preset} {label} {len(pieces)}x{args.length}"}
+        found = _rows(compare(base, variants, device, args), variants, len(pieces))
+        for row in found:
+            row["beam"] = beam
+        rows += found
+    return rows
 
 
 def _bench_checkpoint(ctx: Context, tmp: Path) -> list[Row]:
@@ -100,27 +137,43 @@ def _bench_checkpoint(ctx: Context, tmp: Path) -> list[Row]:
     from attnmt.decode.translator import load_translator
 
     args, device = ctx.args, ctx.device
-    decode = DecodeConfig(beam=1)
+    decode = DecodeConfig(beam=1, alpha=ALPHA)
     attnmt_tr = load_translator(args.ct2_ckpt, str(device), decode)
     lines = prepare_corpus(attnmt_tr.config["data"]).read("test")[0][: args.ct2_sentences]
     ct2.export(args.ct2_ckpt, tmp / "model")
-    variants: dict[str, Callable[[], list[str]]] = {"attnmt": lambda: attnmt_tr.translate(lines)}
     threads = torch.get_num_threads()
-    for name, compute_type in _variants(device):
-        tr = ct2.load_ct2_translator(tmp / "model", str(device), decode, compute_type, threads)
-        variants[name] = functools.partial(tr.translate, lines)
-    base = {"bench": "ct2", "model": f"{Path(args.ct2_ckpt).name} test[:{len(lines)}]"}
-    return _rows(compare(base, variants, device, args), variants, len(lines))
+    ct2_trs = {
+        name: ct2.load_ct2_translator(tmp / "model", str(device), decode, compute_type, threads)
+        for name, compute_type in _variants(device)
+    }
+    rows: list[Row] = []
+    for label, beam in SEARCHES.items():
+        variants: dict[str, Callable[[], list[str]]] = {
+            "attnmt": functools.partial(attnmt_tr.translate, lines, beam=beam)
+        }
+        for name, tr in ct2_trs.items():
+            variants[name] = functools.partial(tr.translate, lines, beam=beam)
+        name = Path(args.ct2_ckpt).name
+        base = {"bench": "ct2", "model": f"{name} {label} test[:{len(lines)}]"}
+        found = _rows(compare(base, variants, device, args), variants, len(lines))
+        for row in found:
+            row["beam"] = beam
+        rows += found
+    return rows
 
 
 def _rows(rows: list[Row], variants: dict[str, Callable[[], list]], n: int) -> list[Row]:
-    """Add sentences/s and the share of outputs equal to attnmt's to each row."""
-    outputs = {name: fn() for name, fn in variants.items()}
+    """Add sentences/s and the share of outputs equal to attnmt's to each row (the RNN
+    rows, another model, say so instead)."""
+    outputs = {name: fn() for name, fn in variants.items() if not name.startswith("attnmt ")}
     for row in rows:
         if "sec_per_step" in row:
             row["sentences"] = n
             row["sentences_per_sec"] = n / row["sec_per_step"]
             row["rate"], row["unit"] = row["sentences_per_sec"], "sent/s"
+        if row["variant"] not in outputs:
+            row["note"] = "attnmt's RNN decoder (no CTranslate2 export); speedup: over attnmt"
+            continue
         same = sum(a == b for a, b in zip(outputs["attnmt"], outputs[row["variant"]]))
         row["same_output"] = same / max(n, 1)
         row["note"] = f"{same}/{n} outputs same as attnmt"

@@ -5,8 +5,9 @@ An :class:`Ensemble` *is* a :class:`~attnmt.models.base.Seq2Seq`, so greedy and 
 ``evaluate.py`` and ``translate.py`` keep their one decoding path (the
 :class:`~attnmt.decode.translator.Translator`). Its state is one state per member,
 ``{"members": [state_1, ..., state_K]}``: each Transformer keeps its own key/value caches
-and each RNN its own hidden state, and :func:`~attnmt.models.base.select_state` reorders
-all of them together, since it maps every tensor leaf.
+and each RNN its own hidden state; :meth:`Ensemble.reorder_state` reorders them together,
+each member by its own ``reorder_state`` (and ``select_state`` would too, since it maps
+every tensor leaf).
 
 Combination: at every step the members' log-probabilities are averaged,
 
@@ -77,6 +78,13 @@ class Ensemble(Seq2Seq):
         """{"members": [state_k]}: each member's caches / hidden states, batch-first."""
         pairs = zip(self.members, memory["members"])
         return {"members": [m.init_state(mem, src_pad_mask) for m, mem in pairs]}
+
+    def reorder_state(
+        self, state: State, index: Tensor, source_index: Tensor | None = None
+    ) -> State:
+        """Each member's state by its own ``reorder_state`` (see Seq2Seq.reorder_state)."""
+        pairs = zip(self.members, state["members"])
+        return {"members": [m.reorder_state(s, index, source_index) for m, s in pairs]}
 
     def decode_step(self, state: State, prev_tokens: Tensor) -> tuple[Tensor, State, Tensor]:
         """prev_tokens [B] -> (mean log-probs [B,V] float32, new state, mean attention [B,S]);

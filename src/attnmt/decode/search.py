@@ -1,8 +1,10 @@
 """Greedy and batched beam search over the one model interface (attnmt.models.base).
 
 Both only call ``encode``, ``init_state`` and ``decode_step``, and reorder states with
-:func:`~attnmt.models.base.select_state`, so every registered model (Transformer with its
-key/value cache, RNNs with their hidden state) gets them for free.
+:meth:`~attnmt.models.base.Seq2Seq.reorder_state` (by default ``select_state``), so every
+registered model (Transformer with its key/value cache, RNNs with their hidden state) gets
+them for free. Beam search tells it when rows only move within each sentence's beams, so the
+entries that depend on the source alone (cross-attention keys/values, memory) are not copied.
 
 Conventions shared by both searches:
 
@@ -32,7 +34,7 @@ from torch import Tensor
 from attnmt import BOS_ID, EOS_ID, PAD_ID
 from attnmt.batch import Batch
 from attnmt.errors import ConfigError
-from attnmt.models.base import Seq2Seq, select_state
+from attnmt.models.base import Seq2Seq
 
 
 @dataclass
@@ -149,7 +151,7 @@ def greedy_search(
             if not alive:
                 break
             rows = torch.tensor(keep, dtype=torch.long, device=device)
-            state, best = select_state(state, rows), best.index_select(0, rows)
+            state, best = model.reorder_state(state, rows, rows), best.index_select(0, rows)
         prev = best
     return [h for h in done if h is not None]
 
@@ -167,7 +169,7 @@ def beam_search(
 ) -> list[list[Hypothesis]]:
     """Batched beam search with the GNMT length penalty; n-best lists per sentence.
 
-    The state is expanded to [B·k] rows with select_state. Each step scores every
+    The state is expanded to [B·k] rows with ``model.reorder_state``. Each step scores every
     extension ``s(y_≤t) = s(y_<t) + log p(y_t | y_<t, x)`` and takes the top 2k over
     the k beams × V pieces of a sentence: EOS candidates ranked within the top k become
     finished hypotheses with score ``s / lp(|Y|)`` (|Y| = decoder steps, EOS included);
@@ -184,7 +186,8 @@ def beam_search(
     state, src_lens, src_width = _start(model, batch)
     limits = max_lengths(batch.src_pad_mask, max_len_a, max_len_b, length_cap(model))
     n = len(batch)
-    state = select_state(state, torch.arange(n, device=device).repeat_interleave(k))
+    expand = torch.arange(n, device=device).repeat_interleave(k)
+    state = model.reorder_state(state, expand, expand)
     alive = list(range(n))  # sentence of each group of k rows
     scores = torch.full((n, k), -math.inf, device=device)  # [A,k] cumulative log-prob
     scores[:, 0] = 0.0  # all beams start identical: expand only the first one
@@ -226,6 +229,7 @@ def beam_search(
         tokens = torch.cat([tokens.index_select(0, rows), next_tokens.unsqueeze(1)], dim=1)
         attn_hist = attn_hist.index_select(0, rows)
         keep: list[int] = []
+        source_rows: Tensor | None = None  # None: every row stays with its sentence
         live = ~torch.isinf(next_scores).all(dim=1)  # [A] a sentence with a beam left
         live_cpu = live.tolist()
         for g, sent in enumerate(alive):
@@ -251,13 +255,13 @@ def beam_search(
                 break
             groups = torch.tensor(keep, dtype=torch.long, device=device)
             keep_rows = (groups.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
-            rows = rows.index_select(0, keep_rows)
+            rows, source_rows = rows.index_select(0, keep_rows), keep_rows
             tokens, attn_hist = (
                 tokens.index_select(0, keep_rows),
                 attn_hist.index_select(0, keep_rows),
             )
             next_scores = next_scores.index_select(0, groups)
-        state = select_state(state, rows)
+        state = model.reorder_state(state, rows, source_rows)
         scores = next_scores
     for sent, hyps in enumerate(finished):
         if not hyps:  # only if every continuation had probability 0

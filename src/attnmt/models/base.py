@@ -14,15 +14,18 @@ and implements:
   ``"cross"`` [B,T,S] always; Transformers add ``"cross/layer{i}"`` [B,H,T,S],
   ``"self/layer{i}"`` [B,H,T,T] (decoder) and ``"enc_self/layer{i}"`` [B,H,S,S].
 
-Beam search reorders or expands a state with :func:`map_state` (``index_select`` on
-dim 0 of every leaf), so models never need their own reorder code.
+The searches reorder, expand or drop a state's rows with :meth:`Seq2Seq.reorder_state`:
+by default :func:`select_state` (``index_select`` on dim 0 of every leaf), so models never
+need their own reorder code. A model may name the entries that depend on the source sentence
+alone (``source_state``: memory, its projected keys, the mask), which a reorder within each
+sentence's beams leaves as they are instead of copying them.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from torch import Tensor, nn
 
@@ -75,6 +78,31 @@ class Seq2Seq(nn.Module, ABC):
 
     #: registry name, set by the registry; stored in checkpoints
     name: str = ""
+    #: state entries that depend on the source sentence alone (equal in every beam of one
+    #: sentence): :meth:`reorder_state` selects them with ``source_index`` only
+    source_state: ClassVar[tuple[str, ...]] = ()
+
+    def reorder_state(
+        self, state: State, index: Tensor, source_index: Tensor | None = None
+    ) -> State:
+        """The state whose row i is row ``index[i]`` of ``state`` (reorder, expand, drop).
+
+        ``source_index`` [B'] is a hint for the :attr:`source_state` entries: row
+        ``index[i]`` belongs to the same sentence as row ``source_index[i]``; None means
+        to the same sentence as row i (a reorder within each sentence's beams, row count
+        unchanged), so those entries are kept as they are. Every other entry:
+        :func:`select_state` with ``index``. The result equals ``select_state(state,
+        index)`` whenever the hint is true.
+        """
+        out = {}
+        for key, value in state.items():
+            if key not in self.source_state:
+                out[key] = select_state(value, index)
+            elif source_index is not None:
+                out[key] = select_state(value, source_index)
+            else:
+                out[key] = value
+        return out
 
     def max_target_length(self) -> int:
         """The most target pieces a hypothesis may hold (EOS not counted): the hard cap on

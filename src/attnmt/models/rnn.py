@@ -26,6 +26,8 @@ Decoder state (a dict; every leaf has batch dim 0, see base.select_state):
     memory [B,S,Denc] encoder outputs (the attention values)
     keys   [B,S,*]    Attention.precompute(memory): the key side, computed once per source
     src_mask [B,S]    bool, True at real source tokens (the *allowed* mask)
+                      (memory, keys and src_mask depend on the source alone: the model's
+                      ``source_state``, which a reorder within a sentence's beams keeps)
     step   [B]        long, target position t (the local_m centre)
     feed   [B,H]      Luong with input feeding: h̃_{t-1}
 """
@@ -83,6 +85,7 @@ class RNNSeq2Seq(Seq2Seq):
     """Shared encoder, bridge, attention and teacher-forcing loop of the RNN models."""
 
     Config: ClassVar[type[RNNConfig]] = RNNConfig
+    source_state: ClassVar[tuple[str, ...]] = ("memory", "keys", "src_mask")
 
     def __init__(
         self, cfg: RNNConfig, src_vocab_size: int, tgt_vocab_size: int, shared_vocab: bool

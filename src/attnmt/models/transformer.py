@@ -9,13 +9,21 @@ projection is the target embedding when ``tie_embeddings``.
 
 Incremental decoding keeps, per decoder layer, the self-attention keys/values of the
 steps so far ([B,H,t,d_k], grown by one each step) and the cross-attention keys/values
-of the memory (computed once in :meth:`Transformer.init_state`).
+of the memory (computed once in :meth:`Transformer.init_state`). Without autograd (the
+searches run under ``torch.no_grad``), the self-attention cache
+is a view [:, :, :t] of a buffer [B,H,capacity,d_k] with room after it: a step writes its
+key/value into the next slot in place (no copy of the cache; the capacity doubles when
+full), and :meth:`Transformer.reorder_state` gathers the rows into a buffer with one free
+slot (one copy per beam step, not two); the cross-attention keys/values are not copied
+when beams move within their sentence. A state is the newest user of its buffer until a
+step appends: stepping an older state again copies its cache instead of overwriting.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,9 +35,15 @@ from attnmt import PAD_ID
 from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
-from attnmt.models.base import Seq2Seq, State, TypedModuleList
+from attnmt.models.base import Seq2Seq, State, TypedModuleList, select_state
 from attnmt.models.positional import POSITIONS
-from attnmt.models.transformer_layers import ACTIVATIONS, NORM_FIRST, DecoderLayer, EncoderLayer
+from attnmt.models.transformer_layers import (
+    ACTIVATIONS,
+    NORM_FIRST,
+    DecoderLayer,
+    EncoderLayer,
+    concat_cache,
+)
 from attnmt.schema import parse
 
 
@@ -72,6 +86,54 @@ class TransformerConfig:
                 raise ConfigError(f"{prefix}.{key} must be in [0, 1), got {getattr(self, key)}")
 
 
+class CacheFill:
+    """How many positions of the self-attention cache buffers of one decoding state hold
+    keys/values (shared by the states that view those buffers). A step appends in place only
+    when its state's length t equals ``filled`` (it is the newest state of the buffers)."""
+
+    __slots__ = ("filled",)
+
+    def __init__(self, filled: int) -> None:
+        self.filled = filled
+
+
+def _room(cache: Tensor) -> int:
+    """The capacity of the buffer that ``cache`` [B,H,t,d] is the view [:, :, :t] of (its
+    own t when it is not such a view: e.g. a contiguous copy from ``select_state``)."""
+    b, h, t, d = cache.shape
+    row = cache.stride(1)
+    if cache.stride(3) != 1 or cache.stride(2) != d or cache.storage_offset() != 0 or b * h == 0:
+        return t
+    if row % d or cache.stride(0) != h * row or row // d < t:
+        return t
+    capacity = row // d
+    if cache.untyped_storage().nbytes() < b * h * capacity * d * cache.element_size():
+        return t
+    return capacity
+
+
+def _with_slot(cache: Tensor, capacity: int, dtype: torch.dtype) -> Tensor:
+    """cache [B,H,t,d] copied into the first t slots of a new buffer [B,H,capacity,d]
+    of ``dtype`` (capacity > t); returns the view [B,H,t,d]."""
+    b, h, t, d = cache.shape
+    buf = cache.new_empty(b, h, capacity, d, dtype=dtype)
+    buf[:, :, :t].copy_(cache)
+    return buf[:, :, :t]
+
+
+def _append(cache: Tensor, new: Tensor, in_place: bool) -> Tensor:
+    """cache [B,H,t,d] + new [B,H,1,d] -> [B,H,t+1,d] (the dtype ``torch.cat`` would give),
+    written into the buffer's next slot when ``in_place`` (the caller checked its room),
+    else into a new buffer with room (twice the length, at least 16)."""
+    b, h, t, d = cache.shape
+    dtype = torch.promote_types(cache.dtype, new.dtype)
+    if not in_place or cache.dtype != dtype:
+        cache = _with_slot(cache, max(2 * (t + 1), 16), dtype)
+    grown = cache.as_strided((b, h, t + 1, d), cache.stride())
+    grown[:, :, t:].copy_(new)
+    return grown
+
+
 _CHOICES: dict[str, Mapping[str, Any]] = {
     "activation": ACTIVATIONS,
     "norm": NORM_FIRST,
@@ -83,6 +145,7 @@ class Transformer(Seq2Seq):
     """Encoder–decoder Transformer; see the module docstring and attnmt.models.base."""
 
     Config: ClassVar[type[TransformerConfig]] = TransformerConfig
+    source_state: ClassVar[tuple[str, ...]] = ("src_pad_mask", "cross_k", "cross_v")
 
     def __init__(
         self, config: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int, share: bool
@@ -208,7 +271,36 @@ class Transformer(Seq2Seq):
             "self_v": [empty] * len(self.decoder),
             "cross_k": [k for k, _ in cross],
             "cross_v": [v for _, v in cross],
+            "cache_fill": CacheFill(0),
         }
+
+    def reorder_state(
+        self, state: State, index: Tensor, source_index: Tensor | None = None
+    ) -> State:
+        """Seq2Seq.reorder_state, with the self-attention caches gathered straight into new
+        buffers that have one free slot (the next step appends there without a copy);
+        with autograd on, plain ``select_state`` copies."""
+        if torch.is_grad_enabled():
+            return super().reorder_state(state, index, source_index)
+        caches = {key: state[key] for key in ("self_k", "self_v")}
+        out = super().reorder_state(
+            {k: v for k, v in state.items() if k not in caches}, index, source_index
+        )
+        t = caches["self_k"][0].size(2)
+        for key, layers in caches.items():
+            out[key] = [self._gather_cache(c, index) for c in layers]
+        out["cache_fill"] = CacheFill(t)
+        return out
+
+    @staticmethod
+    def _gather_cache(cache: Tensor, index: Tensor) -> Tensor:
+        """cache [B,H,t,d] -> its rows ``index`` [B'] as the view [B',H,t,d] of a new buffer
+        [B',H,t+1,d] (index_select writes into it: one copy)."""
+        _, h, t, d = cache.shape
+        if t == 0:
+            return select_state(cache, index)
+        buf = cache.new_empty(index.numel(), h, t + 1, d)
+        return torch.index_select(cache, 0, index, out=buf[:, :, :t])
 
     def max_target_length(self) -> int:
         """``max_positions - 1``: decoder inputs are BOS and the pieces before the last, at
@@ -223,6 +315,15 @@ class Transformer(Seq2Seq):
         x = self._embed(self.tgt_embed, prev_tokens[:, None], state["step"][:, None])
         self_k, self_v, last = [], [], len(self.decoder) - 1
         cross_w: Tensor | None = None
+        t = state["self_k"][0].size(2)
+        fill = state.get("cache_fill")
+        caches = [*state["self_k"], *state["self_v"]]
+        in_place = (
+            isinstance(fill, CacheFill) and fill.filled == t and all(_room(c) > t for c in caches)
+        )
+        append: Callable[[Tensor, Tensor], Tensor] = functools.partial(_append, in_place=in_place)
+        if torch.is_grad_enabled():  # autograd saves the caches: never write into them
+            append, in_place = concat_cache, False
         for i, layer in enumerate(self.decoder):
             x, (k, v), cross_w = layer.step(
                 x,
@@ -230,9 +331,13 @@ class Transformer(Seq2Seq):
                 (state["cross_k"][i], state["cross_v"][i]),
                 mask,
                 need_weights=i == last,
+                append=append,
             )
             self_k.append(k)
             self_v.append(v)
+        if in_place:
+            assert isinstance(fill, CacheFill)
+            fill.filled = t + 1
         logits = self.out_proj(self.dec_norm(x))[:, 0]
         assert cross_w is not None
         new_state = {
@@ -240,6 +345,7 @@ class Transformer(Seq2Seq):
             "step": state["step"] + 1,
             "self_k": self_k,
             "self_v": self_v,
+            "cache_fill": fill if in_place else CacheFill(t + 1),
         }
         return F.log_softmax(logits.float(), dim=-1), new_state, cross_w.mean(dim=1)[:, 0]
 

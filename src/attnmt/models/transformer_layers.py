@@ -8,6 +8,8 @@ Tensors are batch-first [B,T,D]; masks are bool "allowed" masks (True = may atte
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -16,6 +18,11 @@ from attnmt.models.multihead import MultiHeadAttention
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
 NORM_FIRST: dict[str, bool] = {"pre": True, "post": False}
+
+
+def concat_cache(cache: Tensor, new: Tensor) -> Tensor:
+    """cache [B,H,t,d] + new [B,H,1,d] -> [B,H,t+1,d] (a new tensor)."""
+    return torch.cat((cache, new), dim=2)
 
 
 class FeedForward(nn.Module):
@@ -143,14 +150,16 @@ class DecoderLayer(_Layer):
         cross_kv: tuple[Tensor, Tensor],
         src_mask: Tensor,
         need_weights: bool = False,
+        append: Callable[[Tensor, Tensor], Tensor] = concat_cache,
     ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
         """One decoding step. x [B,1,D]; cache: this layer's self-attention K/V so far
         [B,H,t,d_k] -> (x [B,1,D], cache with the new step appended [B,H,t+1,d_k],
-        cross-attention [B,H,1,S] | None)."""
+        cross-attention [B,H,1,S] | None). ``append(cache, new)`` does the appending
+        (default: ``torch.cat`` on dim 2; the Transformer writes into the cache's buffer)."""
         h = self.sublayer_input(x, self.self_norm)
         k_new, v_new = self.self_attn.project_kv(h)  # [B,H,1,d_k]
-        k = torch.cat((cache[0], k_new), dim=2)  # [B,H,t+1,d_k]
-        v = torch.cat((cache[1], v_new), dim=2)
+        k = append(cache[0], k_new)  # [B,H,t+1,d_k]
+        v = append(cache[1], v_new)
         out, _ = self.self_attn.attend(h, k, v)  # no mask: the newest query sees every key
         x = self.add_residual(x, out, self.self_norm)
         x, cross_w = self.cross_attend(x, cross_kv, src_mask, need_weights)
