@@ -90,13 +90,15 @@ def t_quantile(q: float, df: int) -> float:
 
 
 def flattened_at(
-    curve: Sequence[tuple[int, float]], tol: float = 0.01, tail: float = 0.2
+    curve: Sequence[tuple[int, float]], tol: float = 0.01, tail: float = 0.2, stays: bool = False
 ) -> int | None:
     """The first validation step L at which the curve has flattened, or None if it never does.
 
     With best(s) = min of the NLL over validations at steps <= s and L' = the last validation
     step <= (1 − tail)·L, L has flattened when (best(L') − best(L)) / |best(L')| < tol.
     L counts only when (1 − tail)·L >= the first validation step (and L' is before L).
+    ``stays``: L must also pass at every later validation of the curve (a pause in a curve
+    that goes on falling does not count; the curve must run past L for this to mean much).
     """
     if not 0.0 < tail < 1.0 or tol <= 0.0:
         raise ValueError(f"need 0 < tail < 1 and tol > 0, got tail={tail}, tol={tol}")
@@ -104,11 +106,14 @@ def flattened_at(
     if any(b <= a for a, b in itertools.pairwise(steps)):
         raise ValueError("the curve's steps must be strictly increasing")
     best = np.minimum.accumulate(np.array([nll for _, nll in curve], dtype=float))
+    passes: list[bool | None] = []  # None: too early to judge
     for i, step in enumerate(steps):
         earlier = _last_at_or_before(steps[:i], (1.0 - tail) * step)
-        if earlier is None:
-            continue
-        if best[earlier] - best[i] < tol * abs(best[earlier]):
+        passes.append(
+            None if earlier is None else bool(best[earlier] - best[i] < tol * abs(best[earlier]))
+        )
+    for i, step in enumerate(steps):
+        if passes[i] and (not stays or all(passes[i:])):
             return step
     return None
 

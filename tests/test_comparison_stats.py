@@ -359,3 +359,16 @@ def test_the_paragraph_changes_with_the_numbers() -> None:
     bare = cs.main_effects(_grid(10.0, ALPHA, {"global": 0.0}, 1), True, ("scorer", "mode"))
     text = cs.paragraph(bare, "BLEU")
     assert "no residual degrees of freedom" in text and "resolved differences" not in text
+
+
+def test_flattening_that_stays_skips_a_pause_in_a_falling_curve() -> None:
+    """A curve that pauses (one flat stretch) and then falls again: the plain rule stops at
+    the pause, ``stays=True`` at the first step from which every later validation passes."""
+    nll = [4.8, 4.3, 4.1, 4.0, 3.94, 3.88, 3.85, 3.82, 3.80, 3.775, 3.752, 3.737, 3.724, 3.707,
+           3.706, 3.687, 3.677, 3.671, 3.667]  # fmt: skip
+    curve = [(250 * (i + 1), v) for i, v in enumerate(nll)]
+    assert cs.flattened_at(curve) == 3750  # (3.737 - 3.706) / 3.737 = 0.83% < 1%
+    # 4000 vs 3000: (3.737 - 3.687) / 3.737 = 1.34%: falling again; 4250 vs 3250: 1.26%;
+    # 4500 vs 3500: (3.707 - 3.671) / 3.707 = 0.97%; 4750 vs 3750: 1.05%: fails again.
+    assert cs.flattened_at(curve, stays=True) is None
+    assert cs.flattened_at([*curve, (5000, 3.667), (5250, 3.667)], stays=True) == 5000
