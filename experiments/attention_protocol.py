@@ -39,6 +39,8 @@ PROBE_UPDATES = 6000
 PROBE_EVERY = 250
 TOL, TAIL = 0.01, 0.2
 """The flattening rule: less than TOL relative gain over the last TAIL of the updates."""
+BUDGET_HOURS = 8.0
+"""What the whole table should take on 2 cores (issue 36)."""
 SIZE = ("model.emb_dim=128", "model.hidden_size=128")
 COMMON = (
     "data=ding_de_en",
@@ -102,7 +104,7 @@ def run_probe(name: str, threads: int) -> Path | None:
 
 def flattening(record: dict[str, Any]) -> int | None:
     """The probe's flattening step (None: still improving at its last validation)."""
-    return flattened_at([(int(p[0]), float(p[2])) for p in record["curve"]], TOL, TAIL)
+    return flattened_at([(int(p[0]), float(p[2])) for p in record["curve"]], TOL, TAIL, stays=True)
 
 
 def table_updates(records: list[dict[str, Any]], every: int) -> int | None:
@@ -146,18 +148,24 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
     if not records:
         return ["No probe recorded yet (`python -m experiments.attention_protocol run`)."]
     lines = [
+        f"The rule: the first validation L of a probe from which on the best validation NLL so "
+        f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
+        "every later validation of the probe (a pause in a falling curve does not count).",
+        "",
         "| probe (seed 1, table size) | updates | flattens at | valid NLL there | "
-        "minutes per 1,000 updates | machine |",
+        "ms per update (1 thread) | machine |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for rec in records:
         step = flattening(rec)
         nll = next((p[2] for p in rec["curve"] if p[0] == step), None)
         cpu = rec["machine"]["cpu"]
-        pace = 1000 * float(rec["train_minutes"]) / max(int(rec["updates"]), 1)
+        pace = rec.get("pace_ms_per_update")
+        if pace is None:  # the probe's own wall clock
+            pace = 60_000 * float(rec["train_minutes"]) / max(int(rec["updates"]), 1)
         lines.append(
             f"| {rec['probe']} | {rec['updates']} | {step if step else 'not yet'} "
-            f"| {f'{nll:.3f}' if nll is not None else '–'} | {pace:.1f} ({rec['threads']} thread) "
+            f"| {f'{nll:.3f}' if nll is not None else '–'} | {pace:.0f} "
             f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
         )
     chosen = table_updates(records, every)
@@ -169,7 +177,8 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
     )
     if chosen is not None and chosen != updates:
         verdict += " **They differ: set trainer.max_steps in results_attention.yaml.**"
-    return [*lines, "", verdict]
+    notes = [f"{r['probe']}: {r['pace_note']}." for r in records if r.get("pace_note")]
+    return [*lines, "", verdict, *(["", *notes] if notes else [])]
 
 
 def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]) -> list[str]:
@@ -200,4 +209,9 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
         "(`python -m experiments.results_run --tables attention --jobs 2`, then "
         "`python -m experiments.alignment_aer run --grid --seeds 1 2 --jobs 2`).",
     ]
+    if hours > BUDGET_HOURS:
+        lines[-1] += (
+            f" That is more than the {BUDGET_HOURS:g} hours (one night on 2 cores) the table "
+            "aims at: at the rule's length this size does not fit."
+        )
     return lines

@@ -1,0 +1,67 @@
+"""experiments/attention_protocol.py: the attention table's length from its probes (the
+flattening rule that must stay), the rounding to the table's validations, the plan's wall
+clock on two jobs and the protocol text of docs/results.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from experiments import attention_protocol as ap
+from experiments.results_plan import make_plan
+
+MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
+
+
+def probe(nll: list[float], every: int = 250, **more: Any) -> dict[str, Any]:
+    curve = [[every * (i + 1), 1.0, v, 0.0] for i, v in enumerate(nll)]
+    return {"probe": "rnn_luong general global", "curve": curve, "updates": curve[-1][0],
+            "train_minutes": 10.0, "threads": 1, "machine": MACHINE, **more}  # fmt: skip
+
+
+# a curve that pauses at 3,750 and falls again, flat from 5,000 on (by hand: 5,000 vs 4,000
+# is (3.687 - 3.667) / 3.687 = 0.54%, 4,750 vs 3,750 is (3.706 - 3.667) / 3.706 = 1.05%)
+PAUSING = [4.8, 4.3, 4.1, 4.0, 3.94, 3.88, 3.85, 3.82, 3.80, 3.775, 3.752, 3.737, 3.724, 3.707,
+           3.706, 3.687, 3.677, 3.671, 3.667, 3.667, 3.667]  # fmt: skip
+
+
+def test_a_pause_does_not_set_the_length_and_it_rounds_up_to_a_validation() -> None:
+    rec = probe(PAUSING)
+    assert ap.flattening(rec) == 5000
+    assert ap.table_updates([rec], 300) == 5100 and ap.table_updates([rec], 500) == 5000
+    assert ap.table_updates([rec, probe(PAUSING[:14])], 500) is None  # one still falling
+    assert ap.table_updates([], 500) is None
+
+
+def test_the_plan_packs_runs_longest_first_onto_two_jobs() -> None:
+    assert ap.plan_hours([60.0, 60.0]) == pytest.approx(1.0)
+    assert ap.plan_hours([90.0, 60.0, 30.0]) == pytest.approx(1.5)  # 90 | 60 + 30
+    assert ap.plan_hours([30.0] * 4, jobs=1) == pytest.approx(2.0)
+    assert ap.plan_hours([]) == 0.0
+
+
+def test_the_protocol_text_follows_the_numbers() -> None:
+    lines = ap.protocol_lines([probe(PAUSING, pace_ms_per_update=200)], 5000, 500)
+    text = "\n".join(lines)
+    assert (
+        "| rnn_luong general global | 5250 | 5000 | 3.667 | 200 | Toy CPU family 25 model 1 |"
+        in text
+    )
+    assert "The rule gives 5000 updates" in text and "They differ" not in text
+    other = "\n".join(ap.protocol_lines([probe(PAUSING)], 3000, 500))
+    assert "They differ: set trainer.max_steps" in other
+    assert "| 5250 | 5000 | 3.667 | 114 |" in other  # 10 minutes over 5,250 updates
+    assert "not settled" in "\n".join(ap.protocol_lines([probe(PAUSING[:14])], 3000, 500))
+
+
+def test_the_section_estimates_every_cell_at_every_seed_and_says_when_over_budget() -> None:
+    plan = make_plan([])
+    cells = [c for c in plan.cells if c.table == "attention"]
+    lines = ap.section(plan, [], [{"mechanism": m.name, "minutes": 3.0} for m in ap.GRID])
+    text = "\n".join(lines)
+    runs = len(cells) * len(plan.seeds["attention"])
+    assert f"Time: {runs} ding_de_en runs" in text and "0 synthetic-task runs" in text
+    hours = ap.plan_hours([ap.estimate(plan.keys[c], "attention", []) for c in cells] * 2)
+    assert f"about **{hours:.1f} hours**" in text
+    assert ("more than the 8 hours" in text) == (hours > ap.BUDGET_HOURS)
