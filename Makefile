@@ -10,6 +10,7 @@ PYTEST_ARGS ?=
 # make results: runs what the ledger results/runs/ lacks, in priority order, for RESULTS_HOURS
 # (0 = until done), then writes docs/results.md and docs/attention.md from it;
 # RESULTS_QUICK=1 is a smoke run (5 updates a run, seed 1) wholly under outputs/results-quick
+# (ARGS="--jobs 2": two runs at once, one thread each)
 RESULTS_HOURS ?= 0
 RESULTS_FLAGS = --hours $(RESULTS_HOURS) $(if $(filter 1,$(RESULTS_QUICK)),--quick)
 
