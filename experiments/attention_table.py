@@ -28,6 +28,7 @@ from experiments.comparison_stats import (
     MainEffects,
     PairedBootstrap,
     main_effects,
+    mean_std,
     paired_bootstrap,
     paragraph,
 )
@@ -57,16 +58,6 @@ class CellMeasures:
     @property
     def nll(self) -> list[float]:
         return [r.final_valid_nll for r in self.records]
-
-
-def mean_std(values: Sequence[float], digits: int = 2) -> str:
-    """'m ± s' over ≥ 2 values, the value alone for one, '–' for none (NaN left out)."""
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def toy_records(folder: Path) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import functools
 import itertools
 import math
 import os
+import statistics
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,6 +85,20 @@ def t_quantile(q: float, df: int) -> float:
         mid = 0.5 * (low + high)
         low, high = (mid, high) if t_cdf(mid, df) < q else (low, mid)
     return 0.5 * (low + high)
+
+
+# --- summaries ------------------------------------------------------------------------------
+
+
+def mean_std(values: Sequence[float], digits: int = 2) -> str:
+    """'m ± s' (sample standard deviation) over ≥ 2 values, the value alone for one, '–' for
+    none (NaN left out)."""
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 # --- the flattening rule --------------------------------------------------------------------

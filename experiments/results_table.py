@@ -26,6 +26,7 @@ from typing import Any
 from attnmt.atomic import atomic_path, write_text
 from attnmt.run_curves import Curve, validation_figure
 from experiments import attention_protocol, attention_table
+from experiments.comparison_stats import mean_std
 from experiments.ledger import Record, read_records, stale_reason
 from experiments.results_plan import Cell, Plan, make_plan
 from experiments.variant_runs import read_all
@@ -40,16 +41,6 @@ GENERATED = (
 
 
 # ---- numbers -------------------------------------------------------------------------------
-
-
-def mean_std(values: Sequence[float], digits: int = 2) -> str:
-    """'m ± s' (sample standard deviation) over ≥ 2 values, the value alone for 1, '–'."""
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def median(values: Sequence[float], digits: int = 1) -> str:
