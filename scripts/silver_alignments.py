@@ -17,15 +17,12 @@ import logging
 import sys
 from pathlib import Path
 
+from attnmt.cli.data_group import data_config
 from attnmt.data.corpora import PreparedCorpus, prepare_corpus
 from attnmt.data.silver import silver_links, write_pharaoh
 from attnmt.errors import AttnmtError
 
-try:
-    from scripts.prepare_data import data_config
-except ModuleNotFoundError:  # run as a file: put the repository root on the path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from scripts.prepare_data import data_config
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 
 def default_out(corpus: PreparedCorpus, split: str = "test") -> Path:
@@ -41,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        corpus = prepare_corpus(data_config(args.overrides))
+        corpus = prepare_corpus(data_config(args.overrides, CONFIGS))
         out = args.out or default_out(corpus)
         links = silver_links(corpus, "test")
         total = write_pharaoh(out, links)

@@ -1,4 +1,5 @@
-"""scripts/prepare_data.py: Hydra overrides of the data group, printed split counts."""
+"""scripts/prepare_data.py and attnmt.cli.data_group: Hydra overrides of the data group,
+printed split counts."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from attnmt.cli.data_group import data_config, default_data_choice
 from scripts import prepare_data as script
+
+CONFIGS = script.CONFIGS
 
 
 def test_prints_pairs_per_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,9 +24,9 @@ def test_prints_pairs_per_split(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_default_is_ding_and_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert script.default_data_choice() == "ding_de_en"
-    assert script.data_config([]).name == "ding_de_en"
-    assert script.data_config(["data.src_lang=en", "data.tgt_lang=de"]).src_lang == "en"
+    assert default_data_choice(CONFIGS) == "ding_de_en"
+    assert data_config([], CONFIGS).name == "ding_de_en"
+    assert data_config(["data.src_lang=en", "data.tgt_lang=de"], CONFIGS).src_lang == "en"
     assert script.main(["data=nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown data name 'nope'" in err and "toy_copy" in err and "multi30k" in err
@@ -35,6 +39,6 @@ def test_default_is_ding_and_errors_exit_2(capsys: pytest.CaptureFixture[str]) -
     ["ding_de_en", "bible_en_fr", "toy_reverse", "toy_copy", "toy_align", "custom", "multi30k"],
 )
 def test_every_data_group_composes(name: str) -> None:
-    cfg = script.data_config([f"data={name}"])
+    cfg = data_config([f"data={name}"], CONFIGS)
     size = cfg.tokenizer.vocab_size
     assert cfg.name == name and (size == "auto" if name == "custom" else size > 4)
