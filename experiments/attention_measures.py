@@ -4,16 +4,17 @@
   (results/silver/, eflomal + grow-diag-final-and: an aligner's links, not a person's),
   scored by ``python evaluate.py ckpt=RUN split=test gold_alignments=FILE`` as a user would;
 - the mean normalised entropy of its cross-attention at the last validation;
-- its test hypotheses, kept xz-compressed beside the record for the paired bootstrap;
 - the collapse share of the fixed sentence's map: the fraction of target rows whose
   largest weight sits on the most common such source column (a map whose rows all point at
   one column scores 1.0).
+
+Its test hypotheses, kept beside the record for the paired bootstrap like every table's, are
+experiments/kept_outputs.py's.
 """
 
 from __future__ import annotations
 
 import json
-import lzma
 import os
 import subprocess
 import sys
@@ -22,7 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attnmt.atomic import atomic_path
 from attnmt.run_record import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,21 +65,6 @@ def last_entropy(run: Path) -> float | None:
     if isinstance(value, dict):
         value = value.get("cross")
     return round(float(value), 4) if isinstance(value, int | float) else None
-
-
-def keep_hypotheses(run: Path, target: Path) -> Path | None:
-    """``run``'s hyps/test.txt, xz-compressed at ``target`` (atomically); None without one."""
-    source = run / "hyps" / "test.txt"
-    if not source.is_file():
-        return None
-    with atomic_path(target) as tmp:
-        Path(tmp).write_bytes(lzma.compress(source.read_bytes()))
-    return target
-
-
-def read_hypotheses(path: Path) -> list[str]:
-    """The lines kept by :func:`keep_hypotheses`."""
-    return lzma.decompress(path.read_bytes()).decode("utf-8").splitlines()
 
 
 def collapse_share(rows: Sequence[Sequence[float]]) -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.alignment_aer import UPDATES, grid_name
-from experiments.attention_measures import COLLAPSED, collapse_share, cross_map, read_hypotheses
+from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
 from experiments.comparison_stats import (
     LevelEffect,
     MainEffects,
@@ -32,6 +32,7 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
+from experiments.kept_outputs import read_hypotheses, references
 from experiments.ledger import Record
 from experiments.results_plan import Cell, Plan
 
@@ -245,21 +246,10 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
 
 
 def test_references(plan: Plan, root: Path) -> list[str]:
-    """The test references of the attention table's corpus (prepared under ``root``/data,
-    from the cache when it is there); [] when the settings name no corpus that prepares."""
-    from attnmt.data.corpora import prepare_corpus
-    from attnmt.data.textio import read_lines
-    from attnmt.errors import AttnmtError
-
+    """The test references of the attention table's corpus (experiments/kept_outputs.py
+    ``references``, prepared under ``root``/data); [] when none prepares."""
     cells = [c for c in plan.cells if c.table == "attention"]
-    data = plan.settings.get(cells[0], {}).get("data") if cells else None
-    if not isinstance(data, dict) or "name" not in data:
-        return []
-    try:
-        corpus = prepare_corpus({**data, "root": str(root / "data")})
-        return read_lines(corpus.files("test")[1])
-    except (AttnmtError, OSError):
-        return []
+    return references(plan.settings.get(cells[0], {}).get("data") if cells else None, root)
 
 
 def brief(records: Sequence[Record]) -> str:

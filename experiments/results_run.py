@@ -6,13 +6,14 @@
 
 Each run is ``python train.py <cell> seed=N hydra.run.dir=outputs/results/<table>/<stem>``,
 a subprocess in its own session. It gets a record in the ledger (experiments/ledger.py) only
-when train.py exits 0 with a test result; then, for runs on the fixed sentence's corpus, the
-attention maps of that sentence go beside it (experiments/attention_map.py). A run is started
-only if its estimate (experiments/results_plan.py) fits in the hours left; SIGINT or SIGTERM
-is passed to the running train.py (which saves last.pt and exits non-zero: no record, the run
-is redone next time) and no further run starts. At the end, stopped or not, the tables and
-the attention guide are regenerated from the ledger. Nothing is committed: records are
-plain files under results/runs/, to ``git add`` as they come.
+when train.py exits 0 with a test result; its test hypotheses go beside it for the tables'
+paired bootstraps (an attention-table run's entropy and silver AER into it), and for runs on
+the fixed sentence's corpus the attention maps of that sentence (experiments/attention_map.py).
+A run is started only if its estimate (experiments/results_plan.py) fits in the hours left;
+SIGINT or SIGTERM is passed to the running train.py (which saves last.pt and exits non-zero:
+no record, the run is redone next time) and no further run starts. At the end, stopped or
+not, the tables and the attention guide are regenerated from the ledger. Nothing is
+committed: records are plain files under results/runs/, to ``git add`` as they come.
 """
 
 from __future__ import annotations
@@ -280,20 +281,32 @@ def keep_attention_map(record: Record, run_dir: Path, target: Path) -> None:
         keep(run_dir, target)
 
 
-def attention_extras(record: Record, run_dir: Path, ledger: Path) -> dict[str, Any]:
-    """An attention-table run's entropy, silver AER and kept test hypotheses
-    (experiments/attention_measures.py); nothing for the main table's runs."""
+def record_extras(record: Record, run_dir: Path, ledger: Path) -> dict[str, Any]:
+    """What the runner adds to a record's ``extra``: every run's test hypotheses, kept beside
+    it for the tables' paired bootstraps (experiments/kept_outputs.py), and an attention-table
+    run's :func:`attention_extras`."""
+    from experiments.kept_outputs import keep_hypotheses
+
+    extra: dict[str, Any] = {}
+    if keep_hypotheses(run_dir, ledger / f"{record.stem}.test.txt.xz") is not None:
+        extra["hypotheses"] = f"{record.stem}.test.txt.xz"
+    if record.table == "attention":
+        try:
+            extra.update(attention_extras(record, run_dir))
+        except Exception as err:  # the kept outputs stay named in the record
+            log.warning("results: no attention measures for %s: %s", record.stem, err)
+    return extra
+
+
+def attention_extras(record: Record, run_dir: Path) -> dict[str, Any]:
+    """An attention-table run's entropy and silver AER (experiments/attention_measures.py)."""
     from experiments import attention_measures as measures
 
-    if record.table != "attention":
-        return {}
     corpus = str(record.settings.get("data", {}).get("name", ""))
     extra: dict[str, Any] = {"attention_entropy": measures.last_entropy(run_dir)}
     silver = measures.silver_scores(run_dir, corpus, threads=torch_threads())
     if silver is not None:
         extra["silver"] = silver
-    if measures.keep_hypotheses(run_dir, ledger / f"{record.stem}.test.txt.xz") is not None:
-        extra["hypotheses"] = f"{record.stem}.test.txt.xz"
     return extra
 
 
@@ -362,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         planner=planner,
         hours=args.hours,
         keep_map=keep_attention_map,
-        extras=attention_extras,
+        extras=record_extras,
         max_runs=args.max_runs,
         jobs=args.jobs,
     )

@@ -6,7 +6,8 @@
 
 The whole file is generated: the main table (each preset on each corpus at a fixed number of
 updates, test BLEU and chrF as mean ± sample std over the seeds recorded, the median
-minutes, the machines), the attention table (scorer × alignment mode), validation BLEU
+minutes, the machines, and what it resolves: experiments/main_table_analysis.py), the
+attention table (scorer × alignment mode, with its analysis), validation BLEU
 against updates and against minutes (attnmt.run_curves' figure, one PNG per corpus
 beside the file), which machine produced which record, the runs still missing and the stale
 records (whose settings the configs no longer give). Hand-written results live in
@@ -25,7 +26,7 @@ from typing import Any
 
 from attnmt.atomic import atomic_path, write_text
 from attnmt.run_curves import Curve, validation_figure
-from experiments import attention_protocol, attention_table
+from experiments import attention_protocol, attention_table, main_table_analysis
 from experiments.comparison_stats import mean_std
 from experiments.ledger import Record, read_records, stale_reason
 from experiments.results_plan import Cell, Plan, make_plan
@@ -173,8 +174,10 @@ def page(
     attention: Sequence[attention_table.CellMeasures] = (),
     analysis: Sequence[str] = (),
     protocol: Sequence[str] = (),
+    main_analysis: Sequence[str] = (),
 ) -> str:
-    """The whole of docs/results.md (``attention``: the attention table's cells)."""
+    """The whole of docs/results.md (``attention``: the attention table's cells; ``analysis``
+    and ``main_analysis``: the generated text under the attention and main tables)."""
     labels = machine_labels(records)
     beams = sorted({str(r.test.get("beam", "?")) for r in records})
     missing = [r.describe() for r in plan.todo]
@@ -203,6 +206,10 @@ def page(
         f"seeds {', '.join(map(str, plan.seeds.get('main', [])))}.",
         "",
         *main_table(plan, records, labels),
+        "",
+        "### What the main table resolves",
+        "",
+        *(main_analysis or ["Not enough runs for the analysis yet."]),
         "",
         "## Attention scorers × alignment modes",
         "",
@@ -263,7 +270,10 @@ def write_docs(
     refs = attention_table.test_references(plan, ROOT)
     analysis = attention_table.analysis(cells, ledger, refs)
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
-    write_text(out, page(plan, plan.current, curves, bad, cells, analysis, protocol))
+    main_refs = main_table_analysis.references_of(plan, ROOT)
+    main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
+    text = page(plan, plan.current, curves, bad, cells, analysis, protocol, main_analysis)
+    write_text(out, text)
     print(f"wrote {out} ({len(plan.current)} records, {len(plan.stale)} stale)", file=sys.stderr)
     return out
 

@@ -1,6 +1,7 @@
 """experiments/attention_measures.py: what the attention table adds to a run's record
 (collapse share and the cross map of a kept ``.attn.json``, the last validation's entropy,
-kept test hypotheses, silver AER through evaluate.py), on hand-made inputs; no training."""
+silver AER through evaluate.py), on hand-made inputs; no training. The kept test hypotheses:
+tests/test_main_table_analysis.py."""
 
 from __future__ import annotations
 
@@ -54,19 +55,7 @@ def test_cross_map_of_a_transformer_is_the_mean_of_its_heads(layer: int) -> None
     assert am.collapse_share(am.cross_map(transformer)) == 0.5  # peaks: columns 0 and 2
 
 
-# ---- hypotheses, entropy, silver AER ------------------------------------------------------------
-
-
-def test_hypotheses_round_trip_and_none_without_a_test_file(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    target = tmp_path / "ledger" / "attention-x-seed1-abc.test.txt.xz"
-    assert am.keep_hypotheses(run, target) is None and not target.exists()
-    (run / "hyps").mkdir(parents=True)
-    lines = ["Low flying aircraft are a nuisance.", "Ärger für die Anrainer", ""]
-    (run / "hyps" / "test.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert am.keep_hypotheses(run, target) == target
-    assert target.read_bytes()[:6] == b"\xfd7zXZ\x00"  # xz
-    assert am.read_hypotheses(target) == lines
+# ---- entropy, silver AER ------------------------------------------------------------------------
 
 
 def fake_run(run_dir: Path, entropies: list[Any]) -> Path:

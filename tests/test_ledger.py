@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter
-from experiments import attention_measures, results_run
+from experiments import kept_outputs, results_run
 from experiments.ledger import (
     defining_settings,
     read_records,
@@ -342,23 +342,28 @@ def test_a_failing_extras_hook_still_leaves_the_record(
     assert caplog.text.count("no extra measures") == 2 and "no silver today" in caplog.text
 
 
-def test_attention_extras_of_an_attention_run(tmp_path: Path) -> None:
-    """The runner's hook: the last validation's entropy and the test hypotheses kept beside
-    the record; no silver for a corpus without it; nothing for the main table."""
+def test_record_extras_keep_every_runs_hypotheses_and_measure_attention_runs(
+    tmp_path: Path,
+) -> None:
+    """The runner's hook: every table's test hypotheses kept beside the record (for the paired
+    bootstraps); the last validation's entropy for an attention-table run only; no silver for
+    a corpus without it; nothing kept for a run without test outputs."""
     plan = toy_plan([])
     run_dir = tmp_path / "run"
     fake_run_dir(run_dir, entropy=0.4242)
-    (run_dir / "hyps").mkdir()
-    (run_dir / "hyps" / "test.txt").write_text("a b c\nd e\n", encoding="utf-8")
     ledger = tmp_path / "runs"
     toy = {"data": {"name": "toy_reverse"}}
     record = record_for(plan, "rnn_luong dot global", settings=toy)
-    extra = results_run.attention_extras(record, run_dir, ledger)
-    assert extra == {"attention_entropy": 0.4242, "hypotheses": f"{record.stem}.test.txt.xz"}
-    kept = ledger / extra["hypotheses"]
-    assert attention_measures.read_hypotheses(kept) == ["a b c", "d e"]
     main = record_for(plan, "ding_de_en transformer", settings=toy)
-    assert results_run.attention_extras(main, run_dir, ledger) == {}
+    assert results_run.record_extras(main, run_dir, ledger) == {}  # no hyps/test.txt
+    (run_dir / "hyps").mkdir()
+    (run_dir / "hyps" / "test.txt").write_text("a b c\nd e\n", encoding="utf-8")
+    extra = results_run.record_extras(record, run_dir, ledger)
+    assert extra == {"attention_entropy": 0.4242, "hypotheses": f"{record.stem}.test.txt.xz"}
+    assert kept_outputs.read_hypotheses(ledger / extra["hypotheses"]) == ["a b c", "d e"]
+    extra = results_run.record_extras(main, run_dir, ledger)
+    assert extra == {"hypotheses": f"{main.stem}.test.txt.xz"}  # no attention measures
+    assert kept_outputs.read_hypotheses(ledger / extra["hypotheses"]) == ["a b c", "d e"]
 
 
 def test_failed_runs_leave_no_record_and_the_next_run_goes_on(tmp_path: Path) -> None:

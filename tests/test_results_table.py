@@ -76,6 +76,10 @@ def test_the_tables_come_from_toy_records(tmp_path: Path) -> None:
     row = next(line for line in text.splitlines() if "| transformer |" in line and "ding" in line)
     assert "| 2 of 3 (1, 2) | 5.00 ± 1.41 | 25.00 ± 1.41 | 3.66M | 1500 | 11.5 | M1, M2 |" in row
     assert "| ding_de_en (?→?) | rnn_luong | 0 of 3 | – |" in text  # its only record is stale
+    main_section = text[text.index("## Model presets") : text.index("## Attention scorers")]
+    assert "### What the main table resolves\n\nNot enough runs for the analysis yet." in (
+        main_section  # two runs (experiments/main_table_analysis.py: tests of its own)
+    )
     lines = text.splitlines()
     assert "updates per run, seeds 1, 2 for every cell (fixed in advance)" in text
     header = next(i for i, line in enumerate(lines) if line.startswith("| model | score | mode |"))
