@@ -108,9 +108,10 @@ def flattening(record: dict[str, Any]) -> int | None:
 
 
 def table_updates(records: list[dict[str, Any]], every: int) -> int | None:
-    """The table's length: the latest flattening step, rounded up to a multiple of ``every``
-    (None while a probe has not flattened or there is none)."""
-    steps = [flattening(r) for r in records]
+    """The table's length: the latest flattening step of the probes at the table's size
+    (records without ``other_size``), rounded up to a multiple of ``every`` (None while one
+    has not flattened or there is none)."""
+    steps = [flattening(r) for r in records if not r.get("other_size")]
     if not steps or any(s is None for s in steps):
         return None
     return int(math.ceil(max(s for s in steps if s is not None) / every) * every)
@@ -152,9 +153,9 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
         f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
         "every later validation of the probe (a pause in a falling curve does not count).",
         "",
-        "| probe (seed 1, table size) | updates | flattens at | valid NLL there | "
-        "ms per update (1 thread) | machine |",
-        "|---|---:|---:|---:|---:|---|",
+        "| probe (seed 1) | updates | flattens at | valid NLL there | valid NLL, test BLEU at "
+        "the end | ms per update (1 thread) | machine |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for rec in records:
         step = flattening(rec)
@@ -163,9 +164,14 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
         pace = rec.get("pace_ms_per_update")
         if pace is None:  # the probe's own wall clock
             pace = 60_000 * float(rec["train_minutes"]) / max(int(rec["updates"]), 1)
+        name = rec["probe"] + (
+            f" ({rec['other_size']}: not the table's)" if rec.get("other_size") else ""
+        )
         lines.append(
-            f"| {rec['probe']} | {rec['updates']} | {step if step else 'not yet'} "
-            f"| {f'{nll:.3f}' if nll is not None else '–'} | {pace:.0f} "
+            f"| {name} | {rec['updates']} | {step if step else 'not yet'} "
+            f"| {f'{nll:.3f}' if nll is not None else '–'} "
+            f"| {rec['curve'][-1][2]:.3f}, {rec.get('test', {}).get('bleu', float('nan')):.2f} "
+            f"| {pace:.0f} "
             f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
         )
     chosen = table_updates(records, every)
@@ -177,7 +183,7 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
     )
     if chosen is not None and chosen != updates:
         verdict += " **They differ: set trainer.max_steps in results_attention.yaml.**"
-    notes = [f"{r['probe']}: {r['pace_note']}." for r in records if r.get("pace_note")]
+    notes = [f"{r['probe']}, {r['pace_note']}." for r in records if r.get("pace_note")]
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
 
 

@@ -42,17 +42,20 @@ def test_the_plan_packs_runs_longest_first_onto_two_jobs() -> None:
 
 
 def test_the_protocol_text_follows_the_numbers() -> None:
-    lines = ap.protocol_lines([probe(PAUSING, pace_ms_per_update=200)], 5000, 500)
+    rec = probe(PAUSING, pace_ms_per_update=200, test={"bleu": 7.5})
+    lines = ap.protocol_lines([rec], 5000, 500)
     text = "\n".join(lines)
-    assert (
-        "| rnn_luong general global | 5250 | 5000 | 3.667 | 200 | Toy CPU family 25 model 1 |"
-        in text
-    )
+    row = "| rnn_luong general global | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 | Toy CPU family 25"
+    assert row in text
     assert "The rule gives 5000 updates" in text and "They differ" not in text
     other = "\n".join(ap.protocol_lines([probe(PAUSING)], 3000, 500))
     assert "They differ: set trainer.max_steps" in other
-    assert "| 5250 | 5000 | 3.667 | 114 |" in other  # 10 minutes over 5,250 updates
+    assert "| 5250 | 5000 | 3.667 | 3.667, nan | 114 |" in other  # 10 minutes over 5,250 updates
     assert "not settled" in "\n".join(ap.protocol_lines([probe(PAUSING[:14])], 3000, 500))
+    smaller = probe(PAUSING[:14], other_size="64 units")  # listed, not used for the length
+    both = "\n".join(ap.protocol_lines([rec, smaller], 5000, 500))
+    assert "(64 units: not the table's) | 3500 | not yet |" in both
+    assert "The rule gives 5000 updates" in both
 
 
 def test_the_section_estimates_every_cell_at_every_seed_and_says_when_over_budget() -> None:
