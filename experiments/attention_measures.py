@@ -84,3 +84,19 @@ def cross_map(maps: dict[str, Any]) -> list[list[float]]:
     heads = len(cross)
     return [[sum(h[t][s] for h in cross) / heads for s in range(len(cross[0][t]))]
             for t in range(len(cross[0]))]  # fmt: skip
+
+
+def diagonal_aer(corpus: str, sources: Sequence[str], refs: Sequence[str]) -> float | None:
+    """AER against the corpus' silver links of the alignment that knows no words: target word
+    j linked to source word min(S − 1, round(j·S/T)) (S, T: the pair's word counts); None
+    without silver links or pairs."""
+    from attnmt.decode.alignment_error import alignment_error, read_gold
+
+    gold = SILVER.get(corpus)
+    if gold is None or not gold.is_file() or not sources:
+        return None
+    links = []
+    for src, ref in zip(sources, refs):
+        s, t = len(src.split()), len(ref.split())
+        links.append({(min(s - 1, round(j * s / t)), j) for j in range(t)} if s and t else set())
+    return alignment_error(links, read_gold(gold)).aer

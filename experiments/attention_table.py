@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.alignment_aer import UPDATES, grid_name
-from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
+from experiments.attention_measures import COLLAPSED, collapse_share, cross_map, diagonal_aer
 from experiments.comparison_stats import (
     LevelEffect,
     MainEffects,
@@ -32,7 +32,7 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
-from experiments.kept_outputs import read_hypotheses, references
+from experiments.kept_outputs import read_hypotheses, references, test_pairs
 from experiments.ledger import Record
 from experiments.results_plan import Cell, Plan
 
@@ -248,8 +248,28 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
 def test_references(plan: Plan, root: Path) -> list[str]:
     """The test references of the attention table's corpus (experiments/kept_outputs.py
     ``references``, prepared under ``root``/data); [] when none prepares."""
+    return references(_table_data(plan), root)
+
+
+def _table_data(plan: Plan) -> dict[str, Any] | None:
     cells = [c for c in plan.cells if c.table == "attention"]
-    return references(plan.settings.get(cells[0], {}).get("data") if cells else None, root)
+    data = plan.settings.get(cells[0], {}).get("data") if cells else None
+    return data if isinstance(data, dict) else None
+
+
+def silver_baseline(plan: Plan, root: Path) -> list[str]:
+    """One sentence for scale: the silver AER of the diagonal alignment on the table's
+    test split ([] without silver links)."""
+    data = _table_data(plan)
+    corpus = str((data or {}).get("name", ""))
+    aer = diagonal_aer(corpus, *test_pairs(data, root))
+    if aer is None:
+        return []
+    return [
+        f"For scale, the alignment that reads no words (target word j linked to source word "
+        f"round(j·S/T)) scores AER {aer:.3f} against the same silver links.",
+        "",
+    ]
 
 
 def brief(records: Sequence[Record]) -> str:

@@ -48,14 +48,21 @@ def references(data: Mapping[str, Any] | None, root: Path) -> list[str]:
     """The test references of the corpus the ``data`` settings name (prepared under
     ``root``/data, from the cache when it is there); [] when they name no corpus that
     prepares."""
+    return test_pairs(data, root)[1]
+
+
+def test_pairs(data: Mapping[str, Any] | None, root: Path) -> tuple[list[str], list[str]]:
+    """(sources, references) of the test split of the corpus the ``data`` settings name,
+    as :func:`references` prepares it; ([], []) when none prepares."""
     from attnmt.data.corpora import prepare_corpus
     from attnmt.data.textio import read_lines
     from attnmt.errors import AttnmtError
 
     if not isinstance(data, Mapping) or "name" not in data:
-        return []
+        return [], []
     try:
         corpus = prepare_corpus({**data, "root": str(root / "data")})
-        return read_lines(corpus.files("test")[1])
+        src, tgt = corpus.files("test")
+        return read_lines(src), read_lines(tgt)
     except (AttnmtError, OSError):
-        return []
+        return [], []

@@ -268,7 +268,10 @@ def write_docs(
     toy = attention_table.toy_records(toy_ledger)
     cells = attention_table.measures(plan, plan.current, ledger, toy)
     refs = attention_table.test_references(plan, ROOT)
-    analysis = attention_table.analysis(cells, ledger, refs)
+    analysis = [
+        *attention_table.silver_baseline(plan, ROOT),
+        *attention_table.analysis(cells, ledger, refs),
+    ]
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
