@@ -24,10 +24,10 @@ from typing import Any
 from experiments.alignment_aer import UPDATES, grid_name
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map, diagonal_aer
 from experiments.comparison_stats import (
-    LevelEffect,
     MainEffects,
     PairedBootstrap,
     main_effects,
+    marginal_rows,
     mean_std,
     paired_bootstrap,
     paragraph,
@@ -201,12 +201,6 @@ def bootstrap_of(
     return paired_bootstrap(list(refs) * len(seeds), systems, cell_name(best.cell))
 
 
-def _interval(e: LevelEffect, digits: int) -> str:
-    if math.isnan(e.mean_low):
-        return f"{e.mean:.{digits}f}"
-    return f"{e.mean:.{digits}f} [{e.mean_low:.{digits}f}, {e.mean_high:.{digits}f}]"
-
-
 def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -> list[str]:
     """The generated analysis: a table of each scorer's and mode's marginal mean with its 95%
     interval per measure, then one paragraph per measure (experiments/comparison_stats.py)."""
@@ -222,19 +216,7 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
         "| factor | level | " + " | ".join(head) + " |",
         "|---|---|" + "---:|" * len(head),
     ]
-    first = next(f for f in fits.values() if f is not None)
-    for factor in (first.a, first.b):
-        for level in factor.levels:
-            row = []
-            for name, _, digits in MEASURES:
-                fit = fits[name]
-                effects = None if fit is None else (fit.a if factor is first.a else fit.b)
-                try:
-                    e = effects.level(level.level) if effects is not None else None
-                except KeyError:
-                    e = None
-                row.append("–" if e is None else _interval(e, digits) + ("*" if e.resolved else ""))
-            lines.append(f"| {factor.factor} | {level.level} | " + " | ".join(row) + " |")
+    lines += marginal_rows(fits, {name: digits for name, _, digits in MEASURES})
     boot = bootstrap_of(cells, ledger, refs)
     lines.append("")
     for name, _, digits in MEASURES:

@@ -15,7 +15,7 @@ import itertools
 import math
 import os
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -417,6 +417,36 @@ def _float(value: float | None) -> float:
 
 
 # --- the paragraph --------------------------------------------------------------------------
+
+
+def marginal_rows(
+    fits: Mapping[str, MainEffects | None], digits: Mapping[str, int], runs: bool = False
+) -> list[str]:
+    """Markdown rows ``| factor | level | [runs |] mean [low, high][*] | ...`` of the levels
+    of the first fit, one column per measure of ``fits`` (in its order): the marginal mean
+    with its interval, ``*`` where the difference to the factor's best is resolved, '–'
+    where that measure has no fit or no such level."""
+    first = next((f for f in fits.values() if f is not None), None)
+    if first is None:
+        return []
+    rows = []
+    for which, factor in (("a", first.a), ("b", first.b)):
+        for level in factor.levels:
+            cells = []
+            for name, fit in fits.items():
+                effects = None if fit is None else getattr(fit, which)
+                found = [e for e in effects.levels if e.level == level.level] if effects else []
+                cells.append(_level_text(found[0], digits[name]) if found else "–")
+            lead = f"| {factor.factor} | {level.level} | " + (f"{level.runs} | " if runs else "")
+            rows.append(lead + " | ".join(cells) + " |")
+    return rows
+
+
+def _level_text(e: LevelEffect, digits: int) -> str:
+    star = "*" if e.resolved else ""
+    if math.isnan(e.mean_low):
+        return f"{e.mean:.{digits}f}{star}"
+    return f"{e.mean:.{digits}f} [{e.mean_low:.{digits}f}, {e.mean_high:.{digits}f}]{star}"
 
 
 def paragraph(

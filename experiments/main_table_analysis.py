@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.comparison_stats import (
-    LevelEffect,
     MainEffects,
     PairedBootstrap,
     SystemTest,
     main_effects,
+    marginal_rows,
     paired_bootstrap,
     paragraph,
 )
@@ -219,12 +219,6 @@ def bootstrap_paragraph(boots: Sequence[CorpusBootstrap], samples: int = SAMPLES
 # ---- the section ---------------------------------------------------------------------------
 
 
-def _interval(e: LevelEffect, digits: int) -> str:
-    if math.isnan(e.mean_low):
-        return f"{e.mean:.{digits}f}"
-    return f"{e.mean:.{digits}f} [{e.mean_low:.{digits}f}, {e.mean_high:.{digits}f}]"
-
-
 def analysis(
     plan: Plan,
     records: Sequence[Record],
@@ -247,21 +241,7 @@ def analysis(
         "| factor | level | runs | " + " | ".join(name for name, _, _ in MEASURES) + " |",
         "|---|---|---:|" + "---:|" * len(MEASURES),
     ]
-    first = next(f for f in fits.values() if f is not None)
-    for factor in (first.a, first.b):
-        for level in factor.levels:
-            row = []
-            for name, _, digits in MEASURES:
-                fit = fits[name]
-                effects = None if fit is None else (fit.a if factor is first.a else fit.b)
-                try:
-                    e = effects.level(level.level) if effects is not None else None
-                except KeyError:
-                    e = None
-                row.append("–" if e is None else _interval(e, digits) + ("*" if e.resolved else ""))
-            lines.append(
-                f"| {factor.factor} | {level.level} | {level.runs} | " + " | ".join(row) + " |"
-            )
+    lines += marginal_rows(fits, {name: digits for name, _, digits in MEASURES}, runs=True)
     lines.append("")
     for name, _, digits in MEASURES:
         fit = fits[name]

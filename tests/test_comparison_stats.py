@@ -372,3 +372,19 @@ def test_flattening_that_stays_skips_a_pause_in_a_falling_curve() -> None:
     # 4500 vs 3500: (3.707 - 3.671) / 3.707 = 0.97%; 4750 vs 3750: 1.05%: fails again.
     assert cs.flattened_at(curve, stays=True) is None
     assert cs.flattened_at([*curve, (5000, 3.667), (5250, 3.667)], stays=True) == 5000
+
+
+def test_marginal_rows_show_each_measure_of_each_level() -> None:
+    """Two measures over a 2 × 2 additive grid without noise (df = 1, residual 0): scorer x
+    = (1 + 2) / 2, mode p = (1 + 3) / 2, zero-width intervals, the worse levels resolved (*),
+    a measure without a fit '–', and the run counts when asked."""
+    rows = [("x", "p", 1.0), ("x", "q", 2.0), ("y", "p", 3.0), ("y", "q", 4.0)]
+    fit = cs.main_effects(rows, True, ("scorer", "mode"))
+    lines = cs.marginal_rows({"BLEU": fit, "AER": None}, {"BLEU": 2, "AER": 3}, runs=True)
+    assert lines == [
+        "| scorer | x | 2 | 1.50 [1.50, 1.50]* | – |",
+        "| scorer | y | 2 | 3.50 [3.50, 3.50] | – |",
+        "| mode | p | 2 | 2.00 [2.00, 2.00]* | – |",
+        "| mode | q | 2 | 3.00 [3.00, 3.00] | – |",
+    ]
+    assert cs.marginal_rows({"BLEU": None}, {"BLEU": 2}) == []
