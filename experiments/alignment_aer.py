@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +39,7 @@ from typing import Any
 
 from attnmt.atomic import write_json, write_text
 from attnmt.run_record import read_record, source_commit
-from experiments.variant_runs import provenance_fields, train_run
+from experiments.variant_runs import evaluate_test, provenance_fields, train_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "alignment"
@@ -134,20 +133,14 @@ def run_one(mech: Mechanism, seed: int, threads: int, updates: int = UPDATES) ->
     record = RECORDS / f"{stem(mech, seed, updates)}.json"
     if record.is_file():
         return record
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    py = sys.executable
     started = time.time()
     log = RUNS / f"{stem(mech, seed, updates)}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         run = train(mech, seed, threads, updates, out)
-        if run is None:
-            return None
-        ev = [py, "evaluate.py", f"ckpt={run}", "split=test"]
-        if subprocess.run(ev, cwd=ROOT, env=env, stdout=out, stderr=out).returncode != 0:
-            return None
-    (scores_file,) = sorted((run / "eval").glob("*-test-beam1-*/scores.json"))[-1:]
-    (entry,) = json.loads(scores_file.read_text()).values()
+        entry = None if run is None else evaluate_test(run, threads, (), out)
+    if run is None or entry is None:
+        return None
     rec = read_record(run)
     last = rec.valid[-1]
     write_json(

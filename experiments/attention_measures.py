@@ -14,16 +14,13 @@ experiments/kept_outputs.py's.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from attnmt.run_record import read_record
+from experiments.variant_runs import evaluate_test
 
 ROOT = Path(__file__).resolve().parents[1]
 SILVER = {"ding_de_en": ROOT / "results" / "silver" / "ding_de_en.test.de-en.silver.align"}
@@ -39,23 +36,14 @@ def silver_scores(run: Path, corpus: str, threads: int = 1) -> dict[str, float] 
     gold = SILVER.get(corpus)
     if gold is None or not gold.is_file():
         return None
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, "evaluate.py", f"ckpt={run}", "split=test", "beam=1",
-           f"gold_alignments={gold}"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
+    entry = evaluate_test(run, threads, ("beam=1", f"gold_alignments={gold}"))
+    if entry is None or entry.get("aer") is None:
         return None
-    found = sorted((run / "eval").glob("*-test-beam1-*/scores.json"), key=os.path.getmtime)
-    if not found:
-        return None
-    for entry in json.loads(found[-1].read_text(encoding="utf-8")).values():
-        if isinstance(entry, dict) and entry.get("aer") is not None:
-            return {
-                "aer": round(float(entry["aer"]), 4),
-                "precision": round(float(entry["aer_precision"]), 4),
-                "recall": round(float(entry["aer_recall"]), 4),
-            }
-    return None
+    return {
+        "aer": round(float(entry["aer"]), 4),
+        "precision": round(float(entry["aer_precision"]), 4),
+        "recall": round(float(entry["aer_recall"]), 4),
+    }
 
 
 def last_entropy(run: Path) -> float | None:

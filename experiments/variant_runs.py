@@ -48,6 +48,29 @@ def train_run(overrides: tuple[str, ...], seed: int, run: Path, threads: int, ou
     return subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode == 0
 
 
+def evaluate_test(
+    run: Path, threads: int, overrides: tuple[str, ...] = (), out: Any = None
+) -> dict[str, Any] | None:
+    """``python evaluate.py ckpt=RUN split=test <overrides>`` with ``threads`` threads (output
+    to the open file ``out``, else captured): the one entry of the scores.json it wrote (the
+    newest ``eval/*-test-beam1-*``), or None when it failed."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, "evaluate.py", f"ckpt={run}", "split=test", *overrides]
+    streams: dict[str, Any] = (
+        {"stdout": out, "stderr": out}
+        if out is not None
+        else {"capture_output": True, "text": True}
+    )
+    if subprocess.run(cmd, cwd=ROOT, env=env, **streams).returncode != 0:
+        return None
+    found = sorted((run / "eval").glob("*-test-beam1-*/scores.json"), key=os.path.getmtime)
+    if not found:
+        return None
+    entries = [e for e in json.loads(found[-1].read_text(encoding="utf-8")).values()
+               if isinstance(e, dict)]  # fmt: skip
+    return entries[0] if len(entries) == 1 else None
+
+
 def run_variant(
     v: Variant, seed: int, threads: int, common: tuple[str, ...], runs: Path, records: Path
 ) -> Path | None:

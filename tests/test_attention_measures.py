@@ -83,7 +83,7 @@ def test_silver_scores_none_for_a_corpus_without_silver(tmp_path: Path, monkeypa
     def no_run(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("evaluate.py must not run without silver alignments")
 
-    monkeypatch.setattr(am.subprocess, "run", no_run)
+    monkeypatch.setattr(subprocess, "run", no_run)
     assert "toy_reverse" not in am.SILVER
     assert am.silver_scores(tmp_path, "toy_reverse") is None
     monkeypatch.setitem(am.SILVER, "ding_de_en", tmp_path / "missing.align")
@@ -106,7 +106,7 @@ def test_silver_scores_read_what_evaluate_py_writes(tmp_path: Path, monkeypatch)
         (out / "scores.json").write_text(json.dumps({"best-5-test-beam1": entry}))
         return subprocess.CompletedProcess(cmd, returncode, "", "")
 
-    monkeypatch.setattr(am.subprocess, "run", evaluate)
+    monkeypatch.setattr(subprocess, "run", evaluate)
     monkeypatch.setitem(am.SILVER, "toy_silver", gold)
     returncode = 0
     got = am.silver_scores(run, "toy_silver", threads=3)
