@@ -6,10 +6,11 @@ long, and the update at which their validation NLL has flattened.
 
 Each probe is an attention-table cell (configs/experiment/results_attention.yaml's size,
 rnn_luong's preset scorer and rnn_bahdanau's, global attention) trained :data:`PROBE_UPDATES`
-updates, validated every :data:`PROBE_EVERY`; its record (results/attention_protocol/) keeps
-the validation curve, the minutes and the machine. The rule
-(:func:`experiments.comparison_stats.flattened_at`): the first validation at which the best
-NLL so far is less than 1% better than the best NLL at four fifths of that step. The table's
+updates, validated every :data:`PROBE_EVERY`, by experiments/variant_runs.py: its record
+(results/attention_protocol/) keeps the validation curve (step, NLL, BLEU), the minutes and
+the machine. The rule (:func:`experiments.comparison_stats.flattened_at`, ``stays``): the
+first validation from which on the best NLL so far is less than 1% better than the best NLL
+at four fifths of that step, there and at every later validation. The table's
 ``trainer.max_steps`` is the latest flattening step of the probes, rounded up to a
 validation of the table (its ``val_every_steps``).
 """
@@ -20,17 +21,14 @@ import argparse
 import math
 import statistics
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from attnmt.atomic import write_json
-from attnmt.run_record import read_record
 from experiments.alignment_aer import GRID
 from experiments.comparison_stats import flattened_at
 from experiments.results_plan import Plan, estimate
-from experiments.variant_runs import provenance_fields, read_all, train_run
+from experiments.variant_runs import Variant, read_all, run_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "attention_protocol"
@@ -54,57 +52,16 @@ COMMON = (
     "trainer.precision=fp32",
     "trainer.keep_best=1",
 )
-PROBES = {
-    "rnn_luong general global": ("model=rnn_luong", *SIZE),
-    "rnn_bahdanau additive global": ("model=rnn_bahdanau", *SIZE),
-}
-
-
-def stem(name: str, seed: int = 1) -> str:
-    return f"{name.replace(' ', '-')}-seed{seed}"
-
-
-def record_run(name: str, run: Path, started: float, threads: int, seed: int = 1) -> Path:
-    """The record of the finished probe ``run`` at results/attention_protocol/."""
-    rec = read_record(run)
-    summary = rec.summary or {}
-    test = rec.test or {}
-    curve = [[e["step"], round(e["minutes"], 3), round(e["nll"], 4), round(e["bleu"], 2)]
-             for e in rec.valid]  # fmt: skip
-    return write_json(
-        RECORDS / f"{stem(name, seed)}.json",
-        {
-            "probe": name,
-            "overrides": [*COMMON, *PROBES[name]],
-            "seed": seed,
-            "updates": summary.get("step"),
-            "params": summary.get("params"),
-            "curve": curve,
-            "test": {k: test[k] for k in ("bleu", "chrf", "bleu_signature") if k in test},
-            "train_minutes": summary.get("minutes"),
-            **provenance_fields(started, threads),
-        },
-        indent=1,
-    )
-
-
-def run_probe(name: str, threads: int) -> Path | None:
-    """Train (or finish) one probe and record it; the record (None: training failed)."""
-    record = RECORDS / f"{stem(name)}.json"
-    if record.is_file():
-        return record
-    run = RUNS / stem(name)
-    started = time.time()
-    RUNS.mkdir(parents=True, exist_ok=True)
-    with (RUNS / f"{stem(name)}.log").open("w") as out:
-        if not train_run((*COMMON, *PROBES[name]), 1, run, threads, out):
-            return None
-    return record_run(name, run, started, threads)
+PROBES = (
+    Variant("rnn_luong general global", ("model=rnn_luong", *SIZE)),
+    Variant("rnn_bahdanau additive global", ("model=rnn_bahdanau", *SIZE)),
+)
+"""The reference cells at the table's size; each probe's record is a variant_runs record."""
 
 
 def flattening(record: dict[str, Any]) -> int | None:
     """The probe's flattening step (None: still improving at its last validation)."""
-    return flattened_at([(int(p[0]), float(p[2])) for p in record["curve"]], TOL, TAIL, stays=True)
+    return flattened_at([(int(p[0]), float(p[1])) for p in record["curve"]], TOL, TAIL, stays=True)
 
 
 def table_updates(records: list[dict[str, Any]], every: int) -> int | None:
@@ -123,11 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
     args = parser.parse_args(argv)
     if args.what == "run":
+
+        def probe(v: Variant) -> Path | None:
+            return run_variant(v, 1, 1, COMMON, RUNS, RECORDS)
+
         with ThreadPoolExecutor(args.jobs) as pool:
-            for name, path in zip(PROBES, pool.map(lambda n: run_probe(n, 1), PROBES)):
-                print(f"{name}: {path or 'FAILED'}", flush=True)
+            for v, path in zip(PROBES, pool.map(probe, PROBES)):
+                print(f"{v.name}: {path or 'FAILED'}", flush=True)
     for rec in read_all(RECORDS):
-        print(f"{rec['probe']}: flattens at {flattening(rec)} (of {rec['updates']} updates)")
+        size = f" ({rec['other_size']})" if rec.get("other_size") else ""
+        print(f"{rec['variant']}{size}: flattens at {flattening(rec)} of {rec['updates']} updates")
     return 0
 
 
@@ -159,18 +121,18 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
     ]
     for rec in records:
         step = flattening(rec)
-        nll = next((p[2] for p in rec["curve"] if p[0] == step), None)
+        nll = next((p[1] for p in rec["curve"] if p[0] == step), None)
         cpu = rec["machine"]["cpu"]
         pace = rec.get("pace_ms_per_update")
         if pace is None:  # the probe's own wall clock
             pace = 60_000 * float(rec["train_minutes"]) / max(int(rec["updates"]), 1)
-        name = rec["probe"] + (
+        name = rec["variant"] + (
             f" ({rec['other_size']}: not the table's)" if rec.get("other_size") else ""
         )
         lines.append(
             f"| {name} | {rec['updates']} | {step if step else 'not yet'} "
             f"| {f'{nll:.3f}' if nll is not None else '–'} "
-            f"| {rec['curve'][-1][2]:.3f}, {rec.get('test', {}).get('bleu', float('nan')):.2f} "
+            f"| {rec['curve'][-1][1]:.3f}, {rec.get('test', {}).get('bleu', float('nan')):.2f} "
             f"| {pace:.0f} "
             f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
         )
@@ -183,7 +145,7 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
     )
     if chosen is not None and chosen != updates:
         verdict += " **They differ: set trainer.max_steps in results_attention.yaml.**"
-    notes = [f"{r['probe']}, {r['pace_note']}." for r in records if r.get("pace_note")]
+    notes = [f"{r['variant']}, {r['pace_note']}." for r in records if r.get("pace_note")]
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
 
 

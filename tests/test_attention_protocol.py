@@ -15,8 +15,8 @@ MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
 
 
 def probe(nll: list[float], every: int = 250, **more: Any) -> dict[str, Any]:
-    curve = [[every * (i + 1), 1.0, v, 0.0] for i, v in enumerate(nll)]
-    return {"probe": "rnn_luong general global", "curve": curve, "updates": curve[-1][0],
+    curve = [[every * (i + 1), v, 0.0] for i, v in enumerate(nll)]  # step, NLL, BLEU
+    return {"variant": "rnn_luong general global", "curve": curve, "updates": curve[-1][0],
             "train_minutes": 10.0, "threads": 1, "machine": MACHINE, **more}  # fmt: skip
 
 
