@@ -32,7 +32,7 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
-from experiments.kept_outputs import read_hypotheses, references, test_pairs
+from experiments.kept_outputs import read_hypotheses, test_pairs
 from experiments.ledger import Record
 from experiments.results_plan import Cell, Plan
 
@@ -227,24 +227,20 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
     return lines
 
 
-def test_references(plan: Plan, root: Path) -> list[str]:
-    """The test references of the attention table's corpus (experiments/kept_outputs.py
-    ``references``, prepared under ``root``/data); [] when none prepares."""
-    return references(_table_data(plan), root)
-
-
-def _table_data(plan: Plan) -> dict[str, Any] | None:
+def test_split(plan: Plan, root: Path) -> tuple[str, list[str], list[str]]:
+    """(corpus name, test sources, test references) of the attention table's corpus
+    (experiments/kept_outputs.py ``test_pairs``, prepared once under ``root``/data); empty
+    lists when none prepares."""
     cells = [c for c in plan.cells if c.table == "attention"]
     data = plan.settings.get(cells[0], {}).get("data") if cells else None
-    return data if isinstance(data, dict) else None
+    data = data if isinstance(data, dict) else None
+    return (str((data or {}).get("name", "")), *test_pairs(data, root))
 
 
-def silver_baseline(plan: Plan, root: Path) -> list[str]:
-    """One sentence for scale: the silver AER of the diagonal alignment on the table's
-    test split ([] without silver links)."""
-    data = _table_data(plan)
-    corpus = str((data or {}).get("name", ""))
-    aer = diagonal_aer(corpus, *test_pairs(data, root))
+def silver_baseline(corpus: str, sources: Sequence[str], refs: Sequence[str]) -> list[str]:
+    """One sentence for scale: the silver AER of the diagonal alignment on the test split
+    ([] without silver links)."""
+    aer = diagonal_aer(corpus, sources, refs)
     if aer is None:
         return []
     return [

@@ -267,9 +267,9 @@ def write_docs(
     curves = write_curves(plan, plan.current, out.parent)
     toy = attention_table.toy_records(toy_ledger)
     cells = attention_table.measures(plan, plan.current, ledger, toy)
-    refs = attention_table.test_references(plan, ROOT)
+    corpus, sources, refs = attention_table.test_split(plan, ROOT)
     analysis = [
-        *attention_table.silver_baseline(plan, ROOT),
+        *attention_table.silver_baseline(corpus, sources, refs),
         *attention_table.analysis(cells, ledger, refs),
     ]
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
