@@ -112,21 +112,17 @@ def _bench_preset(ctx: Context, mcfg: dict[str, Any], preset: str, out: Path) ->
         name: ct2.open_ct2(out, threads, device=device.type, compute_type=compute_type)
         for name, compute_type in _variants(device)
     }
-    rows: list[Row] = []
-    for label, beam in SEARCHES.items():
-        variants: dict[str, Callable[[], list[list[int]]]] = {
-            "attnmt": functools.partial(attnmt_fn, model, beam)
-        }
-        for name, translator in translators.items():
-            variants[name] = functools.partial(ct2_fn, translator, beam)
+
+    def variants(beam: int) -> dict[str, Callable[[], list]]:
+        out: dict[str, Callable[[], list]] = {"attnmt": functools.partial(attnmt_fn, model, beam)}
+        out.update({n: functools.partial(ct2_fn, tr, beam) for n, tr in translators.items()})
         for name, net in models.items():
-            variants.setdefault(name, functools.partial(attnmt_fn, net, beam))
-        base = {"bench": "ct2", "model": f"{preset} {label} {len(pieces)}x{args.length}"}
-        found = _rows(compare(base, variants, device, args), variants, len(pieces))
-        for row in found:
-            row["beam"] = beam
-        rows += found
-    return rows
+            out.setdefault(name, functools.partial(attnmt_fn, net, beam))
+        return out
+
+    return _each_search(
+        ctx, f"{preset} {{search}} {len(pieces)}x{args.length}", variants, len(pieces)
+    )
 
 
 def _bench_checkpoint(ctx: Context, tmp: Path) -> list[Row]:
@@ -146,16 +142,30 @@ def _bench_checkpoint(ctx: Context, tmp: Path) -> list[Row]:
         name: ct2.load_ct2_translator(tmp / "model", str(device), decode, compute_type, threads)
         for name, compute_type in _variants(device)
     }
-    rows: list[Row] = []
-    for label, beam in SEARCHES.items():
-        variants: dict[str, Callable[[], list[str]]] = {
+
+    def variants(beam: int) -> dict[str, Callable[[], list]]:
+        out: dict[str, Callable[[], list]] = {
             "attnmt": functools.partial(attnmt_tr.translate, lines, beam=beam)
         }
-        for name, tr in ct2_trs.items():
-            variants[name] = functools.partial(tr.translate, lines, beam=beam)
-        name = Path(args.ct2_ckpt).name
-        base = {"bench": "ct2", "model": f"{name} {label} test[:{len(lines)}]"}
-        found = _rows(compare(base, variants, device, args), variants, len(lines))
+        out.update(
+            {n: functools.partial(tr.translate, lines, beam=beam) for n, tr in ct2_trs.items()}
+        )
+        return out
+
+    label = f"{Path(args.ct2_ckpt).name} {{search}} test[:{len(lines)}]"
+    return _each_search(ctx, label, variants, len(lines))
+
+
+def _each_search(
+    ctx: Context, label: str, variants_of: Callable[[int], dict[str, Callable[[], list]]], n: int
+) -> list[Row]:
+    """The rows of every search of :data:`SEARCHES` (``label`` with ``{search}`` filled in):
+    the variants ``variants_of(beam)`` compared over ``n`` sentences, each row with its beam."""
+    rows: list[Row] = []
+    for search, beam in SEARCHES.items():
+        variants = variants_of(beam)
+        base = {"bench": "ct2", "model": label.format(search=search)}
+        found = _rows(compare(base, variants, ctx.device, ctx.args), variants, n)
         for row in found:
             row["beam"] = beam
         rows += found
