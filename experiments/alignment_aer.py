@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +38,7 @@ from typing import Any
 
 from attnmt.atomic import write_json, write_text
 from attnmt.run_record import read_record, source_commit
+from experiments.comparison_stats import mean_std
 from experiments.variant_runs import evaluate_test, provenance_fields, train_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -297,14 +297,6 @@ def records() -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*-seed*.json"))]
 
 
-def _spread(values: list[float], digits: int = 3) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
-
-
 CHOICE_COLUMNS = (
     "layer 0, mean",
     "layer 1, mean",
@@ -330,10 +322,10 @@ def _row(name: str, mine: list[dict[str, Any]]) -> str:
         if (r.get("attention_entropy_norm") or {}).get("cross") is not None
     ]
     return (
-        f"| {name} | {len(mine)} | {_spread([r['test']['aer'] for r in mine])} "
-        f"| {_spread([r['aer_precision'] for r in mine])} "
-        f"| {_spread([r['aer_recall'] for r in mine])} "
-        f"| {_spread([r['test']['bleu'] for r in mine], 2)} | {_spread(ent, 2)} |"
+        f"| {name} | {len(mine)} | {mean_std([r['test']['aer'] for r in mine], 3)} "
+        f"| {mean_std([r['aer_precision'] for r in mine], 3)} "
+        f"| {mean_std([r['aer_recall'] for r in mine], 3)} "
+        f"| {mean_std([r['test']['bleu'] for r in mine], 2)} | {mean_std(ent, 2)} |"
     )
 
 

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_text
+from experiments.comparison_stats import mean_std
 from experiments.ledger import read_records
-from experiments.variant_runs import Variant, provenance, read_all, run_variant, spread
+from experiments.variant_runs import Variant, provenance, read_all, run_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "ding_loose"
@@ -92,8 +93,8 @@ def table(loose: list[dict[str, Any]], base: list[dict[str, Any]]) -> str:
         rs = sorted(rs)
         lines.append(
             f"| {name} | {len(rs)} | {', '.join(sorted({str(r[1]) for r in rs})) or '–'} "
-            f"| {spread([r[2] for r in rs], 2)} | {spread([r[3] for r in rs], 2)} "
-            f"| {spread([r[4] for r in rs], 3)} "
+            f"| {mean_std([r[2] for r in rs], 2)} | {mean_std([r[3] for r in rs], 2)} "
+            f"| {mean_std([r[4] for r in rs], 3)} "
             f"| {', '.join(f'{r[2]:.2f} (seed {r[0]})' for r in rs) or '–'} |"
         )
     lines += [

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_text
+from experiments.comparison_stats import mean_std
 from experiments.variant_runs import (
     Variant,
     at_step,
     provenance,
     read_all,
     run_variant,
-    spread,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,9 +167,9 @@ def table(recs: list[dict[str, Any]]) -> str:
         mine = [r for r in recs if r["variant"] == v.name]
         if not mine:
             continue
-        nll = [spread([x for r in mine if (x := at_step(r, s, 1)) is not None], 3) for s in shown]
+        nll = [mean_std([x for r in mine if (x := at_step(r, s, 1)) is not None], 3) for s in shown]
         last = shown[-1] if shown else 0
-        bleu = spread([x for r in mine if (x := at_step(r, last, 2)) is not None], 2)
+        bleu = mean_std([x for r in mine if (x := at_step(r, last, 2)) is not None], 2)
         ent = [
             (r.get("attention_entropy_norm") or {}).get("cross")
             for r in mine
@@ -178,7 +178,7 @@ def table(recs: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0]['params']:,} | "
             + " | ".join(nll)
-            + f" | {bleu} | {spread(ent, 2)} |"
+            + f" | {bleu} | {mean_std(ent, 2)} |"
         )
     lines += _ranking(recs, shown[-1]) if shown else []
     lines += ["", provenance(recs)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -130,15 +129,6 @@ def at_step(rec: dict[str, Any], step: int, col: int) -> float | None:
         if point[0] == step:
             return float(point[col])
     return None
-
-
-def spread(values: list[float], digits: int) -> str:
-    """``mean ± sample std`` (one value: the value; none: an en dash)."""
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def provenance(recs: list[dict[str, Any]]) -> str:
