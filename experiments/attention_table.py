@@ -32,7 +32,7 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
-from experiments.kept_outputs import read_hypotheses, test_pairs
+from experiments.kept_outputs import kept_lines, test_pairs
 from experiments.ledger import Record
 from experiments.results_plan import Cell, Plan
 
@@ -179,7 +179,8 @@ def bootstrap_of(
 ) -> PairedBootstrap | None:
     """Each cell against the cell of best mean test BLEU (sacrebleu's paired bootstrap, 1,000
     resamples, seed 12345) over the best cell's seeds' test outputs, concatenated in seed order;
-    cells lacking one of those seeds' outputs are left out."""
+    cells lacking one of those seeds' kept outputs (experiments/kept_outputs.py
+    ``kept_lines``) are left out."""
     kept = [m for m in cells if m.records]
     if len(kept) < 2 or not refs:
         return None
@@ -188,14 +189,10 @@ def bootstrap_of(
     systems: dict[str, list[str]] = {}
     for m in [best, *(m for m in kept if m is not best)]:
         by_seed = {r.seed: r for r in m.records}
-        if not all(s in by_seed and "hypotheses" in by_seed[s].extra for s in seeds):
-            continue
-        lines: list[str] = []
-        for s in seeds:
-            lines += read_hypotheses(ledger / str(by_seed[s].extra["hypotheses"]))
-        if len(lines) != len(refs) * len(seeds):
-            continue
-        systems[cell_name(m.cell)] = lines
+        outputs = [kept_lines(by_seed[s], ledger, len(refs)) if s in by_seed else None
+                   for s in seeds]  # fmt: skip
+        if all(lines is not None for lines in outputs):
+            systems[cell_name(m.cell)] = [line for lines in outputs if lines for line in lines]
     if len(systems) < 2 or cell_name(best.cell) not in systems:
         return None
     return paired_bootstrap(list(refs) * len(seeds), systems, cell_name(best.cell))
