@@ -14,11 +14,13 @@ from helpers.tiny_checkpoint import MODEL_CONFIGS
 from helpers.toy_train import toy_train_config
 
 from attnmt import EOS_ID
+from attnmt.checkpoint import load_checkpoint
 from attnmt.data.batching import make_batch
 from attnmt.decode.search import beam_search, greedy_search
 from attnmt.decode.translator import Translator
 from attnmt.models.base import MAX_DECODE_LENGTH
 from attnmt.models.registry import build_model
+from attnmt.run_record import read_record
 from attnmt.train import loop
 from attnmt.train.interrupt import (
     FinalTestInterrupted,
@@ -147,3 +149,27 @@ def test_a_signal_during_validation_decoding_saves_last_and_exits(
     assert info.value.exit_code == 143 and info.value.saved
     assert (run / "checkpoints" / "last.pt").is_file()
     assert f"continue with resume={run}" in info.value.message()
+
+
+def test_a_signal_while_a_validation_is_reported_keeps_its_record_and_best_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scores are in when the heatmaps are drawn (their decoding stops at a signal):
+    the validation's event, the summary's best and best-<step>.pt are written before it,
+    so the record agrees with the state that last.pt carries."""
+
+    def interrupted(*args, **kw):  # type: ignore[no-untyped-def]
+        os.kill(os.getpid(), signal.SIGTERM)  # the trainer's flag takes it...
+        raise KeyboardInterrupt  # ...and the heatmaps' decoding stops
+
+    monkeypatch.setattr(loop, "report_validation", interrupted)
+    run = tmp_path / "run"
+    with pytest.raises(TrainingInterrupted) as info:
+        loop.train(_toy(tmp_path, "trainer.max_steps=100"), run)
+    assert info.value.exit_code == 143 and info.value.step == 2
+    record = read_record(run)
+    assert [e["step"] for e in record.valid] == [2]
+    assert record.summary is not None and record.summary["best"]["step"] == 2
+    assert (run / "checkpoints" / "best-2.pt").is_file()
+    last = load_checkpoint(run / "checkpoints" / "last.pt").training
+    assert last is not None and last.trainer["best_step"] == last.trainer["val_step"] == 2

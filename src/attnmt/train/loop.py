@@ -426,8 +426,9 @@ class Trainer:
         )
 
     def _validate_main(self) -> dict[str, float]:
-        """Rank 0's part of :meth:`validation_round`: score, keep the best, report, draw
-        ``results.png``, write a best checkpoint when among the k best, then ``last.pt``."""
+        """Rank 0's part of :meth:`validation_round`: score, keep the best, write a best
+        checkpoint when among the k best, then ``last.pt``, record the event; then report
+        (TensorBoard, hypotheses, heatmaps) and draw ``results.png``."""
         t, step, state = self.tcfg, self.step, self.state
         res = self._validate()
         if not state.signature:
@@ -442,13 +443,6 @@ class Trainer:
         log.info("valid step %d | %s", step, res.line())
         state.history.add_valid(step, self.minutes(), res.loss, res.bleu, res.chrf)
         state.n_vals += 1
-        heatmaps = t.heatmaps_every > 0 and (state.n_vals - 1) % t.heatmaps_every == 0
-        valid = self.parts.data.valid
-        report_validation(
-            self.tb, self.run_dir, self.parts.translator, valid, res, step, t, heatmaps
-        )
-        self.tb.scalar("val/best_bleu", state.best_bleu, step)
-        self._draw_results(step)
         payload = self.checkpoint(
             {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
         )
@@ -467,6 +461,15 @@ class Trainer:
         )
         if self.record is not None:
             self.record.update(step=step, minutes=round(self.minutes(), 4), best=self._best())
+        # last, since drawing the heatmaps decodes and a signal stops decoding: the scores,
+        # the checkpoints and the record above are written by then
+        heatmaps = t.heatmaps_every > 0 and (state.n_vals - 1) % t.heatmaps_every == 0
+        valid = self.parts.data.valid
+        report_validation(
+            self.tb, self.run_dir, self.parts.translator, valid, res, step, t, heatmaps
+        )
+        self.tb.scalar("val/best_bleu", state.best_bleu, step)
+        self._draw_results(step)
         return res.scalars()
 
     def _best(self) -> dict[str, Any] | None:
