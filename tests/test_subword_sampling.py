@@ -12,12 +12,14 @@ import pytest
 from helpers.toy_train import toy_train_config
 
 from attnmt import PAD_ID
+from attnmt.data import resample
 from attnmt.data.config import DataConfig, to_data_config
 from attnmt.data.dataset import make_loader
 from attnmt.data.indexed import IndexedDataset, TokenArray
 from attnmt.data.resample import (
     EpochSegmentations,
     SamplingSettings,
+    check_seeded_sampling,
     pair_seed,
     sample_array,
     sample_ids,
@@ -204,6 +206,35 @@ def test_batches_follow_the_epochs_lengths_and_resume_mid_epoch_reproduces(
     sampler2.load_state_dict(state)
     assert [_ids(b) for b in loader2] == rest
     assert head + rest != epoch0  # epoch 1 is not epoch 0 again
+
+
+@pytest.mark.parametrize("seeding", ["ignored", "only_the_first"])
+def test_sampling_refuses_a_sentencepiece_whose_seed_does_not_reproduce(
+    files: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, seeding: str
+) -> None:
+    """sentencepiece < 0.2.3 seeds a thread's generator only when it first samples (later
+    seeds are ignored): emulated, setting up sampling fails loudly instead of sampling
+    irreproducibly; the installed sentencepiece passes (every other test builds one too)."""
+    for model_type, settings in (("unigram", UNIGRAM), ("bpe", BPE)):
+        sp = _segmentations(files, model_type).processors["src"]
+        check_seeded_sampling(sp, settings)  # the real seeding reproduces: no error
+    real = resample.spm.set_random_generator_seed
+    calls: list[int] = []
+
+    def old_seeding(seed: int) -> None:
+        if seeding == "only_the_first" and not calls:
+            real(seed)
+        calls.append(seed)
+
+    monkeypatch.setattr(resample.spm, "set_random_generator_seed", old_seeding)
+    for model_type in ("unigram", "bpe"):
+        calls.clear()
+        with pytest.raises(ConfigError) as err:
+            _segmentations(files, model_type)
+        message = str(err.value)
+        assert "data.tokenizer.sampling.enabled" in message
+        assert f"sentencepiece {resample.spm.__version__}" in message
+        assert 'pip install -U "sentencepiece>=0.2.3"' in message
 
 
 def test_config_checks_and_default_off() -> None:
