@@ -31,6 +31,13 @@ def test_auto_on_cpu_without_the_probe_is_fp32() -> None:
     assert resolve_precision("auto", CPU).name == "fp32"
 
 
+def test_auto_on_cuda_without_the_probe_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not bf16 because the GPU has it: on CUDA too, autocast is only the probe's call."""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    p = resolve_precision("auto", torch.device("cuda"))
+    assert p.name == "fp32" and p.dtype is None and not p.scaler.is_enabled()
+
+
 def test_fp16_needs_cuda() -> None:
     with pytest.raises(ConfigError, match="fp16 needs a CUDA device"):
         resolve_precision("fp16", CPU)

@@ -4,6 +4,7 @@ untouched. The decisions are driven by a simulated machine: no real timing."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -50,8 +51,8 @@ class FakeMachine:
     """Simulated clocks: each step advances the wall clock by its next scripted duration
     (cycled) and the process CPU clock by duration x threads x ``cpu_share``."""
 
-    def __init__(self, fp32, bf16, *, load=1.0, cpu_share=1.0, cores=2, threads=2):
-        self.script = {"fp32": itertools.cycle(fp32), "bf16": itertools.cycle(bf16)}
+    def __init__(self, fp32, bf16, *, load=1.0, cpu_share=1.0, cores=2, threads=2, low="bf16"):
+        self.script = {"fp32": itertools.cycle(fp32), low: itertools.cycle(bf16)}
         self.load, self.cpu_share, self.cores, self.threads = load, cpu_share, cores, threads
         self.wall = self.cpu = 0.0
         self.ran: list[str] = []
@@ -63,7 +64,7 @@ class FakeMachine:
         self.cpu += took * self.threads * self.cpu_share
 
     def steps(self):
-        return {name: functools.partial(self._step, name) for name in ("fp32", "bf16")}
+        return {name: functools.partial(self._step, name) for name in self.script}
 
     def sensors(self) -> pp.Sensors:
         return pp.Sensors(
@@ -294,7 +295,7 @@ def test_no_native_bf16_means_fp32_without_a_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: False)
-    monkeypatch.setattr(pp, "model_steps", lambda m, b: pytest.fail("no probe expected"))
+    monkeypatch.setattr(pp, "model_steps", lambda m, b, n: pytest.fail("no probe expected"))
     with caplog.at_level(logging.INFO):
         p = pp.choose_precision("auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
     assert p.name == "fp32" and "no native bf16" in caplog.text
@@ -307,7 +308,7 @@ def test_native_bf16_is_probed_and_the_faster_one_chosen_on_one_log_line(
 ) -> None:
     m = FakeMachine([2.0], [1.0]) if faster == "bf16" else FakeMachine([1.0], [2.0])
     monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
-    monkeypatch.setattr(pp, "model_steps", lambda model, batch: m.steps())
+    monkeypatch.setattr(pp, "model_steps", lambda model, batch, names: m.steps())
     monkeypatch.setattr(pp, "Sensors", functools.partial(lambda s: s, m.sensors()))
     with caplog.at_level(logging.INFO, logger=pp.__name__):
         p = pp.choose_precision("auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
@@ -321,7 +322,7 @@ def test_choose_precision_passes_refresh_on(
 ) -> None:
     m = FakeMachine(IDLE_FP32, IDLE_BF16, load=3.9)
     monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
-    monkeypatch.setattr(pp, "model_steps", lambda model, batch: m.steps())
+    monkeypatch.setattr(pp, "model_steps", lambda model, batch, names: m.steps())
     monkeypatch.setattr(pp, "Sensors", functools.partial(lambda s: s, m.sensors()))
     with caplog.at_level(logging.INFO, logger=pp.__name__):
         p = pp.choose_precision(
@@ -335,7 +336,7 @@ def test_choose_precision_passes_refresh_on(
 def test_an_explicit_precision_is_never_probed(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pp, "model_steps", lambda m, b: pytest.fail("no probe expected"))
+    monkeypatch.setattr(pp, "model_steps", lambda m, b, n: pytest.fail("no probe expected"))
     assert pp.choose_precision(name, CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40).name == name
 
 
@@ -364,3 +365,97 @@ def test_the_trainer_passes_trainer_precision_probe_to_the_probe(
     cfg = toy_train_config(tmp_path / "data", "trainer.precision_probe=refresh")
     Trainer(cfg, tmp_path / "run").close()
     assert seen == ["refresh"]
+
+
+GPU = torch.device("cuda")
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _fake_gpu(
+    monkeypatch: pytest.MonkeyPatch, m: FakeMachine, *, bf16: bool = True, name: str = H100
+) -> list[tuple[str, ...]]:
+    """``GPU`` simulated on a CPU-only torch: its name, bf16 support and synchronize (which
+    records "sync" among ``m``'s steps), ``m``'s steps and wall clock as the probe's, and
+    ``m``'s CPU sensors left in place: a CPU's busy machine (load 9.9, CPU-starved) that the
+    GPU's probe must neither read nor judge by. Returns the precisions the probe timed."""
+
+    def fail(*_: Any, **__: Any) -> None:
+        pytest.fail("a CPU check ran for a GPU")
+
+    timed: list[tuple[str, ...]] = []
+    base = m.sensors()
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: bf16)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: m.ran.append("sync"))
+    monkeypatch.setattr(pp.Batch, "to", lambda self, device: self)
+    monkeypatch.setattr(pp, "Sensors", lambda **kw: dataclasses.replace(base, **kw))
+    monkeypatch.setattr(
+        pp, "model_steps", lambda model, batch, names: timed.append(tuple(names)) or m.steps()
+    )
+    monkeypatch.setattr(pp, "cpu_has_fast_bf16", fail)
+    monkeypatch.setattr(pp.os, "getloadavg", fail)
+    return timed
+
+
+@pytest.mark.parametrize("faster", ["fp32", "bf16"])
+def test_auto_on_cuda_times_fp32_against_bf16_and_keeps_the_faster(
+    faster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not bf16 because it is a GPU: timed like a CPU, each step between two synchronize
+    calls, with no CPU load rule (this simulated CPU is loaded and starved), and cached under
+    the GPU's name."""
+    fast, slow = [0.010], [0.037]
+    m = FakeMachine(*((slow, fast) if faster == "bf16" else (fast, slow)), load=9.9, cpu_share=0.01)
+    timed = _fake_gpu(monkeypatch, m)
+    with caplog.at_level(logging.INFO, logger=pp.__name__):
+        p = pp.choose_precision("auto", GPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
+    assert p.name == faster and timed == [("fp32", "bf16")]
+    (line,) = [r.getMessage() for r in caplog.records if r.name == pp.__name__]
+    assert line.startswith(f"precision auto -> {faster} (cuda: {H100}): timed step"), line
+    assert "cached in" in line and "busy" not in line
+    (key,) = _cache(tmp_path)
+    assert key.startswith(f"cuda: {H100} | ") and _cache(tmp_path)[key]["choice"] == faster
+    warm_ups = ["fp32", "bf16"]
+    assert m.ran[:2] == warm_ups  # then every timed step between two synchronize calls
+    assert m.ran[2:] == [e for name in warm_ups * pp.MIN_ROUNDS for e in ("sync", name, "sync")]
+
+
+@pytest.mark.filterwarnings("ignore:.*GradScaler is enabled, but CUDA is not available")
+def test_auto_on_a_gpu_without_native_bf16_times_fp16(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = FakeMachine([0.02], [0.01], low="fp16")
+    timed = _fake_gpu(monkeypatch, m, bf16=False)
+    p = pp.choose_precision("auto", GPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
+    assert timed == [("fp32", "fp16")] and p.name == "fp16" and p.dtype == torch.float16
+    assert pp.candidates(GPU) == ("fp32", "fp16") and pp.candidates(CPU) == ("fp32", "bf16")
+
+
+def test_a_verdict_is_keyed_by_the_gpu_and_never_shared_with_the_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = _batch()
+    names = iter(["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"])
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: next(names))
+    h100, a100 = (pp.cache_key("transformer", TINY, 40, b, GPU) for _ in range(2))
+    cpu = pp.cache_key("transformer", TINY, 40, b, CPU)
+    assert h100.startswith("cuda: NVIDIA H100") and a100.startswith("cuda: NVIDIA A100")
+    assert len({h100, a100, cpu}) == 3 and not cpu.startswith("cuda")
+    assert cpu == pp.cache_key("transformer", TINY, 40, b)  # a CPU's key as before
+
+    # a cached CPU verdict (bf16) is not taken on the GPU, where fp32 is faster
+    (tmp_path / pp.CACHE_FILE).write_text(json.dumps({cpu: {"choice": "bf16", "times": {}}}))
+    m = FakeMachine([0.01], [0.03])
+    timed = _fake_gpu(monkeypatch, m)
+    p = pp.choose_precision("auto", GPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
+    assert p.name == "fp32"
+    assert timed == [("fp32", "bf16")] and _cache(tmp_path)[cpu]["choice"] == "bf16"
+
+
+@pytest.mark.parametrize("name", ["fp32", "bf16"])
+def test_an_explicit_precision_on_cuda_is_never_probed(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timed = _fake_gpu(monkeypatch, FakeMachine([0.01], [0.03]))
+    p = pp.choose_precision(name, GPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
+    assert p.name == name and timed == [] and not (tmp_path / pp.CACHE_FILE).exists()

@@ -2,11 +2,12 @@
 
 * ``bf16``: ``torch.autocast`` with bfloat16 (CPU or CUDA); no loss scaling needed.
 * ``fp16``: CUDA only; autocast with float16 plus a ``GradScaler`` (dynamic loss scaling).
-* ``auto``: on CUDA bf16 when supported, else fp16; on a CPU the trainer decides by timing
+* ``auto``: the trainer decides by timing
   (:func:`attnmt.train.precision_probe.choose_precision`, before this module is asked):
-  fp32 without native bf16 kernels, else whichever of fp32 and bf16 trains the run's own
-  model faster. Asked directly (no model to time), this module resolves ``auto`` on
-  anything but CUDA to fp32.
+  on CUDA whichever of fp32 and bf16 (fp16 on a GPU without native bf16) trains the run's
+  own model faster; on a CPU fp32 without native bf16 kernels, else whichever of fp32 and
+  bf16 trains it faster. Asked directly (no model to time), this module resolves ``auto``
+  to fp32 on every device.
 """
 
 from __future__ import annotations
@@ -47,10 +48,8 @@ def cpu_has_fast_bf16() -> bool:
 
 
 def _auto(device: torch.device) -> str:
-    """CUDA: bf16 where supported, else fp16; otherwise fp32 (a CPU's bf16 is the probe's
-    call, see the module docstring)."""
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    """fp32 on every device: bf16 or fp16, on a GPU or a CPU, is only ever the timed probe's
+    call (see the module docstring), never assumed from the device."""
     return "fp32"
 
 

@@ -1,21 +1,30 @@
-"""``trainer.precision=auto`` on a CPU, decided by timing: fp32 or bf16, whichever trains faster.
+"""``trainer.precision=auto``, decided by timing: fp32 or autocast, whichever trains faster.
 
-Whether bf16 autocast pays on a CPU is not told by its flags (measured figures:
-docs/performance.md). Without native bf16 kernels (oneDNN) it is fp32, no probe needed
-(emulated bf16 is an order of magnitude slower). With them, the run's own model is timed
-on a batch of its own training pairs, forward+backward, in each precision.
+Whether autocast pays is not told by a device's flags, on a CPU or a GPU (measured figures:
+docs/performance.md, a CPU's and a GPU's sections). The run's own model is timed on a batch
+of its own training pairs, forward+backward, in fp32 and in the lower precision of
+:func:`candidates`: bf16, or fp16 on a GPU without native bf16 (timed with its GradScaler's
+loss scaling; the unscaling at the optimizer step, which the probe does not take, is left
+out). On a CPU without native bf16 kernels (oneDNN) it is fp32, no probe needed (emulated
+bf16 is an order of magnitude slower).
+
+On a GPU (CUDA) the steps run asynchronously: each timed step lies between two
+``torch.cuda.synchronize()`` calls (:func:`device_sensors`), and the CPU's load, its
+process clock and its cores say nothing about the GPU's speed, so rules (1) and (2) below
+are not applied there (nor read); rule (3) and the noise rule are.
 
 The rule, made so that a busy machine cannot fool it:
 
-* **Interleaved, repeated, bounded.** After one untimed warm-up of each, fp32 and bf16
-  steps alternate (fp32, bf16, fp32, bf16, ...) so that a load that comes and goes hits
-  both alike: at least :data:`MIN_ROUNDS` rounds, more while either precision's spread
+* **Interleaved, repeated, bounded.** After one untimed warm-up of each, fp32 and bf16 (or
+  fp16) steps alternate (fp32, bf16, fp32, bf16, ...) so that a load that comes and goes
+  hits both alike: at least :data:`MIN_ROUNDS` rounds, more while either precision's spread
   exceeds :data:`NOISY`, at most :data:`MAX_ROUNDS` and no new round once the timed steps
   have taken :data:`BUDGET_S` seconds.
-* **Decided on medians with a margin.** bf16 only if its median step is at least
+* **Decided on medians with a margin.** bf16 (or fp16) only if its median step is at least
   :data:`MARGIN` shorter than fp32's (:func:`decide`).
 * **Cached only if clean.** The verdict is used for this run either way, but written to
-  ``<data.root>/precision_probe.json`` (keyed by CPU, torch version, thread count, model
+  ``<data.root>/precision_probe.json`` (keyed by the device: CPU, torch version and thread
+  count, or the GPU's name, torch version and host CPU (:func:`device_key`); and by model
   and batch shape) only when the machine was not *busy* and the timings not *noisy*;
   otherwise the one log line says why it was not. *Busy* is any of: (1) the 1-minute load
   average read before timing, less 1 for this process's own main thread, exceeds the
@@ -71,7 +80,7 @@ from attnmt.train.rng import rng_state, set_rng_state
 log = logging.getLogger(__name__)
 
 MARGIN = 0.05
-"""bf16 is chosen only when its median step is at least 5% shorter than fp32's."""
+"""bf16 (or fp16) is chosen only when its median step is at least 5% shorter than fp32's."""
 MIN_ROUNDS = 5
 """Timed (fp32, bf16) pairs at least, after one untimed warm-up each (5: a quartile needs 4+)."""
 MAX_ROUNDS = 15
@@ -90,6 +99,7 @@ SLOW = 2.0
 RECHECK_ROUNDS = 1
 """Timed pairs of the cheap re-check of a cached verdict."""
 CACHE_FILE = "precision_probe.json"
+CPU = torch.device("cpu")
 
 
 def load_average() -> float | None:
@@ -108,15 +118,58 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _no_load() -> float | None:
+    return None
+
+
+def _no_sync() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Sensors:
-    """What the probe reads: clocks, the load and the cores (tests pass simulated ones)."""
+    """What the probe reads: clocks, the load and the cores (tests pass simulated ones).
+    ``sync`` waits for the device's queued work and is called before each clock reading
+    around a timed step; ``cpu`` None means the process clock says nothing about the steps'
+    speed (a GPU's) and is not read."""
 
     wall: Callable[[], float] = time.perf_counter
-    cpu: Callable[[], float] = time.process_time  # every thread of this process
+    cpu: Callable[[], float] | None = time.process_time  # every thread of this process
     load: Callable[[], float | None] = load_average
     cores: int = field(default_factory=usable_cores)
     threads: int = field(default_factory=torch.get_num_threads)
+    sync: Callable[[], None] = _no_sync
+
+
+def device_sensors(device: torch.device) -> Sensors:
+    """The real sensors for steps on ``device``. On CUDA the wall clock is read after
+    ``torch.cuda.synchronize`` (kernels run asynchronously), and the CPU's load, process
+    clock, cores and threads are neither read nor judged: they do not tell a GPU's speed."""
+    if device.type != "cuda":
+        return Sensors()
+    return Sensors(
+        cpu=None,
+        load=_no_load,
+        cores=0,
+        threads=0,
+        sync=lambda: torch.cuda.synchronize(device),
+    )
+
+
+def _cuda_has_bf16() -> bool:
+    """The current GPU has native bf16 (not counting torch's emulation where it can tell)."""
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch < 2.4 has no including_emulation (and counts none)
+        return bool(torch.cuda.is_bf16_supported())
+
+
+def candidates(device: torch.device) -> tuple[str, str]:
+    """fp32 and the precision timed against it on ``device``: bf16, but fp16 on a GPU
+    without native bf16."""
+    if device.type == "cuda" and not _cuda_has_bf16():
+        return ("fp32", "fp16")
+    return ("fp32", "bf16")
 
 
 @dataclass
@@ -134,12 +187,28 @@ class Timing:
         return min((len(v) for v in self.times.values()), default=0)
 
 
-def cache_key(model_name: str, model_cfg: dict[str, Any], vocab: int, batch: Batch) -> str:
-    """What the verdict depends on: the machine (CPU, torch, threads), model and batch shape."""
+def device_key(device: torch.device) -> str:
+    """The device part of a cache key. A CPU: the machine's key (CPU kind and flags, torch,
+    threads; :meth:`attnmt.machine.Machine.key`). A GPU: ``cuda: <its name>``, torch and the
+    host CPU (which launches its kernels); never equal to a CPU's key."""
+    if device.type != "cuda":
+        return this_machine().key()
+    host = this_machine().cpu_line()
+    return f"cuda: {torch.cuda.get_device_name(device)} | torch {torch.__version__} | host {host}"
+
+
+def cache_key(
+    model_name: str,
+    model_cfg: dict[str, Any],
+    vocab: int,
+    batch: Batch,
+    device: torch.device = CPU,
+) -> str:
+    """What the verdict depends on: the device (:func:`device_key`), model and batch shape."""
     shape = (tuple(batch.src.shape), tuple(batch.target()[0].shape))
     what = json.dumps([model_name, model_cfg, vocab, shape], sort_keys=True, default=str)
     digest = hashlib.sha1(what.encode()).hexdigest()[:12]
-    return f"{this_machine().key()} | {digest}"
+    return f"{device_key(device)} | {digest}"
 
 
 def read_cache(path: Path) -> dict[str, Any]:
@@ -163,18 +232,23 @@ def write_cache(path: Path, key: str, entry: dict[str, Any]) -> bool:
     return True
 
 
-def model_steps(model: nn.Module, batch: Batch) -> dict[str, Callable[[], None]]:
-    """One forward+backward of ``model`` on ``batch`` in fp32 and in bf16 autocast."""
+def model_steps(
+    model: nn.Module, batch: Batch, names: Sequence[str] = ("fp32", "bf16")
+) -> dict[str, Callable[[], None]]:
+    """One forward+backward of ``model`` on ``batch`` (on its device) in each precision of
+    ``names`` as the trainer runs it (:func:`resolve_precision`: autocast, fp16's loss
+    scaling)."""
 
-    def step_fn(dtype: torch.dtype | None) -> Callable[[], None]:
+    def step_fn(precision: Precision) -> Callable[[], None]:
         def step() -> None:
-            with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            with precision.autocast():
                 logits = model(batch)
-            label_smoothed_nll(logits, batch.target()[1], 0.1).loss.backward()
+            loss = label_smoothed_nll(logits, batch.target()[1], 0.1).loss
+            precision.scaler.scale(loss).backward()
 
         return step
 
-    return {"fp32": step_fn(None), "bf16": step_fn(torch.bfloat16)}
+    return {name: step_fn(resolve_precision(name, batch.src.device)) for name in names}
 
 
 @contextlib.contextmanager
@@ -206,18 +280,22 @@ def measure(
     max_rounds: int = MAX_ROUNDS,
     budget_s: float = BUDGET_S,
 ) -> Timing:
-    """Warm each step up once, then time them interleaved (fp32, bf16, fp32, bf16, ...):
-    ``min_rounds`` rounds, more while a spread exceeds :data:`NOISY`, at most
-    ``max_rounds``, and none begun after ``budget_s`` seconds of timed steps."""
+    """Warm each step up once, then time them interleaved (fp32, bf16, fp32, bf16, ...),
+    each between two ``sensors.sync()``: ``min_rounds`` rounds, more while a spread exceeds
+    :data:`NOISY`, at most ``max_rounds``, and none begun after ``budget_s`` seconds of
+    timed steps."""
     timing = Timing({name: [] for name in steps}, load=sensors.load())
+    cpu_clock = sensors.cpu or (lambda: 0.0)
     for step in steps.values():
         step()
     for done in range(1, max_rounds + 1):
         for name, step in steps.items():
-            wall, cpu = sensors.wall(), sensors.cpu()
+            sensors.sync()
+            wall, cpu = sensors.wall(), cpu_clock()
             step()
+            sensors.sync()
             took = sensors.wall() - wall
-            timing.cpu += sensors.cpu() - cpu
+            timing.cpu += cpu_clock() - cpu
             timing.wall += took
             timing.times[name].append(took)
         if done >= min_rounds and max(map(spread, timing.times.values())) <= NOISY:
@@ -227,11 +305,17 @@ def measure(
     return timing
 
 
+def _medians(times: Mapping[str, Sequence[float]]) -> tuple[str, float, float]:
+    """(the precision timed against fp32, fp32's median step, its median step)."""
+    low = next(name for name in times if name != "fp32")
+    return low, statistics.median(times["fp32"]), statistics.median(times[low])
+
+
 def decide(times: Mapping[str, Sequence[float]]) -> tuple[str, str]:
-    """(choice, reason) from the timed steps: bf16 only if MARGIN faster."""
-    fp32, bf16 = statistics.median(times["fp32"]), statistics.median(times["bf16"])
-    choice = "bf16" if bf16 < (1.0 - MARGIN) * fp32 else "fp32"
-    return choice, f"timed step: bf16 {bf16:.3f} s vs fp32 {fp32:.3f} s ({fp32 / bf16:.2f}x)"
+    """(choice, reason) from the timed steps: bf16 (or fp16) only if MARGIN faster."""
+    low, fp32, other = _medians(times)
+    choice = low if other < (1.0 - MARGIN) * fp32 else "fp32"
+    return choice, f"timed step: {low} {other:.4g} s vs fp32 {fp32:.4g} s ({fp32 / other:.2f}x)"
 
 
 def load_busy(load: float | None, sensors: Sensors) -> str | None:
@@ -256,7 +340,7 @@ def busy(
     if why:
         return why
     asked = min(sensors.threads, sensors.cores)
-    if timing.wall > 0 and timing.cpu < STARVED * asked * timing.wall:
+    if sensors.cpu is not None and timing.wall > 0 and timing.cpu < STARVED * asked * timing.wall:
         return (
             f"machine busy: the process got {timing.cpu / timing.wall:.2f} CPU-seconds per "
             f"second while timed, under {STARVED:g} of its {asked} threads"
@@ -291,18 +375,18 @@ def noisy(timing: Timing, min_rounds: int = MIN_ROUNDS) -> str | None:
 
 def contradicts(cached: str, times: Mapping[str, Sequence[float]]) -> bool:
     """The re-check's other precision is at least ``2 x MARGIN`` faster than ``cached``."""
-    fp32, bf16 = statistics.median(times["fp32"]), statistics.median(times["bf16"])
-    if cached == "bf16":
-        return fp32 < (1.0 - 2 * MARGIN) * bf16
-    return bf16 < (1.0 - 2 * MARGIN) * fp32
+    low, fp32, other = _medians(times)
+    if cached == low:
+        return fp32 < (1.0 - 2 * MARGIN) * other
+    return other < (1.0 - 2 * MARGIN) * fp32
 
 
-def _cached_times(entry: Mapping[str, Any]) -> dict[str, list[float]] | None:
+def _cached_times(entry: Mapping[str, Any], names: Sequence[str]) -> dict[str, list[float]] | None:
     times = entry.get("times")
     if not isinstance(times, dict):
         return None
     try:
-        return {name: [float(t) for t in times[name]] for name in ("fp32", "bf16")}
+        return {name: [float(t) for t in times[name]] for name in names}
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -335,23 +419,26 @@ def probe(
     mode: str = "cache",
     steps: Mapping[str, Callable[[], None]] | None = None,
     sensors: Sensors | None = None,
+    names: Sequence[str] = ("fp32", "bf16"),
 ) -> tuple[str, str]:
-    """(fp32 | bf16, why) for ``key``: by ``mode`` (``trainer.precision_probe``), the
+    """(one of ``names``, why) for ``key``: by ``mode`` (``trainer.precision_probe``), the
     re-checked cached verdict or a new timing, cached when clean (module docstring).
-    ``steps`` and ``sensors`` default to the model's own steps and the real clocks."""
+    ``steps`` and ``sensors`` default to the model's own steps in ``names`` (fp32 and the
+    precision timed against it, :func:`candidates`) and a CPU's real clocks."""
     if mode not in PRECISION_PROBE_MODES:
         raise ConfigError(
             f"trainer.precision_probe must be one of {' | '.join(PRECISION_PROBE_MODES)}, "
             f"got {mode!r}"
         )
     sensors = sensors or Sensors()
+    names = tuple(steps) if steps else tuple(names)
     path = Path(cache_dir) / CACHE_FILE
     entry = read_cache(path).get(key)
-    if not (isinstance(entry, dict) and entry.get("choice") in ("fp32", "bf16")):
+    if not (isinstance(entry, dict) and entry.get("choice") in names):
         entry = None
-    expected = _cached_times(entry) if entry else None
+    expected = _cached_times(entry, names) if entry else None
     with untouched(model):
-        steps = steps or model_steps(model, batch)
+        steps = steps or model_steps(model, batch, names)
         if entry is None or mode == "refresh":
             choice, why = _full(steps, sensors, path, key, expected)
             return choice, ("refresh: " if mode == "refresh" else "") + why
@@ -394,15 +481,16 @@ def choose_precision(
     vocab: int,
     mode: str = "cache",
 ) -> Precision:
-    """:func:`resolve_precision`, except ``auto`` on a CPU with native bf16 kernels: timed
-    by :func:`probe` with ``mode`` = ``trainer.precision_probe`` (rank 0 times, every rank
-    takes its verdict). Logs the choice and why, on one line."""
-    if name != "auto" or device.type != "cpu":
+    """:func:`resolve_precision`, except ``auto`` on CUDA or on a CPU with native bf16
+    kernels: timed by :func:`probe` (fp32 against :func:`candidates`, on
+    :func:`device_sensors`) with ``mode`` = ``trainer.precision_probe`` (rank 0 times,
+    every rank takes its verdict). Logs the choice and why, on one line."""
+    if name != "auto" or device.type not in ("cpu", "cuda"):
         precision = resolve_precision(name, device)
         if name == "auto":
             log.info("precision auto -> %s (%s)", precision.name, device)
         return precision
-    if not cpu_has_fast_bf16():
+    if device.type == "cpu" and not cpu_has_fast_bf16():
         log.info(
             "precision auto -> fp32: this CPU has no native bf16 kernels (oneDNN), so bf16 "
             "would be emulated (~20x slower where measured)"
@@ -411,8 +499,10 @@ def choose_precision(
     choice, why = "fp32", ""
     if dist.is_main:
         b = batch()
-        key = cache_key(str(model_cfg.get("name", "")), model_cfg, vocab, b)
-        choice, why = probe(model, b.to(device), cache_dir, key, mode)
+        key = cache_key(str(model_cfg.get("name", "")), model_cfg, vocab, b, device)
+        sensors, names = device_sensors(device), candidates(device)
+        choice, why = probe(model, b.to(device), cache_dir, key, mode, sensors=sensors, names=names)
     choice, why = ddp.broadcast_object((choice, why)) if dist.enabled else (choice, why)
-    log.info("precision auto -> %s: %s", choice, why)
+    gpu = f" (cuda: {torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    log.info("precision auto -> %s%s: %s", choice, gpu, why)
     return resolve_precision(choice, device)
