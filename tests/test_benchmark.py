@@ -48,7 +48,10 @@ def test_quick_benchmark_reports_every_bench(tmp_path: Path) -> None:
     meta = report["meta"]
     machine = meta["machine"]
     assert machine["cpu"]["name"] and machine["threads"] >= 1
-    assert set(machine["cpu"]["flags"]) <= set(FLAGS) and machine["summary"].endswith("threads")
+    assert set(machine["cpu"]["flags"]) <= set(FLAGS)
+    # "..., torch X, N threads" and, on a machine with CUDA, ", CUDA <device name>" after it
+    cuda = f", CUDA {machine['cuda']}" if machine.get("cuda") else ""
+    assert machine["summary"].endswith(f"{machine['threads']} threads{cuda}")
     work = meta["workload"]
     assert "not prepared" in work["note"] and work["corpus"].startswith("toy_reverse")
     assert work["batches"] == 2 and work["target_tokens"] > 0 and 0 <= work["padding"] < 1
