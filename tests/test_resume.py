@@ -13,8 +13,10 @@ from omegaconf import DictConfig
 
 from attnmt.checkpoint import load_checkpoint
 from attnmt.train import loop as training
+from attnmt.train import setup
 from attnmt.train.interrupt import TrainingInterrupted
 from attnmt.train.loop import train
+from attnmt.train.precision import Precision
 
 
 def _cfg(data_root: Path, *overrides: str) -> DictConfig:
@@ -121,3 +123,25 @@ def test_second_ctrl_c_inside_an_update_keeps_the_last_checkpoint(
     assert kept.training is not None
     assert kept.step == kept.training.trainer["val_step"] <= err.value.step
     assert signal.getsignal(signal.SIGINT) is before  # the handler it found is restored
+
+
+def test_a_run_trained_without_loss_scaling_resumes_in_fp16(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """``trainer.precision=auto`` is decided again at a resume (the timed probe): a run whose
+    first start trained in fp32 or bf16 (a disabled GradScaler, whose state is empty) may
+    resume in fp16 on a GPU without native bf16. Its scaler then starts afresh instead of
+    failing on the empty state (simulated: an enabled CPU GradScaler, no autocast)."""
+    train(_cfg(data_root, "trainer.max_steps=3"), tmp_path)
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt").training.scaler == {}
+
+    def fp16(*args, **kwargs) -> Precision:  # type: ignore[no-untyped-def]
+        return Precision("fp16", None, "cpu", torch.amp.GradScaler("cpu", enabled=True))
+
+    monkeypatch.setattr(setup, "choose_precision", fp16)
+    caplog.set_level(logging.INFO)
+    result = train(_cfg(data_root, "trainer.max_steps=5", f"resume={tmp_path}"), tmp_path / "y")
+    assert result["step"] == 5
+    assert "was trained without fp16 loss scaling: the loss scale starts afresh" in caplog.text
+    scaler = load_checkpoint(tmp_path / "checkpoints" / "last.pt").training.scaler
+    assert scaler["scale"] > 0  # the fp16 run's own scaler state is saved from then on

@@ -8,6 +8,7 @@ position and every RNG, so a resumed CPU run repeats the uninterrupted run step 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from attnmt.train.distributed import rank_seed
 from attnmt.train.rng import seed_everything, set_rng_state
 from attnmt.train.setup import RunParts
 from attnmt.train.state import TrainState
+
+log = logging.getLogger(__name__)
 
 ResumePoint = tuple[dict[str, int], dict[str, Any]]
 """(sampler state, RNG state) right after the last completed update."""
@@ -83,7 +86,10 @@ def restore(
     load_weights(parts.model, checkpoint.weights, source)
     parts.optimizer.load_state_dict(t.optimizer)
     parts.schedule.load_state_dict(t.scheduler)
-    parts.precision.scaler.load_state_dict(t.scaler)
+    if t.scaler or not parts.precision.scaler.is_enabled():
+        parts.precision.scaler.load_state_dict(t.scaler)
+    else:  # trained in fp32/bf16 (auto is decided again at a resume), now in fp16
+        log.info("%s was trained without fp16 loss scaling: the loss scale starts afresh", source)
     parts.data.sampler.load_state_dict(t.sampler)
     state.load_state_dict(t.trainer)
     rank, ranks = parts.dist.rank, t.rng_ranks or [t.rng]
