@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks a session runs when it is lent a CUDA machine (docs/performance.md, "On a GPU"):
 # the test suite with CUDA visible, then the default preset and transformer_base at fixed
-# update counts, trainer.precision=auto (bf16 on CUDA) and fp32, one run at a time.
+# update counts, trainer.precision=auto (fp32 or bf16/fp16, as the timed probe decides:
+# docs/training.md, "Precision") and fp32, one run at a time.
 # PRESETS / PRECISIONS narrow the runs; TEST_TIMEOUT / RUN_TIMEOUT bound each step (seconds).
 #
 #   bash scripts/gpu_check.sh OUT_DIR [DEFAULT_STEPS] [BASE_STEPS]
