@@ -158,17 +158,10 @@ def check_seeded_sampling(sp: spm.SentencePieceProcessor, settings: SamplingSett
         if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i) or sp.is_byte(i))
     ]
     longest = sorted(normal, key=lambda i: len(sp.id_to_piece(i)), reverse=True)
-    text = sp.decode(longest[:PROBE_PIECES])
+    probe = longest[:PROBE_PIECES]
 
     def draw(seed: int) -> list[int]:
-        spm.set_random_generator_seed(seed)
-        return sp.encode(
-            text,
-            out_type=int,
-            enable_sampling=True,
-            alpha=settings.alpha,
-            nbest_size=settings.nbest,
-        )
+        return sample_ids(sp, probe, settings, seed)  # the very call training makes
 
     for a in range(1, SEEDING_ROUNDS + 1):
         first = draw(a)
