@@ -58,6 +58,22 @@ def test_a_round_trip_keeps_every_field_and_unknown_keys(tmp_path: Path) -> None
     assert back.vocab == VocabInfo(8, 9, False) and back.step == 5
 
 
+@pytest.mark.parametrize(("stored", "read"), [("bf16", "bf16"), (None, None), ("fp8", None)])
+def test_the_precision_a_run_trained_in_is_kept_and_older_files_have_none(
+    stored: str | None, read: str | None, tmp_path: Path
+) -> None:
+    """``precision`` round-trips; a checkpoint written before it (or holding a value no
+    trainer writes) reads as None, which a resume decides afresh."""
+    state = {"optimizer": {}, "scheduler": {}, "scaler": {}, "rng": {}, "sampler": {"epoch": 0}}
+    raw = _minimal(**state, **({} if stored is None else {"precision": stored}))
+    ckpt = Checkpoint.from_dict(raw)
+    assert ckpt.training is not None and ckpt.training.precision == read
+    assert "precision" not in ckpt.extra
+    back = load_checkpoint(save_checkpoint(ckpt, tmp_path / "c.pt"))
+    assert back.training is not None and back.training.precision == read
+    assert ("precision" in back.to_dict()) == (read is not None)
+
+
 def test_a_checkpoint_without_training_state_evaluates_but_does_not_resume() -> None:
     ckpt = Checkpoint.from_dict(_minimal(averaged_from=["a.pt", "b.pt"]))
     assert ckpt.training is None and ckpt.averaged_from == ["a.pt", "b.pt"]

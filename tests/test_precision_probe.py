@@ -459,3 +459,70 @@ def test_an_explicit_precision_on_cuda_is_never_probed(
     timed = _fake_gpu(monkeypatch, FakeMachine([0.01], [0.03]))
     p = pp.choose_precision(name, GPU, _model(), _batch, tmp_path, SINGLE, TINY, 40)
     assert p.name == name and timed == [] and not (tmp_path / pp.CACHE_FILE).exists()
+
+
+@pytest.mark.parametrize("kept", ["fp32", "bf16"])
+def test_a_resume_keeps_the_precision_its_checkpoint_trained_in(
+    kept: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``auto`` at a resume, on a device that runs the recorded precision natively: that
+    precision, no probe (a probe could pick the other one and break exact continuation)."""
+    monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
+    monkeypatch.setattr(pp, "model_steps", lambda m, b, n: pytest.fail("no probe expected"))
+    with caplog.at_level(logging.INFO, logger=pp.__name__):
+        p = pp.choose_precision(
+            "auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40, resumed=kept
+        )
+    assert p.name == kept and f"trained in {kept} (kept" in caplog.text
+    assert not (tmp_path / pp.CACHE_FILE).exists()
+
+
+@pytest.mark.parametrize(
+    ("kept", "native_bf16", "why"),
+    [
+        ("bf16", False, "this CPU has no native bf16 kernels"),
+        ("fp16", True, "fp16 needs a CUDA device and this run is on cpu"),
+    ],
+)
+def test_a_resume_decides_afresh_and_warns_where_the_device_cannot_keep_it(
+    kept: str,
+    native_bf16: bool,
+    why: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bf16 run resumed on a CPU without native bf16, an fp16 (GPU) run resumed on a CPU:
+    ``auto`` decides as for a new run, and a warning says the continuation is not exact."""
+    m = FakeMachine([1.0], [2.0])  # where bf16 is native, fp32 times faster here
+    monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: native_bf16)
+    monkeypatch.setattr(pp, "model_steps", lambda model, batch, names: m.steps())
+    monkeypatch.setattr(pp, "Sensors", functools.partial(lambda s: s, m.sensors()))
+    with caplog.at_level(logging.INFO, logger=pp.__name__):
+        p = pp.choose_precision(
+            "auto", CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40, resumed=kept
+        )
+    assert p.name == "fp32"
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith(f"the checkpoint's run trained in {kept}, but {why}")
+    assert "differ from the uninterrupted run" in warning
+
+
+def test_a_resume_on_a_gpu_without_native_bf16_does_not_keep_bf16(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: False)
+    assert pp.lacks("bf16", GPU) == "this GPU has no native bf16"
+    assert pp.lacks("fp16", GPU) == "" and pp.lacks("fp32", GPU) == ""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    assert pp.lacks("bf16", GPU) == ""
+
+
+@pytest.mark.parametrize("name", ["fp32", "bf16"])
+def test_an_explicit_precision_wins_over_the_checkpoints(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
+    other = "bf16" if name == "fp32" else "fp32"
+    p = pp.choose_precision(name, CPU, _model(), _batch, tmp_path, SINGLE, TINY, 40, resumed=other)
+    assert p.name == name

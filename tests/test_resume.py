@@ -128,10 +128,11 @@ def test_second_ctrl_c_inside_an_update_keeps_the_last_checkpoint(
 def test_a_run_trained_without_loss_scaling_resumes_in_fp16(
     data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
 ) -> None:  # type: ignore[no-untyped-def]
-    """``trainer.precision=auto`` is decided again at a resume (the timed probe): a run whose
-    first start trained in fp32 or bf16 (a disabled GradScaler, whose state is empty) may
-    resume in fp16 on a GPU without native bf16. Its scaler then starts afresh instead of
-    failing on the empty state (simulated: an enabled CPU GradScaler, no autocast)."""
+    """``trainer.precision=auto`` is decided again at a resume where the device cannot run
+    the checkpoint's precision natively: a run whose first start trained in bf16 (a disabled
+    GradScaler, whose state is empty) may resume in fp16 on a GPU without native bf16. Its
+    scaler then starts afresh instead of failing on the empty state (simulated: an enabled
+    CPU GradScaler, no autocast)."""
     train(_cfg(data_root, "trainer.max_steps=3"), tmp_path)
     assert load_checkpoint(tmp_path / "checkpoints" / "last.pt").training.scaler == {}
 
@@ -145,3 +146,24 @@ def test_a_run_trained_without_loss_scaling_resumes_in_fp16(
     assert "was trained without fp16 loss scaling: the loss scale starts afresh" in caplog.text
     scaler = load_checkpoint(tmp_path / "checkpoints" / "last.pt").training.scaler
     assert scaler["scale"] > 0  # the fp16 run's own scaler state is saved from then on
+
+
+def test_auto_precision_resumes_in_the_precision_the_run_trained_in(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    """The checkpoint records what ``auto`` resolved to; a resume on a device that runs it
+    natively keeps it instead of probing again (where a probe on a busier or another
+    machine could choose the other precision), so the continuation stays exact."""
+    import attnmt.train.precision_probe as pp
+
+    monkeypatch.setattr(pp, "cpu_has_fast_bf16", lambda: True)
+    monkeypatch.setattr(pp, "probe", lambda *a, **k: ("bf16", "timed step: faked"))
+    train(_cfg(data_root, "trainer.max_steps=3", "trainer.precision=auto"), tmp_path)
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt").training.precision == "bf16"
+
+    monkeypatch.setattr(pp, "probe", lambda *a, **k: pytest.fail("a resume must not re-probe"))
+    caplog.set_level(logging.INFO)
+    resumed = _cfg(data_root, "trainer.max_steps=5", "trainer.precision=auto", f"resume={tmp_path}")
+    assert train(resumed, tmp_path / "y")["step"] == 5
+    assert "precision auto -> bf16: the checkpoint's run trained in bf16 (kept" in caplog.text
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt").training.precision == "bf16"

@@ -15,9 +15,10 @@ On disk a checkpoint is a dict of tensors and plain data only, so it loads with
     metrics       {"val_bleu": float, "val_chrf": float, "val_loss": float} (or {})
     corpus        the train/valid files' pairs and sha256 (optional: since f45454f)
     averaged_from the files an averaged checkpoint was made of (optional)
-    optimizer, scheduler, scaler, rng, sampler, trainer_state, rng_ranks
+    optimizer, scheduler, scaler, rng, sampler, trainer_state, rng_ranks, precision
                   the training state (:class:`TrainingState`; absent in averaged
-                  checkpoints; ``trainer_state`` since 2401cda, ``rng_ranks`` with DDP)
+                  checkpoints; ``trainer_state`` since 2401cda, ``rng_ranks`` with DDP,
+                  ``precision`` (the resolved fp32/bf16/fp16) since 2026-11-26)
 
 Every version attnmt has written reads: keys added later take their defaults, model settings
 whose meaning changed are rewritten to today's keys (:mod:`attnmt.settings_history`), and
@@ -38,13 +39,15 @@ from attnmt.settings_history import upgrade_model_settings
 FORMAT = "attnmt-checkpoint-v1"
 REQUIRED_KEYS = ("format", "model_name", "model_config", "vocab", "model", "tokenizer", "config")
 TRAINING_KEYS = ("optimizer", "scheduler", "scaler", "rng", "sampler")
-"""The training state a resumable checkpoint must hold (``trainer_state`` and ``rng_ranks``
-are optional: older checkpoints lack the one, single-process runs the other)."""
+"""The training state a resumable checkpoint must hold (``trainer_state``, ``rng_ranks`` and
+``precision`` are optional: older checkpoints lack the first and last, single-process runs
+the second)."""
 _KNOWN = {
     *REQUIRED_KEYS,
     *TRAINING_KEYS,
     "trainer_state",
     "rng_ranks",
+    "precision",
     "step",
     "epoch",
     "metrics",
@@ -58,6 +61,12 @@ def _upgraded_run_config(config: Any, model_name: str) -> Any:
     if not isinstance(config, Mapping) or not isinstance(config.get("model"), Mapping):
         return config
     return {**config, "model": upgrade_model_settings(config["model"], model_name)}
+
+
+def _precision(value: Any) -> str | None:
+    """A recorded precision as written (fp32, bf16 or fp16); None for anything else, which
+    a resume then decides afresh."""
+    return value if value in ("fp32", "bf16", "fp16") else None
 
 
 @dataclass(frozen=True)
@@ -75,8 +84,10 @@ class VocabInfo:
 @dataclass
 class TrainingState:
     """What resuming needs beyond the weights: optimizer, schedule, loss scaler, RNGs (this
-    rank's; every rank's in ``rng_ranks`` under DDP), sampler position and the trainer's
-    counters (attnmt.train.state.TrainState.state_dict)."""
+    rank's; every rank's in ``rng_ranks`` under DDP), sampler position, the trainer's
+    counters (attnmt.train.state.TrainState.state_dict) and the precision the run trained
+    in (``fp32``/``bf16``/``fp16``, what ``trainer.precision`` resolved to; None: not
+    recorded)."""
 
     optimizer: dict[str, Any]
     scheduler: dict[str, Any]
@@ -85,6 +96,7 @@ class TrainingState:
     sampler: dict[str, Any]
     trainer: dict[str, Any]
     rng_ranks: list[dict[str, Any]] | None = None
+    precision: str | None = None
 
 
 @dataclass
@@ -142,6 +154,8 @@ class Checkpoint:
             )
             if t.rng_ranks is not None:
                 out["rng_ranks"] = list(t.rng_ranks)
+            if t.precision is not None:
+                out["precision"] = t.precision
         return out
 
     @classmethod
@@ -175,6 +189,7 @@ class Checkpoint:
                 sampler=data["sampler"],
                 trainer=data.get("trainer_state") or {"step": step},
                 rng_ranks=data.get("rng_ranks"),
+                precision=_precision(data.get("precision")),
             )
         return cls(
             model_name=str(data["model_name"]),

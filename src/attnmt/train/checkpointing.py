@@ -58,6 +58,7 @@ def make_checkpoint(
             sampler=dict(sampler_state),
             trainer=state.state_dict(),
             rng_ranks=list(rng_ranks) if rng_ranks is not None and len(rng_ranks) > 1 else None,
+            precision=parts.precision.name,
         ),
         corpus=parts.corpus,
     )
@@ -88,7 +89,7 @@ def restore(
     parts.schedule.load_state_dict(t.scheduler)
     if t.scaler or not parts.precision.scaler.is_enabled():
         parts.precision.scaler.load_state_dict(t.scaler)
-    else:  # trained in fp32/bf16 (auto is decided again at a resume), now in fp16
+    else:  # trained in fp32/bf16, now in fp16 (auto re-decided: see choose_precision)
         log.info("%s was trained without fp16 loss scaling: the loss scale starts afresh", source)
     parts.data.sampler.load_state_dict(t.sampler)
     state.load_state_dict(t.trainer)

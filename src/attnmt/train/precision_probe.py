@@ -470,6 +470,21 @@ def probe_batch(dataset: Any, max_tokens: int) -> Batch:
     return make_batch([list(s) for s, _, _ in rows], [list(t) for _, t, _ in rows])
 
 
+def lacks(precision: str, device: torch.device) -> str:
+    """Why ``device`` cannot train in ``precision`` natively ('' when it can): fp16 needs
+    CUDA; bf16 a GPU with native bf16 or a CPU with native bf16 kernels (emulated bf16 is
+    an order of magnitude slower)."""
+    if precision == "fp16" and device.type != "cuda":
+        return f"fp16 needs a CUDA device and this run is on {device.type}"
+    if precision != "bf16":
+        return ""
+    if device.type == "cpu":
+        return "" if cpu_has_fast_bf16() else "this CPU has no native bf16 kernels (oneDNN)"
+    if device.type == "cuda":
+        return "" if _cuda_has_bf16() else "this GPU has no native bf16"
+    return f"auto does not use bf16 on {device.type}"
+
+
 def choose_precision(
     name: str,
     device: torch.device,
@@ -480,11 +495,30 @@ def choose_precision(
     model_cfg: dict[str, Any],
     vocab: int,
     mode: str = "cache",
+    resumed: str | None = None,
 ) -> Precision:
     """:func:`resolve_precision`, except ``auto`` on CUDA or on a CPU with native bf16
     kernels: timed by :func:`probe` (fp32 against :func:`candidates`, on
     :func:`device_sensors`) with ``mode`` = ``trainer.precision_probe`` (rank 0 times,
-    every rank takes its verdict). Logs the choice and why, on one line."""
+    every rank takes its verdict). ``resumed``: the precision a resumed run's checkpoint
+    trained in; ``auto`` keeps it where this device runs it natively (so the run continues
+    exactly), else decides afresh and warns. Logs the choice and why, on one line."""
+    if name == "auto" and resumed is not None:
+        missing = lacks(resumed, device)
+        if not missing:
+            log.info(
+                "precision auto -> %s: the checkpoint's run trained in %s (kept, so the "
+                "resumed run continues as it would have)",
+                resumed,
+                resumed,
+            )
+            return resolve_precision(resumed, device)
+        log.warning(
+            "the checkpoint's run trained in %s, but %s: precision auto is decided afresh, "
+            "so this continuation's numerics differ from the uninterrupted run's",
+            resumed,
+            missing,
+        )
     if name != "auto" or device.type not in ("cpu", "cuda"):
         precision = resolve_precision(name, device)
         if name == "auto":

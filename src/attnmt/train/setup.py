@@ -191,6 +191,7 @@ def _build(
         model_cfg,
         tok.tgt_vocab_size,
         mode=tcfg.precision_probe,
+        resumed=resumed_precision(settings.origin),
     )
     optimizer = build_optimizer(model.parameters(), tcfg)
     return RunParts(
@@ -210,6 +211,14 @@ def _build(
         data_ready=data_ready,
         corpus=data.corpus.fingerprint(),
     )
+
+
+def resumed_precision(origin: Resume | Finetune | None) -> str | None:
+    """The precision a resumed run's checkpoint trained in (None: a new run, a fine-tune,
+    or a checkpoint that did not record it)."""
+    if isinstance(origin, Resume) and origin.checkpoint.training is not None:
+        return origin.checkpoint.training.precision
+    return None
 
 
 def check_writable(run_dir: Path) -> None:
