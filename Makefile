@@ -65,12 +65,13 @@ results: setup ## train what results/runs/ lacks for RESULTS_HOURS, then make re
 	@if [ "$(RESULTS_QUICK)" = 1 ]; then rm -rf outputs/results-quick; fi
 	$(PY) -m experiments.results_run $(RESULTS_FLAGS) $(ARGS)
 
-results-docs: setup ## docs/results.md, attention.md, alignment.md, luong_bahdanau.md, ding_loose.md from results/
+results-docs: setup ## docs/results.md, attention.md, alignment.md, luong_bahdanau.md, ding_loose.md, recipe.md from results/
 	$(PY) -m experiments.results_table docs
 	$(PY) -m experiments.attention_guide
 	$(PY) -m experiments.alignment_aer table
 	$(PY) -m experiments.luong_bahdanau table
 	$(PY) -m experiments.ding_loose table
+	$(PY) -m experiments.recipe table
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .mypy_cache .hypothesis

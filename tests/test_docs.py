@@ -514,17 +514,20 @@ def results_md(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def generated(results_md: str) -> str:
     """Every generated page's text (results.md, alignment.md, luong_bahdanau.md,
-    ding_loose.md)."""
+    ding_loose.md, recipe.md)."""
     return results_md + generated_alignment() + generated_comparisons()
 
 
 def generated_comparisons() -> str:
-    """docs/luong_bahdanau.md and docs/ding_loose.md as their generators write them."""
-    from experiments import ding_loose, luong_bahdanau
+    """docs/luong_bahdanau.md, docs/ding_loose.md and docs/recipe.md as their generators
+    write them."""
+    from experiments import ding_loose, luong_bahdanau, recipe_page
     from experiments.variant_runs import read_all
 
-    return luong_bahdanau.table(luong_bahdanau.records()) + ding_loose.table(
-        read_all(ding_loose.RECORDS), ding_loose.shipped()
+    return (
+        luong_bahdanau.table(luong_bahdanau.records())
+        + ding_loose.table(read_all(ding_loose.RECORDS), ding_loose.shipped())
+        + recipe_page.generated(ROOT)
     )
 
 
@@ -534,10 +537,11 @@ def test_alignment_md_is_what_the_generator_writes() -> None:
 
 
 def test_comparison_pages_are_what_their_generators_write() -> None:
-    """docs/luong_bahdanau.md and docs/ding_loose.md hold their records' figures as they
-    are now (`make results-docs`)."""
+    """docs/luong_bahdanau.md, docs/ding_loose.md and docs/recipe.md hold their records'
+    figures as they are now (`make results-docs`)."""
     docs = ROOT / "docs"
-    pages = [(docs / n).read_text(encoding="utf-8") for n in ("luong_bahdanau.md", "ding_loose.md")]
+    names = ("luong_bahdanau.md", "ding_loose.md", "recipe.md")
+    pages = [(docs / n).read_text(encoding="utf-8") for n in names]
     assert "".join(pages) == generated_comparisons()
 
 

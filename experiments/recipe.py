@@ -1,0 +1,864 @@
+"""The small-data recipe's comparisons (issue 34, item 2): the plan, the runner, the records.
+
+    python -m experiments.recipe run --stage compare --hours 6 [--minutes 45] [--dry-run]
+    python -m experiments.recipe run --stage corpora --hours 8
+    python -m experiments.recipe run --stage seeds --hours 5
+    python -m experiments.recipe table [--out docs/recipe.md]    # + docs/recipe_minutes.png
+
+Three stages, their seeds fixed here in advance (:func:`plan`):
+
+``compare``
+    ding_de_en, the valid split decides: ``experiment=small_data`` as shipped against one
+    change each (:data:`CHANGES`: 2,000 pieces instead of the 4,000 that
+    ``vocab_size=auto`` gives, 4+4 layers, d_model 384 with d_ff 1536, dropout 0.2,
+    2,048-token batches), ``--minutes`` (45) of training each, seed 1. Subword sampling is
+    compared over two hours instead (the corpora stage): off learns faster for the first
+    20-odd minutes, and whether it pays later is the question. Early stopping is off
+    (``trainer.early_stopping_patience=0``: every run uses its minutes) and so is the test
+    decode (``trainer.test=false``: the test split plays no part in the choice).
+``corpora``
+    the recipe against the default (no experiment; ``trainer.early_stopping_patience=0`` so
+    it trains the whole two hours) on ding_de_en, bible_en_fr and the es→en custom example
+    (``scripts/make_custom_example.py``, made once under outputs/custom/es_en_nt), 120
+    minutes each, seed 1; on ding_de_en also the recipe with subword sampling off
+    (:data:`NO_SAMPLING`). Test BLEU/chrF at 30 and 60 minutes: the best checkpoint validated
+    by that training minute, kept beside the run (``RUN/snapshots/best-at-<m>min.pt``) while
+    it trains and decoded afterwards by evaluate.py with the run's own ``decode`` settings;
+    at 120 minutes: the run's own final test.
+``seeds``
+    the recipe on ding_de_en at seeds 1, 2 and 3, 120 minutes (seed 1 is the corpora stage's
+    run: the same settings, reused, not rerun), then the three runs' best checkpoints decoded
+    as one ensemble on test (``python evaluate.py ckpt=[R1,R2,R3]``).
+
+One run at a time, each with ``--threads`` (2) threads: time-budgeted runs must not share
+cores. A run trains in outputs/recipe/<stage>/<stem>/ (its log beside it) and gets its
+record results/recipe/<stage>/<stem>.json (:func:`run_record`), written atomically once the
+run and its decodes are done and never rewritten; a planned run whose record exists is
+skipped, so the same command goes on where the last one stopped.
+
+**A run folder cut off earlier is resumed, and the budget is what is left of it.**
+``trainer.time_budget_min`` counts from the start of *each* train.py process
+(``Trainer.fit``), while the run record's minutes go on counting from the checkpoint's
+(``trainer_state.wall_s``): resumed with its first budget, a run cut off at minute m would
+train for m + M minutes. So the runner resumes it with ``trainer.time_budget_min=M - m``
+(m read from the checkpoint that ``resume=`` takes, :func:`trained`), or, within
+:data:`FINISH_MIN` of the end, with ``trainer.max_steps=<its step>``, which stops at once
+(final validation, averaging, test). A folder without a readable checkpoint is moved aside
+and the run starts afresh.
+
+**The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
+left plus its overhead (data preparation, validation past the budget, averaging, test
+decoding, the snapshots' decodes) fit in what is left of H. The overhead is the largest
+(wall minutes - training minutes) among the stage's records written without a resume, or
+:data:`OVERHEAD_MIN` before the stage has one. The runner exits 0 when the stage is done or
+the next run does not fit (one line says what is left), 1 when a run failed (the others
+still ran), 130 when SIGINT/SIGTERM stopped it (passed on to train.py, which saves last.pt:
+the next invocation resumes it). Nothing is committed: commit each record as it comes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from omegaconf import OmegaConf
+
+from attnmt.atomic import atomic_path, write_json
+from attnmt.checkpoint import load_first_readable, resume_candidates
+from attnmt.errors import CheckpointError
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordError, read_record
+from attnmt.train.run_lock import live_owner
+from experiments.variant_runs import Variant, provenance_fields
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = Path("results") / "recipe"
+RUNS = Path("outputs") / "recipe"
+STAGES = ("compare", "corpora", "seeds")
+THREADS = 2
+COMPARE_MINUTES = 45.0
+COMPARE_MARKS = (15.0, 30.0, 45.0)
+"""The compare table's columns: the best valid BLEU by these training minutes."""
+CORPORA_MINUTES = 120.0
+CORPORA_MARKS = (30.0, 60.0)
+"""Test BLEU/chrF also at these minutes (snapshots); at CORPORA_MINUTES from the final test."""
+SEED = 1
+SEEDS = (1, 2, 3)
+OVERHEAD_MIN = {"compare": 5.0, "corpora": 25.0, "seeds": 15.0}
+"""Minutes beyond the budget a run takes before its stage has a record that measured it:
+data preparation (bible_en_fr's wheel and tokenizer the first time), the final validation
+and averaging, the test decode with beam 5 (bible's 1,594 verses are the longest), and in
+the corpora stage two more beam-5 decodes of the snapshots."""
+ENSEMBLE_MIN = 10.0
+"""The seeds' ensemble: three models decoding ding_de_en's 866 test pairs with beam 5."""
+FINISH_MIN = 0.5
+"""A run cut off with less training than this left is finished with trainer.max_steps."""
+POLL_S = 5.0
+
+RECIPE = Variant("recipe", ("experiment=small_data",), "the recipe as shipped")
+DEFAULT = Variant(
+    "default", ("trainer.early_stopping_patience=0",), "the default (12-minute) settings"
+)
+CHANGES = (
+    Variant("vocab2000", ("data.tokenizer.vocab_size=2000",), "2,000 pieces (auto: 4,000)"),
+    Variant("layers4", ("model.enc_layers=4", "model.dec_layers=4"), "4+4 layers (3+3)"),
+    Variant("d384", ("model.d_model=384", "model.d_ff=1536"), "d_model 384, d_ff 1536 (256, 1024)"),
+    Variant("dropout0.2", ("model.dropout=0.2",), "dropout 0.2 (0.3)"),
+    Variant("tokens2048", ("trainer.max_tokens=2048",), "2,048-token batches (1,024)"),
+)
+"""The compare stage's changes, each on top of the recipe (RECIPE's overrides come first)."""
+NO_SAMPLING = Variant(
+    "recipe-no-sampling",
+    (*RECIPE.overrides, "data.tokenizer.sampling.enabled=false"),
+    "the recipe with subword sampling off",
+)
+"""The corpora stage's third run on ding_de_en: sampling against none over two hours."""
+COMPARE_COMMON = ("trainer.early_stopping_patience=0", "trainer.test=false")
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A corpus of the plan: its name in stems and tables, the train.py overrides that
+    select it, and the folder a ``data=custom`` corpus needs (made if missing)."""
+
+    name: str
+    overrides: tuple[str, ...]
+    example_dir: str | None = None
+
+
+ES_EN_DIR = "outputs/custom/es_en_nt"
+DING = Corpus("ding_de_en", ("data=ding_de_en",))
+BIBLE = Corpus("bible_en_fr", ("data=bible_en_fr",))
+ES_EN = Corpus(
+    "es_en_nt",
+    ("data=custom", f"data.path={ES_EN_DIR}", "data.src_lang=es", "data.tgt_lang=en"),
+    ES_EN_DIR,
+)
+CORPORA = (DING, BIBLE, ES_EN)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One training run: ``python train.py <overrides> seed=S trainer.time_budget_min=M``.
+
+    ``stage`` names the folders of its run and record (the corpora stage's for the seeds
+    stage's reused seed-1 run); ``marks``: training minutes at which the best checkpoint is
+    kept and decoded on test as well (empty: none).
+    """
+
+    stage: str
+    variant: str
+    corpus: str
+    seed: int
+    minutes: float
+    overrides: tuple[str, ...]
+    marks: tuple[float, ...] = ()
+
+    @property
+    def stem(self) -> str:
+        return f"{self.variant}-{self.corpus}-seed{self.seed}-{self.minutes:g}min"
+
+    @property
+    def test(self) -> bool:
+        return "trainer.test=false" not in self.overrides
+
+    def train_args(self) -> tuple[str, ...]:
+        return (*self.overrides, f"seed={self.seed}", f"trainer.time_budget_min={self.minutes:g}")
+
+    def record_path(self, root: Path) -> Path:
+        return root / RECORDS / self.stage / f"{self.stem}.json"
+
+    def run_dir(self, root: Path) -> Path:
+        return root / RUNS / self.stage / self.stem
+
+    def command(self, root: Path = ROOT) -> str:
+        """The train.py command line of a fresh start, as the docs show it."""
+        where = shown(self.run_dir(root), root)
+        return " ".join(["python train.py", *self.train_args(), f"hydra.run.dir={where}"])
+
+
+@dataclass(frozen=True)
+class PlannedEnsemble:
+    """The members' best checkpoints decoded on test as one ensemble (evaluate.py)."""
+
+    stage: str
+    members: tuple[PlannedRun, ...]
+
+    @property
+    def stem(self) -> str:
+        first = self.members[0]
+        seeds = "-".join(str(m.seed) for m in self.members)
+        return f"ensemble-{first.variant}-{first.corpus}-seeds{seeds}-{first.minutes:g}min"
+
+    def record_path(self, root: Path) -> Path:
+        return root / RECORDS / self.stage / f"{self.stem}.json"
+
+    def out_dir(self, root: Path) -> Path:
+        return root / RUNS / self.stage / self.stem
+
+    def command(self, root: Path = ROOT, decode: dict[str, Any] | None = None) -> str:
+        """The evaluate.py command line (``decode``: the members' decode settings, which
+        the runner reads from the first member's config)."""
+        ckpts = ",".join(shown(m.run_dir(root), root) for m in self.members)
+        out = shown(self.out_dir(root), root)
+        settings = "".join(f" {k}={v}" for k, v in (decode or {}).items())
+        return f"python evaluate.py ckpt=[{ckpts}] split=test{settings} out_dir={out}"
+
+
+Entry = PlannedRun | PlannedEnsemble
+
+
+def shown(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` where it lies inside it (records and docs stay
+    machine-independent), else as given."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def settings(variant: Variant, corpus: Corpus, *more: str) -> tuple[str, ...]:
+    """train.py's overrides: the experiment, the corpus, then the variant's other keys."""
+    first = tuple(o for o in variant.overrides if o.startswith("experiment="))
+    rest = tuple(o for o in variant.overrides if o not in first)
+    return (*first, *corpus.overrides, *rest, *more)
+
+
+def corpora_run(variant: Variant, corpus: Corpus, seed: int = SEED) -> PlannedRun:
+    """The corpora stage's run of ``variant`` on ``corpus``."""
+    args = settings(variant, corpus)
+    return PlannedRun(
+        "corpora", variant.name, corpus.name, seed, CORPORA_MINUTES, args, CORPORA_MARKS
+    )
+
+
+def corpora_variants(corpus: Corpus) -> tuple[Variant, ...]:
+    """The corpora stage's settings on ``corpus``: the recipe and the default, and on
+    ding_de_en the recipe without subword sampling."""
+    return (RECIPE, NO_SAMPLING, DEFAULT) if corpus == DING else (RECIPE, DEFAULT)
+
+
+def corpora_runs() -> list[PlannedRun]:
+    """The corpora stage's runs in the order they run."""
+    return [corpora_run(v, c) for c in CORPORA for v in corpora_variants(c)]
+
+
+def plan(stage: str, minutes: float = COMPARE_MINUTES) -> list[Entry]:
+    """The stage's runs in the order they run (``minutes``: the compare stage's budget)."""
+    if stage == "compare":
+        return [
+            PlannedRun(
+                "compare",
+                v.name,
+                DING.name,
+                SEED,
+                minutes,
+                settings(Variant(v.name, (*RECIPE.overrides, *v.overrides)), DING, *COMPARE_COMMON),
+            )
+            for v in (Variant(RECIPE.name, ()), *CHANGES)
+        ]
+    if stage == "corpora":
+        return list(corpora_runs())
+    if stage == "seeds":
+        first = corpora_run(RECIPE, DING)
+        others = [
+            PlannedRun("seeds", RECIPE.name, DING.name, s, CORPORA_MINUTES, first.overrides)
+            for s in SEEDS
+            if s != first.seed
+        ]
+        members = (first, *others)
+        return [*members, PlannedEnsemble("seeds", members)]
+    raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
+
+
+def corpus_of(name: str) -> Corpus | None:
+    """The plan's corpus called ``name`` (None: a corpus the plan does not know)."""
+    return next((c for c in CORPORA if c.name == name), None)
+
+
+# --- where a run stands --------------------------------------------------------------------
+
+
+def trained(folder: Path) -> tuple[float, int] | None:
+    """(training minutes, step) of the checkpoint that ``resume=folder`` continues from
+    (last.pt, else the newest best-<step>.pt that reads), None when there is none."""
+    candidates = resume_candidates(folder) if folder.is_dir() else []
+    if not candidates:
+        return None
+    try:
+        _, ckpt = load_first_readable(candidates)
+    except CheckpointError:
+        return None
+    state = ckpt.training.trainer if ckpt.training is not None else {}
+    return float(state.get("wall_s", 0.0)) / 60.0, int(ckpt.step)
+
+
+def finished(folder: Path) -> bool:
+    """Whether the run in ``folder`` ended normally (its summary says ``finished``)."""
+    try:
+        return read_record(folder).status == "finished"
+    except RecordError:
+        return False
+
+
+@dataclass(frozen=True)
+class Todo:
+    """A planned entry without a record: what is done of it and what it will take."""
+
+    entry: Entry
+    state: str  # new | resume | finished (only its record and decodes are missing) | busy | waiting
+    done_min: float  # training minutes its folder holds
+    estimate_min: float  # minutes left to train + overhead
+
+    def describe(self) -> str:
+        e = self.entry
+        where = (
+            f" at {self.done_min:.1f} of {e.minutes:g} min"
+            if self.state == "resume" and isinstance(e, PlannedRun)
+            else ""
+        )
+        return f"{self.state:<8} {e.stem}{where}  ~{self.estimate_min:.0f} min"
+
+
+def overhead(stage: str, root: Path) -> tuple[float, str]:
+    """Minutes a run of ``stage`` takes beyond its budget, and where that figure comes from."""
+    measured = []
+    for path in sorted((root / RECORDS / stage).glob("*.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        if rec.get("kind") == "run" and not rec.get("resumed"):
+            measured.append(float(rec["minutes"]) - float(rec["budget_minutes"]))
+    if measured:
+        return max(max(measured), 1.0), f"the most of {len(measured)} record(s)"
+    return OVERHEAD_MIN.get(stage, OVERHEAD_MIN["compare"]), "assumed: no record yet"
+
+
+def status(entry: Entry, root: Path) -> Todo | None:
+    """None when ``entry`` has its record; else where it stands."""
+    if entry.record_path(root).is_file():
+        return None
+    if isinstance(entry, PlannedEnsemble):
+        waiting = any(not m.record_path(root).is_file() for m in entry.members)
+        return Todo(entry, "waiting" if waiting else "new", 0.0, ENSEMBLE_MIN)
+    folder = entry.run_dir(root)
+    extra, _ = overhead(entry.stage, root)
+    if folder.is_dir() and live_owner(folder) is not None:
+        return Todo(entry, "busy", 0.0, 0.0)
+    if folder.is_dir() and finished(folder):
+        return Todo(entry, "finished", entry.minutes, extra)
+    done = trained(folder)
+    if done is None:
+        return Todo(entry, "new", 0.0, entry.minutes + extra)
+    left = max(entry.minutes - done[0], 0.0)
+    return Todo(entry, "resume", done[0], left + extra)
+
+
+def todos(entries: Sequence[Entry], root: Path) -> list[Todo]:
+    return [t for t in (status(e, root) for e in entries) if t is not None]
+
+
+# --- snapshots: the best checkpoint by a training minute -------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The run's best checkpoint validated by ``minutes`` of training, kept as ``file``
+    (``snapshots/snapshots.json``'s entries, as scripts/snapshot_best.py writes them)."""
+
+    minutes: float
+    file: str
+    step: int
+    val_bleu: float
+
+
+def read_snapshots(folder: Path) -> dict[float, Snapshot]:
+    listing = folder / "snapshots" / "snapshots.json"
+    if not listing.is_file():
+        return {}
+    kept = [Snapshot(**s) for s in json.loads(listing.read_text(encoding="utf-8"))]
+    return {s.minutes: s for s in kept}
+
+
+def keep_snapshots(
+    folder: Path, marks: Sequence[float], missed: set[float] | None = None
+) -> dict[float, Snapshot]:
+    """One look at a training run: for each mark not kept yet that the run's clock (its
+    record's minutes, which go on across a resume) has passed, copy the best checkpoint
+    among the validations by that minute to ``snapshots/best-at-<m>min.pt``. Returns every
+    snapshot kept so far.
+
+    The trainer keeps only its k best checkpoints, so this has to run beside it (every
+    :data:`POLL_S` seconds): a checkpoint pruned before the look is missed (said once, added
+    to ``missed`` and not looked for again).
+    """
+    missed = set() if missed is None else missed
+    kept = read_snapshots(folder)
+    try:
+        record = read_record(folder)
+    except RecordError:
+        return kept
+    clock = max((float(e["minutes"]) for e in record.events if "minutes" in e), default=0.0)
+    new = False
+    for mark in sorted(marks):
+        if mark in kept or mark in missed or clock < mark:
+            continue
+        by_then = [e for e in record.valid if float(e["minutes"]) <= mark]
+        if not by_then:
+            continue
+        best = max(by_then, key=lambda e: (float(e["bleu"]), -int(e["step"])))
+        source = RunDir(folder).best(int(best["step"]))
+        target = folder / "snapshots" / f"best-at-{mark:g}min.pt"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with source.open("rb") as src, atomic_path(target) as tmp, tmp.open("wb") as out:
+                shutil.copyfileobj(src, out)
+        except FileNotFoundError:
+            print(f"{folder.name}: {source.name} (best by minute {mark:g}) is gone", flush=True)
+            missed.add(mark)
+            continue
+        kept[mark] = Snapshot(mark, target.name, int(best["step"]), float(best["bleu"]))
+        new = True
+    if new:
+        listing = [asdict(kept[m]) for m in sorted(kept)]
+        write_json(folder / "snapshots" / "snapshots.json", listing, indent=1)
+    return kept
+
+
+# --- records -------------------------------------------------------------------------------
+
+
+def best_by(curve: Sequence[Sequence[float]], mark: float) -> float | None:
+    """The best validation BLEU by training minute ``mark`` of a curve of (step, minutes,
+    NLL, BLEU, chrF); None when the run's last validation came before 95% of ``mark``
+    (validations are spaced; scripts/compare_runs.py's rule)."""
+    if not curve or curve[-1][1] < 0.95 * mark:
+        return None
+    return max((p[3] for p in curve if p[1] <= mark), default=None)
+
+
+def compare_marks(minutes: float) -> tuple[float, ...]:
+    return tuple(sorted({m for m in COMPARE_MARKS if m <= minutes} | {minutes}))
+
+
+TEST_KEYS = ("bleu", "chrf", "bleu_signature", "chrf_signature", "beam", "checkpoint")
+
+
+def run_record(
+    run: PlannedRun,
+    root: Path,
+    tests: dict[str, dict[str, Any] | None],
+    started: float,
+    threads: int,
+    resumed: bool,
+) -> dict[str, Any]:
+    """The record of a finished run, from its run record (attnmt.run_record) and the test
+    results by minute (``tests``: {"30": scores or None, ...}; the budget's own entry is the
+    run's final test)."""
+    rec = read_record(run.run_dir(root))
+    summary = rec.summary or {}
+    curve = [[e["step"], e["minutes"], e["nll"], e["bleu"], e.get("chrf")] for e in rec.valid]
+    average = rec.of("average")
+    marks = compare_marks(run.minutes) if run.stage == "compare" else (*run.marks, run.minutes)
+    prov = provenance_fields(started, threads)
+    return {
+        "kind": "run",
+        "stage": run.stage,
+        "stem": run.stem,
+        "variant": run.variant,
+        "corpus": run.corpus,
+        "seed": run.seed,
+        "budget_minutes": run.minutes,
+        "overrides": list(run.train_args()),
+        "command": run.command(root),
+        "run_dir": shown(run.run_dir(root), root),
+        "status": summary.get("status"),
+        "stop_reason": summary.get("reason"),
+        "updates": summary.get("step"),
+        "epochs": summary.get("epoch"),
+        "params": summary.get("params"),
+        "precision": summary.get("precision"),
+        "device": summary.get("device"),
+        "train_minutes": summary.get("minutes"),
+        "curve": curve,
+        "best_by": {f"{m:g}": best_by(curve, m) for m in marks},
+        "average": {k: average[-1].get(k) for k in ("bleu", "chrf", "nll", "kept")}
+        if average
+        else None,
+        "test": {k: rec.test[k] for k in TEST_KEYS if k in rec.test} if rec.test else None,
+        "test_at": tests,
+        "resumed": resumed,
+        "train_commit": summary.get("commit"),
+        **prov,
+        "machine": summary.get("machine") or prov["machine"],
+    }
+
+
+def scores_of(out_dir: Path) -> dict[str, Any] | None:
+    """The one entry of an evaluate.py folder's scores.json, its score fields only."""
+    found = out_dir / "scores.json"
+    if not found.is_file():
+        return None
+    entries = [
+        e for e in json.loads(found.read_text(encoding="utf-8")).values() if isinstance(e, dict)
+    ]
+    if len(entries) != 1:
+        return None
+    keys = ("bleu", "chrf", "bleu_signature", "chrf_signature", "beam")
+    return {k: entries[0][k] for k in keys if k in entries[0]} | {
+        "checkpoints": entries[0].get("ensemble") or [entries[0].get("checkpoint")]
+    }
+
+
+def decode_settings(folder: Path) -> dict[str, Any]:
+    """The run's own ``decode`` settings (its .hydra/config.yaml), as evaluate.py takes them."""
+    cfg = OmegaConf.load(RunDir(folder).config_yaml)
+    decode = OmegaConf.to_container(cfg.decode, resolve=True)
+    assert isinstance(decode, dict)
+    return {str(k): v for k, v in decode.items()}
+
+
+# --- the runner ----------------------------------------------------------------------------
+
+
+@dataclass
+class Runner:
+    """Runs planned entries one at a time (subprocesses with ``threads`` threads each)."""
+
+    root: Path = ROOT
+    threads: int = THREADS
+    poll_s: float = POLL_S
+    stopping: bool = False
+    child: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def env(self) -> dict[str, str]:
+        n = str(self.threads)
+        return {**os.environ, "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n}
+
+    def call(self, cmd: list[str], log: TextIO) -> int:
+        """Run ``cmd`` in its own session (a signal to the runner is passed on by
+        :meth:`stop`), output to ``log``; its exit status."""
+        log.write(f"$ {' '.join(cmd)}\n")
+        log.flush()
+        self.child = subprocess.Popen(
+            cmd, cwd=ROOT, env=self.env(), stdout=log, stderr=log, start_new_session=True
+        )
+        try:
+            return self.child.wait()
+        finally:
+            self.child = None
+
+    def stop(self, signum: int, frame: FrameType | None = None) -> None:
+        """SIGINT/SIGTERM: no further run starts; the running one gets SIGTERM (train.py
+        saves last.pt and exits)."""
+        self.stopping = True
+        if self.child is not None:
+            self.child.send_signal(signal.SIGTERM)
+
+    def train(self, run: PlannedRun, log: TextIO) -> tuple[bool, bool]:
+        """Train ``run`` (resumed where its folder holds a checkpoint, see the module's
+        docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
+        folder = run.run_dir(self.root)
+        done = trained(folder)
+        if done is None and folder.exists():
+            aside = folder.with_name(f"{folder.name}.abandoned-{int(time.time())}")
+            folder.rename(aside)
+            print(f"{run.stem}: no readable checkpoint in its folder; moved to {aside.name}")
+        py = [sys.executable, str(ROOT / "train.py")]
+        if done is None:
+            cmd = [*py, *run.train_args(), f"hydra.run.dir={folder}"]
+        else:
+            left = run.minutes - done[0]
+            stop = (
+                f"trainer.time_budget_min={left:.3f}"
+                if left > FINISH_MIN
+                else f"trainer.max_steps={done[1]}"
+            )
+            cmd = [*py, f"resume={folder}", f"hydra.run.dir={folder}", stop]
+        watching, missed = threading.Event(), set[float]()
+
+        def watch() -> None:
+            while not watching.wait(self.poll_s):
+                if len(keep_snapshots(folder, run.marks, missed)) + len(missed) == len(run.marks):
+                    return  # every mark kept or missed: nothing more to watch
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        if run.marks:
+            watcher.start()
+        try:
+            code = self.call(cmd, log)
+        finally:
+            watching.set()
+            if run.marks:
+                watcher.join()
+        if run.marks:
+            keep_snapshots(folder, run.marks, missed)  # the events written just before the end
+        return code == 0, done is not None
+
+    def evaluate(
+        self, ckpts: Sequence[Path], out_dir: Path, decode: dict[str, Any], log: TextIO
+    ) -> dict[str, Any] | None:
+        """``python evaluate.py ckpt=... split=test <decode> out_dir=OUT``: its scores, or
+        None when it failed."""
+        ckpt = str(ckpts[0]) if len(ckpts) == 1 else "[" + ",".join(map(str, ckpts)) + "]"
+        settings = [f"{k}={v}" for k, v in decode.items()]
+        cmd = [
+            sys.executable,
+            str(ROOT / "evaluate.py"),
+            f"ckpt={ckpt}",
+            "split=test",
+            *settings,
+            f"out_dir={out_dir}",
+        ]
+        if self.call(cmd, log) != 0:
+            return None
+        scores = scores_of(out_dir)
+        if scores is not None:
+            scores["checkpoints"] = [shown(Path(c), self.root) for c in scores["checkpoints"]]
+        return scores
+
+    def tests(self, run: PlannedRun, log: TextIO) -> dict[str, dict[str, Any] | None] | None:
+        """Test scores by minute: each mark's snapshot decoded, the budget's the run's own
+        final test; a mark the run ended before (early stopping) gets the final test too.
+        None when a decode failed (no record: the next invocation decodes again)."""
+        folder = run.run_dir(self.root)
+        rec = read_record(folder)
+        final = rec.test
+        final_scores = (
+            {k: final[k] for k in TEST_KEYS if k in final} | {"source": "final test"}
+            if final
+            else None
+        )
+        ended = float((rec.summary or {}).get("minutes") or 0.0)
+        out: dict[str, dict[str, Any] | None] = {}
+        snaps = read_snapshots(folder)
+        for mark in run.marks:
+            shot = snaps.get(mark)
+            if shot is not None:
+                ckpt = folder / "snapshots" / shot.file
+                where = folder / "snapshots" / f"eval-{mark:g}min"
+                scores = self.evaluate([ckpt], where, decode_settings(folder), log)
+                if scores is None:
+                    return None
+                out[f"{mark:g}"] = scores | {
+                    "source": "snapshot",
+                    "step": shot.step,
+                    "val_bleu": shot.val_bleu,
+                }
+            elif ended < mark and final_scores is not None:
+                out[f"{mark:g}"] = final_scores | {
+                    "source": f"final test (ended at {ended:.1f} min)"
+                }
+            else:
+                out[f"{mark:g}"] = None
+                print(f"{run.stem}: no snapshot at minute {mark:g}; its test is missing")
+        if run.test:
+            out[f"{run.minutes:g}"] = final_scores
+        return out
+
+    def execute(self, run: PlannedRun) -> Path | None:
+        """Train ``run`` (or go on with it), decode its snapshots, write its record; the
+        record's path, None when something failed or a signal stopped it."""
+        record = run.record_path(self.root)
+        if record.is_file():
+            return record
+        folder = run.run_dir(self.root)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        started, resumed = time.time(), False
+        with (folder.parent / f"{run.stem}.log").open("a") as log:
+            if not finished(folder):
+                ok, resumed = self.train(run, log)
+                if not ok or self.stopping:
+                    return None
+            tests = self.tests(run, log)
+            if tests is None or self.stopping:
+                return None
+        if record.is_file():  # another runner wrote it meanwhile: never rewritten
+            return record
+        write_json(record, run_record(run, self.root, tests, started, self.threads, resumed), 1)
+        return record
+
+    def execute_ensemble(self, ens: PlannedEnsemble) -> Path | None:
+        """Decode the members' best checkpoints as one ensemble, write its record."""
+        record = ens.record_path(self.root)
+        if record.is_file():
+            return record
+        started = time.time()
+        folders = [m.run_dir(self.root) for m in ens.members]
+        out_dir = ens.out_dir(self.root)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with (out_dir.parent / f"{ens.stem}.log").open("a") as log:
+            decode = decode_settings(folders[0])
+            scores = self.evaluate(folders, out_dir, decode, log)
+        if scores is None or self.stopping:
+            return None
+        write_json(
+            record,
+            {
+                "kind": "ensemble",
+                "stage": ens.stage,
+                "stem": ens.stem,
+                "corpus": ens.members[0].corpus,
+                "seeds": [m.seed for m in ens.members],
+                "members": [m.stem for m in ens.members],
+                "command": ens.command(self.root, decode),
+                "decode": decode,
+                "test": scores,
+                **provenance_fields(started, self.threads),
+            },
+            indent=1,
+        )
+        return record
+
+
+def make_examples(entries: Sequence[Entry], root: Path, runner: Runner) -> bool:
+    """Write the custom corpora that planned runs need and lack (scripts/make_custom_example.py);
+    False when that failed."""
+    for entry in entries:
+        corpus = corpus_of(entry.corpus) if isinstance(entry, PlannedRun) else None
+        if corpus is None or corpus.example_dir is None:
+            continue
+        where = root / corpus.example_dir
+        if any(where.glob("train.*")):
+            continue
+        (root / RUNS).mkdir(parents=True, exist_ok=True)
+        script = ROOT / "scripts" / "make_custom_example.py"
+        with (root / RUNS / "make_custom_example.log").open("a") as log:
+            if runner.call([sys.executable, str(script), "--out", str(where)], log) != 0:
+                print(f"could not write {where}: see {log.name}")
+                return False
+    return True
+
+
+def show_plan(
+    title: str, todo: Sequence[Todo], total: int, hours: float, note: str, root: Path
+) -> None:
+    """The plan: each entry without a record, what it needs, and what fits in ``hours``."""
+    need = sum(t.estimate_min for t in todo)
+    print(
+        f"{title}: {total} planned, {total - len(todo)} recorded, {len(todo)} left, "
+        f"~{need:.0f} min ({note})"
+    )
+    for t in todo:
+        command = t.entry.command(root) if t.state in ("new", "waiting") else ""
+        print(f"  {t.describe()}" + (f"\n           {command}" if command else ""))
+    if hours > 0:
+        fits, used = 0, 0.0
+        for t in todo:
+            if used + t.estimate_min > hours * 60:
+                break
+            fits, used = fits + 1, used + t.estimate_min
+        print(f"  --hours {hours:g}: {fits} of {len(todo)} would start (~{used:.0f} min)")
+
+
+def run_entries(
+    entries: Sequence[Entry],
+    runner: Runner,
+    hours: float = 0.0,
+    title: str = "recipe",
+    dry_run: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> int:
+    """Run what ``entries`` lack, in order, while it fits in ``hours`` (0: no limit)."""
+    root = runner.root
+    notes = []
+    for stage in sorted({e.stage for e in entries if isinstance(e, PlannedRun)}):
+        minutes, how = overhead(stage, root)
+        notes.append(f"{stage} runs' overhead {minutes:.0f} min: {how}")
+    show_plan(title, todos(entries, root), len(entries), hours, "; ".join(notes), root)
+    if dry_run:
+        return 0
+    deadline = clock() + hours * 3600.0 if hours > 0 else None
+    tried: set[str] = set()
+    failed: list[str] = []
+    recorded: list[str] = []
+    end = ""
+    while not runner.stopping:
+        todo = [t for t in todos(entries, root) if t.entry.stem not in tried]
+        ready = [t for t in todo if t.state not in ("busy", "waiting")]
+        if not ready:
+            end = "nothing left that can run" if todo else "all recorded"
+            break
+        t = ready[0]
+        left = (deadline - clock()) / 60.0 if deadline is not None else float("inf")
+        if t.estimate_min > left:
+            end = (
+                f"next {t.entry.stem} needs ~{t.estimate_min:.0f} min, "
+                f"{max(left, 0):.0f} min of --hours left"
+            )
+            break
+        tried.add(t.entry.stem)
+        if isinstance(t.entry, PlannedRun) and not make_examples([t.entry], root, runner):
+            failed.append(t.entry.stem)
+            continue
+        print(f"starting {t.describe()}", flush=True)
+        entry = t.entry
+        path = (
+            runner.execute(entry)
+            if isinstance(entry, PlannedRun)
+            else runner.execute_ensemble(entry)
+        )
+        if path is not None:
+            recorded.append(entry.stem)
+            print(f"recorded {shown(path, root)}", flush=True)
+        elif not runner.stopping:
+            failed.append(entry.stem)
+            print(f"FAILED {entry.stem}: see its log under {shown(root / RUNS, root)}", flush=True)
+    if runner.stopping:
+        end = "stopped by a signal; the same command resumes it"
+    rest = todos(entries, root)
+    failures = f", failed: {', '.join(failed)}" if failed else ""
+    print(
+        f"{title}: {len(recorded)} recorded now, {len(rest)} left "
+        f"(~{sum(t.estimate_min for t in rest):.0f} min){failures}; {end}"
+    )
+    if runner.stopping:
+        return 130
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    run = sub.add_parser("run", help="run what a stage's records lack")
+    run.add_argument("--stage", choices=STAGES, required=True)
+    run.add_argument("--hours", type=float, default=0.0, help="time to spend; 0: no limit")
+    run.add_argument(
+        "--minutes", type=float, help=f"compare only: minutes a run (default {COMPARE_MINUTES:g})"
+    )
+    run.add_argument("--threads", type=int, default=THREADS)
+    run.add_argument("--dry-run", action="store_true", help="print the plan, start nothing")
+    table = sub.add_parser("table", help="write the page (and its figure) from the records")
+    table.add_argument("--out", type=Path, default=ROOT / "docs" / "recipe.md")
+    args = parser.parse_args(argv)
+    if args.what == "table":
+        from experiments.recipe_page import write_page
+
+        for path in write_page(args.out, ROOT):
+            print(f"wrote {shown(path, ROOT)}")
+        return 0
+    if args.minutes is not None and args.stage != "compare":
+        parser.error("--minutes is the compare stage's; corpora and seeds train 120 minutes")
+    if args.minutes is not None and args.minutes <= 0:
+        parser.error("--minutes must be positive")
+    entries = plan(args.stage, args.minutes or COMPARE_MINUTES)
+    runner = Runner(ROOT, args.threads)
+    title = f"recipe {args.stage} ({args.threads} threads a run)"
+    if not args.dry_run:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, runner.stop)
+    return run_entries(entries, runner, args.hours, title, args.dry_run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,453 @@
+"""experiments/recipe.py and recipe_page.py: the plan, the hours rule, resuming with what is
+left of a budget, snapshots by the record's clock, records from hand-made run folders, the
+page from planted records, and one toy run end to end (train.py, a snapshot, evaluate.py)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+from helpers.toy_train import TOY_OVERRIDES
+from hydra import compose, initialize_config_dir
+
+from attnmt.train.run_config import validate_config
+from experiments import recipe, recipe_page
+from experiments.recipe import (
+    CHANGES,
+    DEFAULT,
+    DING,
+    RECIPE,
+    PlannedEnsemble,
+    PlannedRun,
+    Runner,
+    corpora_run,
+    plan,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+MACHINE = {
+    "cpu": {"name": "AMD EPYC", "vendor": "AuthenticAMD", "family": 26, "model": 2,
+            "stepping": 1, "flags": ["avx2"]},
+    "torch_version": "2.13.0+cpu", "threads": 2, "cuda": None, "kernels": "AVX2",
+}  # fmt: skip
+
+
+def runs(stage: str, minutes: float = 45.0) -> list[PlannedRun]:
+    return [e for e in plan(stage, minutes) if isinstance(e, PlannedRun)]
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+
+def test_the_stages_fix_their_runs_and_seeds_in_advance() -> None:
+    compare = runs("compare")
+    assert [r.variant for r in compare] == ["recipe", *(v.name for v in CHANGES)]
+    assert {r.seed for r in compare} == {1} and {r.minutes for r in compare} == {45.0}
+    for run, change in zip(compare[1:], CHANGES):
+        assert set(run.overrides) - set(compare[0].overrides) == set(change.overrides)
+    assert all(not r.test and "trainer.early_stopping_patience=0" in r.overrides for r in compare)
+    assert all(r.marks == () for r in compare)
+    assert runs("compare", 30)[0].stem == "recipe-ding_de_en-seed1-30min"
+
+    corpora = runs("corpora")
+    assert [(r.variant, r.corpus) for r in corpora] == [
+        ("recipe", "ding_de_en"),
+        ("recipe-no-sampling", "ding_de_en"),
+        ("default", "ding_de_en"),
+        *((v, c) for c in ("bible_en_fr", "es_en_nt") for v in ("recipe", "default")),
+    ]
+    no_sampling = set(corpora[1].overrides) - set(corpora[0].overrides)
+    assert no_sampling == {"data.tokenizer.sampling.enabled=false"}
+    assert all(r.seed == 1 and r.minutes == 120 and r.marks == (30, 60) and r.test for r in corpora)
+    defaults = [r for r in corpora if r.variant == "default"]
+    assert all("trainer.early_stopping_patience=0" in r.overrides for r in defaults)
+    assert not any(o.startswith("experiment=") for r in defaults for o in r.overrides)
+
+    seeds = plan("seeds")
+    members = [e for e in seeds if isinstance(e, PlannedRun)]
+    assert [m.seed for m in members] == [1, 2, 3]
+    assert members[0] == corpora_run(RECIPE, DING) == corpora[0]  # reused, not rerun
+    assert {m.stage for m in members[1:]} == {"seeds"}
+    assert all(m.overrides == members[0].overrides for m in members)
+    assert isinstance(seeds[-1], PlannedEnsemble) and seeds[-1].members == tuple(members)
+
+    stems = [e.stem for s in recipe.STAGES for e in plan(s) if e.stage == s]
+    assert len(stems) == len(set(stems)) == 6 + 7 + 3
+
+
+def test_every_planned_command_composes_with_the_settings_it_claims() -> None:
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        for run in [*runs("compare"), *runs("corpora"), *runs("seeds")]:
+            cfg = compose("train", overrides=list(run.train_args()))
+            validate_config(cfg)
+            assert cfg.seed == run.seed and cfg.trainer.time_budget_min == run.minutes
+            recipe_run = run.variant != DEFAULT.name
+            assert (cfg.trainer.max_tokens == 1024) == (recipe_run and run.variant != "tokens2048")
+            assert cfg.data.name == {"es_en_nt": "custom"}.get(run.corpus, run.corpus)
+            if run.variant == "d384":
+                assert (cfg.model.d_model, cfg.model.d_ff, cfg.model.n_heads) == (384, 1536, 2)
+            if run.variant == "recipe-no-sampling":
+                assert cfg.data.tokenizer.sampling.enabled is False
+            layers = {"default": 2, "layers4": 4}.get(run.variant, 3)  # the recipe's: 3+3
+            assert (cfg.model.enc_layers, cfg.model.dec_layers) == (layers, layers)
+            if run.variant == "default":
+                assert cfg.trainer.early_stopping_patience == 0 and cfg.trainer.test
+
+
+def _write(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj), encoding="utf-8")
+
+
+def record(run: PlannedRun, minutes: float, resumed: bool = False) -> dict[str, Any]:
+    """What the hours rule reads of a record: the wall minutes against the budget."""
+    return {"kind": "run", "stem": run.stem, "minutes": minutes,
+            "budget_minutes": run.minutes, "resumed": resumed}  # fmt: skip
+
+
+class FakeRunner(Runner):
+    """Writes a record instead of training, and moves a fake clock on by the budget."""
+
+    def __init__(self, root: Path, clock: list[float]) -> None:
+        super().__init__(root)
+        self.clock, self.started = clock, []  # type: list[float], list[str]
+
+    def execute(self, run: PlannedRun) -> Path | None:
+        self.started.append(run.stem)
+        self.clock[0] += 60.0 * (run.minutes + 3)
+        _write(run.record_path(self.root), record(run, run.minutes + 3))
+        return run.record_path(self.root)
+
+
+def test_an_existing_record_is_skipped_and_the_hours_rule_starts_only_what_fits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compare = runs("compare")
+    _write(compare[0].record_path(tmp_path), record(compare[0], 50.0))  # 5 min overhead
+    assert [t.entry for t in recipe.todos(compare, tmp_path)] == compare[1:]
+
+    clock = [0.0]
+    runner = FakeRunner(tmp_path, clock)
+    # 45 minutes + the assumed 5 of overhead do not fit in 0.8 hours: nothing starts
+    assert recipe.run_entries(compare, runner, 0.8, clock=lambda: clock[0]) == 0
+    assert runner.started == []
+    assert "needs ~50 min, 48 min of --hours left" in capsys.readouterr().out
+    # 1.7 hours: one run (50 min estimated, 48 taken), then 54 min left fit a second (the
+    # overhead stays the largest measured: 5 min), then 6 min are left
+    assert recipe.run_entries(compare, runner, 1.7, clock=lambda: clock[0]) == 0
+    assert runner.started == [compare[1].stem, compare[2].stem]
+    assert "2 recorded now, 3 left" in capsys.readouterr().out
+
+
+def test_the_overhead_is_measured_by_the_stage_s_records(tmp_path: Path) -> None:
+    run = runs("compare")[1]
+    assert recipe.overhead("compare", tmp_path) == (5.0, "assumed: no record yet")
+    assert recipe.status(run, tmp_path).estimate_min == 50.0  # type: ignore[union-attr]
+    _write(tmp_path / "results/recipe/compare/a.json", record(run, 53.5))
+    _write(tmp_path / "results/recipe/compare/b.json", record(run, 99.0, resumed=True))
+    assert recipe.overhead("compare", tmp_path)[0] == 8.5  # the resumed one does not count
+    assert recipe.status(run, tmp_path).estimate_min == 53.5  # type: ignore[union-attr]
+
+
+def test_a_run_cut_off_is_resumed_with_what_is_left_of_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = runs("compare")[0]
+    folder = run.run_dir(tmp_path)
+    folder.mkdir(parents=True)
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str], log: TextIO) -> int:
+        calls.append(cmd)
+        return 0
+
+    runner = Runner(tmp_path)
+    monkeypatch.setattr(runner, "call", call)
+    for done, expected in (((30.0, 900), "trainer.time_budget_min=15.000"),
+                           ((44.8, 1000), "trainer.max_steps=1000")):  # fmt: skip
+        monkeypatch.setattr(recipe, "trained", lambda folder, d=done: d)
+        assert runner.train(run, None) == (True, True)  # type: ignore[arg-type]
+        assert calls[-1][2:] == [f"resume={folder}", f"hydra.run.dir={folder}", expected]
+    # a folder without a checkpoint is moved aside and the run starts afresh
+    monkeypatch.setattr(recipe, "trained", lambda folder: None)
+    assert runner.train(run, None) == (True, False)  # type: ignore[arg-type]
+    assert calls[-1][2:] == [*run.train_args(), f"hydra.run.dir={folder}"]
+    assert not folder.exists() and len(list(folder.parent.glob(f"{folder.name}.abandoned-*"))) == 1
+
+
+def test_a_signal_to_the_runner_stops_its_child_and_what_would_come_next(tmp_path: Path) -> None:
+    runner = Runner(tmp_path)
+    timer = threading.Timer(1.0, runner.stop, args=(signal.SIGTERM,))
+    timer.start()
+    started = time.monotonic()
+    with (tmp_path / "log").open("w") as log:
+        code = runner.call([sys.executable, "-c", "import time; time.sleep(60)"], log)
+    assert code == -signal.SIGTERM and runner.stopping and time.monotonic() - started < 30
+    assert runner.child is None
+    assert recipe.run_entries(runs("compare")[:1], runner) == 130  # nothing more starts
+    assert not runs("compare")[0].run_dir(tmp_path).exists()
+
+
+# --- snapshots and records from hand-made run folders ---------------------------------------
+
+
+def _event(kind: str, step: int, minutes: float, **fields: Any) -> dict[str, Any]:
+    return {"event": kind, "step": step, "time": 1e9 + 60 * minutes, "epoch": 0,
+            "minutes": minutes, **fields}  # fmt: skip
+
+
+VALID = [  # step, minutes, nll, bleu, chrf
+    (500, 10.0, 4.0, 1.0, 20.0),
+    (1000, 20.0, 3.5, 3.0, 24.0),
+    (1500, 29.0, 3.4, 2.0, 23.0),
+    (2000, 31.0, 3.3, 5.0, 26.0),
+    (2500, 50.0, 3.3, 4.0, 25.0),
+]
+
+
+def _run_folder(folder: Path, valid: list[tuple[int, float, float, float, float]],
+                clock: float, status: str = "running", **summary: Any) -> None:  # fmt: skip
+    """What the trainer leaves: the run record, the best checkpoints, the config."""
+    events = [{"event": "start", "step": 0, "time": 1e9}]
+    for step, minutes, nll, bleu, chrf in valid:
+        events.append(_event("train", step - 1, minutes - 0.1, nll=nll))
+        events.append(_event("valid", step, minutes, nll=nll, bleu=bleu, chrf=chrf))
+        (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
+        (folder / "checkpoints" / f"best-{step}.pt").write_bytes(f"weights {step}".encode())
+    events.append(_event("train", 9999, clock, nll=1.0))
+    events += summary.pop("events", [])
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    head = {"format": "attnmt-run-summary", "version": 1, "status": status}
+    _write(folder / "summary.json", {**head, **summary})
+    (folder / ".hydra").mkdir(exist_ok=True)
+    (folder / ".hydra" / "config.yaml").write_text("decode:\n  beam: 5\n  alpha: 0.6\n")
+
+
+def test_snapshots_keep_the_best_validated_by_each_training_minute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "run"
+    _run_folder(folder, VALID[:3], clock=25.0)
+    assert recipe.keep_snapshots(folder, (30, 60)) == {}  # the clock has not reached 30
+    _run_folder(folder, VALID, clock=30.5)  # minute 31's better validation came later
+    kept = recipe.keep_snapshots(folder, (30, 60))
+    assert kept == {30: recipe.Snapshot(30, "best-at-30min.pt", 1000, 3.0)}
+    assert (folder / "snapshots" / "best-at-30min.pt").read_bytes() == b"weights 1000"
+    (folder / "checkpoints" / "best-1000.pt").write_bytes(b"changed")
+    _run_folder(folder, VALID, clock=61.0)
+    (folder / "checkpoints" / "best-2000.pt").unlink()  # pruned before the look
+    missed: set[float] = set()
+    kept = recipe.keep_snapshots(folder, (30, 60), missed)
+    assert list(kept) == [30] and missed == {60}  # 30 not copied again; 60's checkpoint is gone
+    assert (folder / "snapshots" / "best-at-30min.pt").read_bytes() == b"weights 1000"
+    assert "best-2000.pt (best by minute 60) is gone" in capsys.readouterr().out
+    assert recipe.keep_snapshots(folder, (30, 60), missed) == kept
+    assert capsys.readouterr().out == ""  # said once
+    listing = json.loads((folder / "snapshots" / "snapshots.json").read_text())
+    assert listing == [{"minutes": 30, "file": "best-at-30min.pt", "step": 1000, "val_bleu": 3.0}]
+
+
+TEST = {"checkpoint": "averaged.pt", "beam": 5, "bleu": 6.5, "chrf": 25.5,
+        "bleu_signature": "BLEU|sig", "chrf_signature": "chrF2|sig", "ter": 80.0}  # fmt: skip
+
+
+def test_a_finished_run_folder_gives_its_record_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = corpora_run(RECIPE, DING)
+    folder = run.run_dir(tmp_path)
+    extra = [_event("average", 2600, 50.2, bleu=4.2, chrf=25.2, nll=3.2, kept=True),
+             _event("test", 2600, 50.3, **TEST)]  # fmt: skip
+    _run_folder(folder, VALID, 50.1, "finished", reason="early_stopping", step=2600, epoch=9,
+                minutes=50.4, params=9_000_000, precision="bf16", machine=MACHINE,
+                commit="abc1234", events=extra)  # fmt: skip
+    recipe.keep_snapshots(folder, run.marks)  # the run stopped before minute 60
+    decoded: list[tuple[list[Path], Path, dict[str, Any]]] = []
+
+    def evaluate(ckpts: list[Path], out_dir: Path, decode: dict[str, Any], log: TextIO) -> Any:
+        decoded.append((ckpts, out_dir, decode))
+        return {"bleu": 3.3, "chrf": 21.0, "beam": 5, "bleu_signature": "BLEU|sig"}
+
+    runner = Runner(tmp_path, threads=2)
+    monkeypatch.setattr(runner, "evaluate", evaluate)
+    monkeypatch.setattr(runner, "train", lambda *a: pytest.fail("a finished run is not trained"))
+    path = runner.execute(run)
+    assert path == tmp_path / "results/recipe/corpora/recipe-ding_de_en-seed1-120min.json"
+    assert decoded == [([folder / "snapshots/best-at-30min.pt"], folder / "snapshots/eval-30min",
+                        {"beam": 5, "alpha": 0.6})]  # fmt: skip
+    rec = json.loads(path.read_text())
+    assert rec["curve"] == [list(v) for v in VALID]
+    assert rec["best_by"] == {"30": 3.0, "60": None, "120": None}  # ended at 50: shorter
+    assert rec["test_at"]["30"] == {"bleu": 3.3, "chrf": 21.0, "beam": 5,
+                                    "bleu_signature": "BLEU|sig", "source": "snapshot",
+                                    "step": 1000, "val_bleu": 3.0}  # fmt: skip
+    final = {k: TEST[k] for k in recipe.TEST_KEYS}
+    assert rec["test_at"]["60"] == {**final, "source": "final test (ended at 50.4 min)"}
+    assert rec["test_at"]["120"] == {**final, "source": "final test"}
+    assert rec["average"] == {"bleu": 4.2, "chrf": 25.2, "nll": 3.2, "kept": True}
+    assert (rec["updates"], rec["params"], rec["precision"]) == (2600, 9_000_000, "bf16")
+    assert (rec["threads"], rec["machine"], rec["train_commit"]) == (2, MACHINE, "abc1234")
+    assert rec["overrides"][-2:] == ["seed=1", "trainer.time_budget_min=120"]
+    assert rec["run_dir"] == "outputs/recipe/corpora/recipe-ding_de_en-seed1-120min"
+    assert rec["kind"] == "run" and rec["resumed"] is False
+    before = path.read_bytes()
+    monkeypatch.setattr(runner, "evaluate", lambda *a: pytest.fail("recorded: not decoded again"))
+    assert runner.execute(run) == path and path.read_bytes() == before
+
+
+def test_best_by_a_minute() -> None:
+    curve = [list(v) for v in VALID]
+    assert [recipe.best_by(curve, m) for m in (15, 30, 45, 52, 53)] == [1.0, 3.0, 5.0, 5.0, None]
+    assert recipe.compare_marks(45) == (15, 30, 45) and recipe.compare_marks(20) == (15, 20)
+
+
+# --- the page -------------------------------------------------------------------------------
+
+
+def _curve(*points: tuple[float, float]) -> list[list[float]]:
+    """(minutes, BLEU) points as a curve, 100 steps a minute, NLL falling."""
+    return [[int(100 * m), m, 5.0 - 0.01 * m, b, 20.0 + b] for m, b in points]
+
+
+def _rec(run: PlannedRun, curve: list[list[float]], **more: Any) -> dict[str, Any]:
+    return {"kind": "run", "stage": run.stage, "stem": run.stem, "budget_minutes": run.minutes,
+            "curve": curve, "updates": curve[-1][0], "params": 9_870_000, "precision": "bf16",
+            "machine": MACHINE, "threads": 2, "commit": "abc1234",
+            "recorded": "2026-12-01T10:00:00", **more}  # fmt: skip
+
+
+def _tests(*scores: tuple[float, float]) -> dict[str, Any]:
+    return {
+        f"{m:g}": {"bleu": b, "chrf": c, "beam": 5, "bleu_signature": "BLEU|sig",
+                   "chrf_signature": "chrF2|s"}
+        for m, (b, c) in zip((30, 60, 120), scores)
+    }  # fmt: skip
+
+
+def planted() -> dict[str, dict[str, Any]]:
+    compare = runs("compare")
+    by = {r.variant: r for r in compare}
+    base = _curve((14, 2.0), (29, 4.0), (44.5, 5.5), (45.2, 5.4))
+    seeds = runs("seeds")
+    recs = [
+        _rec(by["recipe"], base),
+        _rec(by["d384"], _curve((14, 2.5), (29, 4.1), (44.5, 6.5), (45.1, 6.0))),
+        _rec(by["dropout0.2"], _curve((14, 1.0), (29, 3.0), (44.9, 5.3))),
+        _rec(seeds[0], _curve((30, 4.0), (60, 6.0), (119, 7.0)), test={"bleu": 6.7, "chrf": 25.8},
+             test_at=_tests((3.5, 20.0), (5.5, 23.5), (6.7, 25.8))),
+        _rec(corpora_run(DEFAULT, DING), _curve((30, 5.0), (60, 5.5), (119, 5.6)),
+             test_at=_tests((4.2, 22.0), (4.8, 23.9), (4.9, 24.0))),
+        _rec(seeds[1], _curve((119, 7.2)), test={"bleu": 6.9, "chrf": 26.1}),
+        _rec(seeds[2], _curve((119, 7.1)), test={"bleu": 6.2, "chrf": 25.0}),
+        {"kind": "ensemble", "stage": "seeds", "stem": plan("seeds")[-1].stem, "seeds": [1, 2, 3],
+         "test": {"bleu": 7.4, "chrf": 26.9}, "machine": MACHINE, "threads": 2,
+         "commit": "def5678", "recorded": "2026-12-02T09:00:00"},
+    ]  # fmt: skip
+    return {r["stem"]: r for r in recs}
+
+
+def _row(text: str, start: str) -> list[str]:
+    line = next(li for li in text.splitlines() if li.startswith(start))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_the_page_holds_the_planted_figures_and_the_differences() -> None:
+    text = recipe_page.page(recipe_page.Records(planted()), "recipe_minutes.png")
+    # compare: best by 15/30/45, Δ to the recipe at 45 (below the seed spread: not resolved)
+    assert _row(text, "| recipe |")[2:8] == ["2.00", "4.00", "5.50", "–", "4.548", "4520"]
+    assert _row(text, "| d384 |")[2:6] == ["2.50", "4.10", "6.50", "+1.00"]
+    assert _row(text, "| dropout0.2 |")[2:6] == ["1.00", "3.00", "5.30", "-0.20 (not resolved)"]
+    assert _row(text, "| layers4 |")[2] == "not measured yet"
+    # corpora: test at 30/60/120, the recipe minus the default, the goal
+    assert _row(text, "| ding_de_en | recipe |")[2:5] == ["3.50 / 20.00", "5.50 / 23.50",
+                                                          "6.70 / 25.80"]  # fmt: skip
+    assert _row(text, "| ding_de_en | default |")[2:5] == ["4.20 / 22.00", "4.80 / 23.90",
+                                                           "4.90 / 24.00"]  # fmt: skip
+    assert _row(text, "| ding_de_en | -0.70 |") == ["ding_de_en", "-0.70", "+0.70", "+1.80"]
+    assert _row(text, "| bible_en_fr | –") == ["bible_en_fr", "–", "–", "–"]
+    assert "ding_de_en test BLEU ≥ 10 within 120 minutes: 6.70, not reached." in text
+    assert "ding_de_en: not ahead at every mark" in text
+    assert (
+        "![validation BLEU against training minutes, recipe and default](recipe_minutes.png)"
+        in text
+    )
+    # seeds: mean ± sample std, the ensemble and its gain over the mean seed
+    mean, std = statistics.mean([6.7, 6.9, 6.2]), statistics.stdev([6.7, 6.9, 6.2])
+    assert _row(text, "| mean ± std (3) |")[1] == f"{mean:.2f} ± {std:.2f}" == "6.60 ± 0.36"
+    assert _row(text, "| ensemble of seeds 1, 2, 3 |")[1] == "7.40 (+0.80 over the mean seed)"
+    assert (
+        "seeds (3 records)" in text
+        and "commits abc1234, def5678;" in text
+        and "recorded 2026-12-01 to 2026-12-02" in text
+    )
+    assert text == recipe_page.page(
+        recipe_page.Records(dict(reversed(planted().items()))), "recipe_minutes.png"
+    )
+
+
+def test_the_page_without_records_says_nothing_was_measured(tmp_path: Path) -> None:
+    assert recipe_page.write_page(tmp_path / "recipe.md", tmp_path) == [tmp_path / "recipe.md"]
+    text = (tmp_path / "recipe.md").read_text(encoding="utf-8")
+    assert "**Nothing has been measured yet**" in text and "## Which changes" not in text
+    assert "python -m experiments.recipe run --stage compare --hours 6" in text
+    assert runs("corpora")[0].command() in text and "png" not in text
+    assert not (tmp_path / "recipe_minutes.png").exists()
+
+
+def test_the_page_is_generated_from_the_record_files(tmp_path: Path) -> None:
+    for stem, rec in planted().items():
+        _write(tmp_path / "results" / "recipe" / rec["stage"] / f"{stem}.json", rec)
+    written = recipe_page.write_page(tmp_path / "docs" / "recipe.md", tmp_path)
+    assert written == [tmp_path / "docs/recipe.md", tmp_path / "docs/recipe_minutes.png"]
+    assert (tmp_path / "docs/recipe_minutes.png").read_bytes()[:4] == b"\x89PNG"
+    text = (tmp_path / "docs/recipe.md").read_text(encoding="utf-8")
+    assert (
+        text
+        == recipe_page.generated(tmp_path)
+        == recipe_page.page(recipe_page.Records(planted()), "recipe_minutes.png")
+    )
+
+
+def test_the_docs_figure_is_there_exactly_when_the_page_shows_it() -> None:
+    shown = "](recipe_minutes.png)" in (ROOT / "docs" / "recipe.md").read_text(encoding="utf-8")
+    assert shown == (ROOT / "docs" / "recipe_minutes.png").is_file()
+
+
+# --- one toy run end to end -----------------------------------------------------------------
+
+
+def test_a_toy_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """train.py on toy_reverse for 3 seconds with a snapshot at 0.6 s, evaluate.py on it,
+    the record; then the plan says it is done."""
+    toy = [
+        o for o in TOY_OVERRIDES if not o.startswith(("trainer.time_budget_min", "trainer.test"))
+    ]
+    overrides = (*toy, f"data.root={tmp_path / 'data'}", "data.toy.train=200", "data.toy.valid=8",
+                 "data.toy.test=8", "trainer.max_tokens=256", "trainer.val_every_steps=3",
+                 "trainer.keep_best=50", "trainer.early_stopping_patience=0")  # fmt: skip
+    run = PlannedRun("corpora", "toy", "toy_reverse", 1, 0.05, overrides, (0.01,))
+    runner = Runner(tmp_path, threads=1, poll_s=0.2)
+    assert recipe.run_entries([run], runner, title="toy") == 0
+    assert "toy: 1 recorded now, 0 left" in capsys.readouterr().out
+    rec = json.loads(run.record_path(tmp_path).read_text())
+    folder = run.run_dir(tmp_path)
+    assert rec["status"] == "finished" and rec["stop_reason"] == "time_budget"
+    assert rec["curve"] and rec["updates"] >= rec["curve"][-1][0] > 0
+    assert rec["threads"] == 1 and rec["machine"]["threads"] == 1 and rec["precision"] == "fp32"
+    snap = rec["test_at"]["0.01"]
+    assert snap["source"] == "snapshot" and snap["checkpoints"] == [
+        f"outputs/recipe/corpora/{run.stem}/snapshots/best-at-0.01min.pt"
+    ]
+    by_then = [p for p in rec["curve"] if p[1] <= 0.01]
+    assert snap["val_bleu"] == max(p[3] for p in by_then)
+    assert rec["test_at"]["0.05"]["source"] == "final test" and "bleu" in rec["test_at"]["0.05"]
+    minutes, step = recipe.trained(folder)  # type: ignore[misc]
+    assert step == rec["updates"] and abs(minutes - rec["train_minutes"]) < 0.05
+    assert recipe.todos([run], tmp_path) == []
