@@ -61,26 +61,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 from omegaconf import OmegaConf
 
-from attnmt.atomic import atomic_path, write_json
+from attnmt.atomic import write_json
 from attnmt.checkpoint import load_first_readable, resume_candidates
 from attnmt.errors import CheckpointError
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 from attnmt.train.run_lock import live_owner
+from attnmt.train.snapshots import POLL_S, read_snapshots, watch
 from experiments.variant_runs import Variant, provenance_fields
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,6 @@ ENSEMBLE_MIN = 10.0
 """The seeds' ensemble: three models decoding ding_de_en's 866 test pairs with beam 5."""
 FINISH_MIN = 0.5
 """A run cut off with less training than this left is finished with trainer.max_steps."""
-POLL_S = 5.0
 
 RECIPE = Variant("recipe", ("experiment=small_data",), "the recipe as shipped")
 DEFAULT = Variant(
@@ -368,73 +367,6 @@ def todos(entries: Sequence[Entry], root: Path) -> list[Todo]:
     return [t for t in (status(e, root) for e in entries) if t is not None]
 
 
-# --- snapshots: the best checkpoint by a training minute -------------------------------------
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The run's best checkpoint validated by ``minutes`` of training, kept as ``file``
-    (``snapshots/snapshots.json``'s entries, as scripts/snapshot_best.py writes them)."""
-
-    minutes: float
-    file: str
-    step: int
-    val_bleu: float
-
-
-def read_snapshots(folder: Path) -> dict[float, Snapshot]:
-    listing = folder / "snapshots" / "snapshots.json"
-    if not listing.is_file():
-        return {}
-    kept = [Snapshot(**s) for s in json.loads(listing.read_text(encoding="utf-8"))]
-    return {s.minutes: s for s in kept}
-
-
-def keep_snapshots(
-    folder: Path, marks: Sequence[float], missed: set[float] | None = None
-) -> dict[float, Snapshot]:
-    """One look at a training run: for each mark not kept yet that the run's clock (its
-    record's minutes, which go on across a resume) has passed, copy the best checkpoint
-    among the validations by that minute to ``snapshots/best-at-<m>min.pt``. Returns every
-    snapshot kept so far.
-
-    The trainer keeps only its k best checkpoints, so this has to run beside it (every
-    :data:`POLL_S` seconds): a checkpoint pruned before the look is missed (said once, added
-    to ``missed`` and not looked for again).
-    """
-    missed = set() if missed is None else missed
-    kept = read_snapshots(folder)
-    try:
-        record = read_record(folder)
-    except RecordError:
-        return kept
-    clock = max((float(e["minutes"]) for e in record.events if "minutes" in e), default=0.0)
-    new = False
-    for mark in sorted(marks):
-        if mark in kept or mark in missed or clock < mark:
-            continue
-        by_then = [e for e in record.valid if float(e["minutes"]) <= mark]
-        if not by_then:
-            continue
-        best = max(by_then, key=lambda e: (float(e["bleu"]), -int(e["step"])))
-        source = RunDir(folder).best(int(best["step"]))
-        target = folder / "snapshots" / f"best-at-{mark:g}min.pt"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with source.open("rb") as src, atomic_path(target) as tmp, tmp.open("wb") as out:
-                shutil.copyfileobj(src, out)
-        except FileNotFoundError:
-            print(f"{folder.name}: {source.name} (best by minute {mark:g}) is gone", flush=True)
-            missed.add(mark)
-            continue
-        kept[mark] = Snapshot(mark, target.name, int(best["step"]), float(best["bleu"]))
-        new = True
-    if new:
-        listing = [asdict(kept[m]) for m in sorted(kept)]
-        write_json(folder / "snapshots" / "snapshots.json", listing, indent=1)
-    return kept
-
-
 # --- records -------------------------------------------------------------------------------
 
 
@@ -585,24 +517,25 @@ class Runner:
                 else f"trainer.max_steps={done[1]}"
             )
             cmd = [*py, f"resume={folder}", f"hydra.run.dir={folder}", stop]
-        watching, missed = threading.Event(), set[float]()
-
-        def watch() -> None:
-            while not watching.wait(self.poll_s):
-                if len(keep_snapshots(folder, run.marks, missed)) + len(missed) == len(run.marks):
-                    return  # every mark kept or missed: nothing more to watch
-
-        watcher = threading.Thread(target=watch, daemon=True)
+        trained_out = threading.Event()  # set when train.py has exited
+        watcher = threading.Thread(
+            target=watch,
+            args=(folder, run.marks),
+            kwargs={
+                "poll_s": self.poll_s,
+                "sleep": trained_out.wait,  # wakes at once when train.py exits
+                "ended": lambda _: trained_out.is_set(),  # then one last look
+            },
+            daemon=True,
+        )
         if run.marks:
             watcher.start()
         try:
             code = self.call(cmd, log)
         finally:
-            watching.set()
+            trained_out.set()
             if run.marks:
                 watcher.join()
-        if run.marks:
-            keep_snapshots(folder, run.marks, missed)  # the events written just before the end
         return code == 0, done is not None
 
     def evaluate(

@@ -1,122 +1,30 @@
-"""Keep a running training run's best checkpoint as it stood at given minutes.
+"""Keep a running training run's best checkpoint as it stood at given training minutes.
 
     python train.py experiment=small_data hydra.run.dir=RUN &
     python scripts/snapshot_best.py RUN --minutes 10 30 60      # -> RUN/snapshots/
 
 A run keeps only its ``trainer.keep_best`` best checkpoints, so the model a 10-minute run
-would have tested is gone by the end of a 2-hour one. Run beside the training, this copies
-the top entry of ``RUN/checkpoints/best.json`` at each mark (training minutes, the clock of the
-run record and of ``compare_runs.py --minutes``) to
-``snapshots/best-at-<m>min.pt`` and lists the copies in ``snapshots/snapshots.json``
-(minutes, step, validation BLEU). Decode them afterwards with
-``python evaluate.py ckpt=RUN/snapshots/best-at-10min.pt split=test beam=5``. It stops when the run
-ends (its summary.json no longer says "running", or no ``.lock``) and says which marks it
-missed.
+would have tested is gone by the end of a 2-hour one. Run beside the training, this copies,
+once the run has trained past each mark, the best checkpoint among the validations by that
+minute to ``snapshots/best-at-<m>min.pt`` and lists the copies in ``snapshots/snapshots.json``
+(minutes, file, step, validation BLEU). The marks are training minutes of the run record
+(``metrics.jsonl``, the clock of ``compare_runs.py --minutes``), not wall-clock minutes: a
+resumed run goes on with the minutes it had, and a watcher started late or restarted still
+takes the best as it stood at each mark. Restarting it (after a resume, or with other marks)
+keeps what was kept: ``snapshots.json`` is merged, not rewritten. Decode them afterwards with
+``python evaluate.py ckpt=RUN/snapshots/best-at-10min.pt split=test beam=5``. It stops when
+the run ends (its summary.json no longer says "running", or no live ``.lock``) and says which
+marks it missed. The logic is ``attnmt.train.snapshots``.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import logging
 import sys
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from attnmt.atomic import atomic_path, write_json
-from attnmt.checkpoint import read_best_json
-from attnmt.run_dir import RunDir
-from attnmt.run_record import RecordError, read_record
-from attnmt.train.run_lock import live_owner
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One kept checkpoint: the run's best at ``minutes`` of training."""
-
-    minutes: float
-    file: str
-    step: int
-    val_bleu: float
-
-
-def first_update(run: Path) -> float | None:
-    """Epoch seconds when the run's training clock started (from its first update's event in
-    the run record); None before that event."""
-    try:
-        record = read_record(run)
-    except RecordError:
-        return None
-    first = next(iter(record.train), None)
-    return None if first is None else first["time"] - 60.0 * first["minutes"]
-
-
-def run_ended(run: Path) -> bool:
-    """True once the run's summary says it ended, or no live process holds its lock (a
-    killed run leaves a stale one)."""
-    if live_owner(run) is None:
-        return True
-    try:
-        status = read_record(run).status
-    except RecordError:
-        return False
-    return status not in (None, "running")
-
-
-def copy_best(run: Path, out: Path, minutes: float, tries: int = 3) -> Snapshot | None:
-    """Copy the top of ``best.json`` to ``out/best-at-<m>min.pt`` (written whole, then renamed).
-
-    The trainer may prune a checkpoint between our reading best.json and copying it: then the
-    list is read again, ``tries`` times. None when the run has no validated checkpoint yet.
-    """
-    target = out / f"best-at-{minutes:g}min.pt"
-    for _ in range(tries):
-        best = read_best_json(RunDir(run).best_json)
-        if not best:
-            return None
-        top = best[0]
-        try:  # once open, a checkpoint pruned by the trainer stays readable to us
-            source = (RunDir(run).checkpoints / top["file"]).open("rb")
-        except FileNotFoundError:
-            time.sleep(1.0)
-            continue
-        with source, atomic_path(target) as tmp, tmp.open("wb") as copy:
-            shutil.copyfileobj(source, copy)
-        return Snapshot(minutes, target.name, int(top["step"]), float(top["val_bleu"]))
-    raise SystemExit(f"error: {run}: best.json kept naming checkpoints that were gone")
-
-
-def snapshot(
-    run: Path,
-    marks: list[float],
-    out: Path,
-    now: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    poll_s: float = 5.0,
-) -> list[Snapshot]:
-    """Wait for each mark in turn and keep the best checkpoint there; returns what was kept."""
-    out.mkdir(parents=True, exist_ok=True)
-    while (start := first_update(run)) is None:
-        if run_ended(run):
-            raise SystemExit(f"error: {run}: the run ended before its first update")
-        sleep(poll_s)
-    kept: list[Snapshot] = []
-    for mark in sorted(marks):
-        while now() < start + 60.0 * mark:
-            if run_ended(run):
-                missed = [m for m in sorted(marks) if m >= mark]
-                print(f"{run}: the run ended before minute {missed[0]:g}; missed {missed}")
-                return kept
-            sleep(poll_s)
-        shot = copy_best(run, out, mark)
-        if shot is None:
-            print(f"minute {mark:g}: no validated checkpoint yet")
-            continue
-        kept.append(shot)
-        write_json(out / "snapshots.json", [asdict(s) for s in kept], indent=1)
-        print(f"minute {mark:g}: {shot.file} (step {shot.step}, valid BLEU {shot.val_bleu:.2f})")
-    return kept
+from attnmt.train import snapshots
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,7 +35,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.run.is_dir():
         raise SystemExit(f"error: {args.run}: no such run directory")
-    snapshot(args.run, args.minutes, args.out or args.run / "snapshots")
+    handler = logging.StreamHandler(sys.stdout)  # "minute 10: best-at-10min.pt (step ...)"
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger(snapshots.__name__)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        watched = snapshots.watch(args.run, args.minutes, args.out)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    if watched.minutes is None:
+        raise SystemExit(f"error: {args.run}: the run ended before its first update")
+    if watched.missed:
+        missed = ", ".join(f"{m:g}" for m in watched.missed)
+        print(f"{args.run}: missed [{missed}] (its clock stood at minute {watched.minutes:.1f})")
 
 
 if __name__ == "__main__":

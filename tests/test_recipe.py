@@ -1,6 +1,7 @@
 """experiments/recipe.py and recipe_page.py: the plan, the hours rule, resuming with what is
-left of a budget, snapshots by the record's clock, records from hand-made run folders, the
-page from planted records, and one toy run end to end (train.py, a snapshot, evaluate.py)."""
+left of a budget, records from hand-made run folders, the page from planted records, and one
+toy run end to end (train.py, a snapshot, evaluate.py). The snapshots themselves
+(attnmt.train.snapshots): tests/test_snapshots.py."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from helpers.toy_train import TOY_OVERRIDES
 from hydra import compose, initialize_config_dir
 
 from attnmt.train.run_config import validate_config
+from attnmt.train.snapshots import keep_snapshots
 from experiments import recipe, recipe_page
 from experiments.recipe import (
     CHANGES,
@@ -195,7 +197,7 @@ def test_a_signal_to_the_runner_stops_its_child_and_what_would_come_next(tmp_pat
     assert not runs("compare")[0].run_dir(tmp_path).exists()
 
 
-# --- snapshots and records from hand-made run folders ---------------------------------------
+# --- records from hand-made run folders -----------------------------------------------------
 
 
 def _event(kind: str, step: int, minutes: float, **fields: Any) -> dict[str, Any]:
@@ -230,30 +232,6 @@ def _run_folder(folder: Path, valid: list[tuple[int, float, float, float, float]
     (folder / ".hydra" / "config.yaml").write_text("decode:\n  beam: 5\n  alpha: 0.6\n")
 
 
-def test_snapshots_keep_the_best_validated_by_each_training_minute(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    folder = tmp_path / "run"
-    _run_folder(folder, VALID[:3], clock=25.0)
-    assert recipe.keep_snapshots(folder, (30, 60)) == {}  # the clock has not reached 30
-    _run_folder(folder, VALID, clock=30.5)  # minute 31's better validation came later
-    kept = recipe.keep_snapshots(folder, (30, 60))
-    assert kept == {30: recipe.Snapshot(30, "best-at-30min.pt", 1000, 3.0)}
-    assert (folder / "snapshots" / "best-at-30min.pt").read_bytes() == b"weights 1000"
-    (folder / "checkpoints" / "best-1000.pt").write_bytes(b"changed")
-    _run_folder(folder, VALID, clock=61.0)
-    (folder / "checkpoints" / "best-2000.pt").unlink()  # pruned before the look
-    missed: set[float] = set()
-    kept = recipe.keep_snapshots(folder, (30, 60), missed)
-    assert list(kept) == [30] and missed == {60}  # 30 not copied again; 60's checkpoint is gone
-    assert (folder / "snapshots" / "best-at-30min.pt").read_bytes() == b"weights 1000"
-    assert "best-2000.pt (best by minute 60) is gone" in capsys.readouterr().out
-    assert recipe.keep_snapshots(folder, (30, 60), missed) == kept
-    assert capsys.readouterr().out == ""  # said once
-    listing = json.loads((folder / "snapshots" / "snapshots.json").read_text())
-    assert listing == [{"minutes": 30, "file": "best-at-30min.pt", "step": 1000, "val_bleu": 3.0}]
-
-
 TEST = {"checkpoint": "averaged.pt", "beam": 5, "bleu": 6.5, "chrf": 25.5,
         "bleu_signature": "BLEU|sig", "chrf_signature": "chrF2|sig", "ter": 80.0}  # fmt: skip
 
@@ -268,7 +246,7 @@ def test_a_finished_run_folder_gives_its_record_once(
     _run_folder(folder, VALID, 50.1, "finished", reason="early_stopping", step=2600, epoch=9,
                 minutes=50.4, params=9_000_000, precision="bf16", machine=MACHINE,
                 commit="abc1234", events=extra)  # fmt: skip
-    recipe.keep_snapshots(folder, run.marks)  # the run stopped before minute 60
+    keep_snapshots(folder, run.marks)  # the run stopped before minute 60
     decoded: list[tuple[list[Path], Path, dict[str, Any]]] = []
 
     def evaluate(ckpts: list[Path], out_dir: Path, decode: dict[str, Any], log: TextIO) -> Any:
