@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments import luong_reference
 from experiments.alignment_aer import UPDATES, grid_name
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map, diagonal_aer
 from experiments.comparison_stats import (
@@ -221,7 +222,19 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
         if fit is not None:
             text = paragraph(fit, name, boot if name == "test BLEU" else None, digits=digits)
             lines += [text, ""]
-    return lines
+    return lines + luong_reference.comparison(grid_means(cells, "test BLEU"),
+                                              grid_means(cells, "AER silver"))  # fmt: skip
+
+
+def grid_means(cells: Sequence[CellMeasures], measure: str) -> dict[tuple[str, str], float]:
+    """{(scorer, mode): mean of ``measure`` over the cell's seeds} of the grid's measured
+    cells."""
+    means = {}
+    for m in cells:
+        values = [v for v in _values(m, measure) if not math.isnan(v)]
+        if m.cell.label["model"] == GRID_MODEL and values:
+            means[(m.cell.label["score"], m.cell.label["mode"])] = statistics.fmean(values)
+    return means
 
 
 def test_split(plan: Plan, root: Path) -> tuple[str, list[str], list[str]]:
