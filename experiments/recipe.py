@@ -23,8 +23,9 @@ Three stages, their seeds fixed here in advance (:func:`plan`):
     minutes each, seed 1; on ding_de_en also the recipe with subword sampling off
     (:data:`NO_SAMPLING`). Test BLEU/chrF at 30 and 60 minutes: the best checkpoint validated
     by that training minute, kept beside the run (``RUN/snapshots/best-at-<m>min.pt``) while
-    it trains and decoded afterwards by evaluate.py with the run's own ``decode`` settings;
-    at 120 minutes: the run's own final test.
+    it trains (and looked for once more when it has ended: a mark whose checkpoint the
+    trainer pruned unseen is missing) and decoded afterwards by evaluate.py with the run's
+    own ``decode`` settings; at 120 minutes: the run's own final test.
 ``seeds``
     the recipe on ding_de_en at seeds 1, 2 and 3, 120 minutes (seed 1 is the corpora stage's
     run: the same settings, reused, not rerun), then the three runs' best checkpoints decoded
@@ -49,11 +50,15 @@ and the run starts afresh.
 **The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
 left plus its overhead (data preparation, validation past the budget, averaging, test
 decoding, the snapshots' decodes) fit in what is left of H. The overhead is the largest
-(wall minutes - training minutes) among the stage's records written without a resume, or
-:data:`OVERHEAD_MIN` before the stage has one. The runner exits 0 when the stage is done or
-the next run does not fit (one line says what is left), 1 when a run failed (the others
-still ran), 130 when SIGINT/SIGTERM stopped it (passed on to train.py, which saves last.pt:
-the next invocation resumes it). Nothing is committed: commit each record as it comes.
+(wall minutes - training minutes) among the stage's records of runs trained start to end by
+the invocation that recorded them (training minutes: the budget, or the minute of the last
+validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stage has one.
+No run starts while another process on this machine trains one of the stage's runs (a
+second runner, or a train.py whose runner was killed): they would share the cores. The
+runner exits 0 when the stage is done or the next run does not fit (one line says what is
+left), 1 when a run failed (the others still ran), 130 when SIGINT/SIGTERM stopped it
+(passed on to train.py, which saves last.pt: the next invocation resumes it; no child
+starts after the signal). Nothing is committed: commit each record as it comes.
 """
 
 from __future__ import annotations
@@ -61,13 +66,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -76,11 +84,11 @@ from omegaconf import OmegaConf
 
 from attnmt.atomic import write_json
 from attnmt.checkpoint import load_first_readable, resume_candidates
-from attnmt.errors import CheckpointError
+from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 from attnmt.train.run_lock import live_owner
-from attnmt.train.snapshots import POLL_S, read_snapshots, watch
+from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
 from experiments.variant_runs import Variant, provenance_fields
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,10 +237,11 @@ def shown(path: Path, root: Path) -> str:
 
 
 def settings(variant: Variant, corpus: Corpus, *more: str) -> tuple[str, ...]:
-    """train.py's overrides: the experiment, the corpus, then the variant's other keys."""
+    """train.py's overrides: the experiment, the corpus, the variant's other keys, then
+    ``device=cpu`` (the comparisons are of 2 CPU cores, also on a machine with a GPU)."""
     first = tuple(o for o in variant.overrides if o.startswith("experiment="))
     rest = tuple(o for o in variant.overrides if o not in first)
-    return (*first, *corpus.overrides, *rest, *more)
+    return (*first, *corpus.overrides, *rest, *more, "device=cpu")
 
 
 def corpora_run(variant: Variant, corpus: Corpus, seed: int = SEED) -> PlannedRun:
@@ -320,6 +329,7 @@ class Todo:
     state: str  # new | resume | finished (only its record and decodes are missing) | busy | waiting
     done_min: float  # training minutes its folder holds
     estimate_min: float  # minutes left to train + overhead
+    owner: str = ""  # busy: the process that holds its folder ("pid P on HOST")
 
     def describe(self) -> str:
         e = self.entry
@@ -328,7 +338,14 @@ class Todo:
             if self.state == "resume" and isinstance(e, PlannedRun)
             else ""
         )
+        if self.state == "busy":
+            where = f" (held by {self.owner}; if nothing trains there any more, delete its .lock)"
         return f"{self.state:<8} {e.stem}{where}  ~{self.estimate_min:.0f} min"
+
+    @property
+    def beside(self) -> bool:
+        """Busy on this machine: a run started now would share its cores."""
+        return self.state == "busy" and self.owner.endswith(f" on {socket.gethostname()}")
 
 
 def overhead(stage: str, root: Path) -> tuple[float, str]:
@@ -337,7 +354,10 @@ def overhead(stage: str, root: Path) -> tuple[float, str]:
     for path in sorted((root / RECORDS / stage).glob("*.json")):
         rec = json.loads(path.read_text(encoding="utf-8"))
         if rec.get("kind") == "run" and not rec.get("resumed"):
-            measured.append(float(rec["minutes"]) - float(rec["budget_minutes"]))
+            budget = float(rec["budget_minutes"])
+            curve = rec.get("curve") or []
+            trained_min = min(budget, float(curve[-1][1])) if curve else budget  # stopped early
+            measured.append(float(rec["minutes"]) - trained_min)
     if measured:
         return max(max(measured), 1.0), f"the most of {len(measured)} record(s)"
     return OVERHEAD_MIN.get(stage, OVERHEAD_MIN["compare"]), "assumed: no record yet"
@@ -352,8 +372,9 @@ def status(entry: Entry, root: Path) -> Todo | None:
         return Todo(entry, "waiting" if waiting else "new", 0.0, ENSEMBLE_MIN)
     folder = entry.run_dir(root)
     extra, _ = overhead(entry.stage, root)
-    if folder.is_dir() and live_owner(folder) is not None:
-        return Todo(entry, "busy", 0.0, 0.0)
+    owner = live_owner(folder) if folder.is_dir() else None
+    if owner is not None:
+        return Todo(entry, "busy", 0.0, 0.0, owner)
     if folder.is_dir() and finished(folder):
         return Todo(entry, "finished", entry.minutes, extra)
     done = trained(folder)
@@ -430,9 +451,21 @@ def run_record(
         "test": {k: rec.test[k] for k in TEST_KEYS if k in rec.test} if rec.test else None,
         "test_at": tests,
         "resumed": resumed,
+        "processes": [process_of(e) for e in rec.of("start")],
         "train_commit": summary.get("commit"),
         **prov,
         "machine": summary.get("machine") or prov["machine"],
+    }
+
+
+def process_of(start: dict[str, Any]) -> dict[str, Any]:
+    """One train.py process of a run, from its ``start`` event: the step it started at,
+    when, and its precision (``auto`` decides per machine), device, machine and commit
+    (None where its trainer did not record them)."""
+    return {
+        "step": start.get("step"),
+        "started": datetime.fromtimestamp(float(start["time"])).isoformat(timespec="seconds"),
+        **{k: start.get(k) for k in ("precision", "device", "machine", "commit")},
     }
 
 
@@ -481,18 +514,26 @@ class Runner:
         """Run ``cmd`` in its own session (a signal to the runner is passed on by
         :meth:`stop`), output to ``log``; its exit status."""
         log.write(f"$ {' '.join(cmd)}\n")
+        if self.stopping:  # a signal came between two children: start no more
+            log.write("not started: the runner was stopped\n")
+            log.flush()
+            return 128 + signal.SIGTERM
         log.flush()
         self.child = subprocess.Popen(
             cmd, cwd=ROOT, env=self.env(), stdout=log, stderr=log, start_new_session=True
         )
+        if self.stopping:  # the signal came while it was being started
+            self.child.send_signal(signal.SIGTERM)
         try:
             return self.child.wait()
         finally:
             self.child = None
 
     def stop(self, signum: int, frame: FrameType | None = None) -> None:
-        """SIGINT/SIGTERM: no further run starts; the running one gets SIGTERM (train.py
-        saves last.pt and exits)."""
+        """SIGINT/SIGTERM: no further run starts; the running one gets SIGTERM once (train.py
+        saves last.pt and exits; later signals are not passed on)."""
+        if self.stopping:  # a second SIGTERM would abort train.py mid-update, unsaved
+            return
         self.stopping = True
         if self.child is not None:
             self.child.send_signal(signal.SIGTERM)
@@ -542,7 +583,14 @@ class Runner:
         self, ckpts: Sequence[Path], out_dir: Path, decode: dict[str, Any], log: TextIO
     ) -> dict[str, Any] | None:
         """``python evaluate.py ckpt=... split=test <decode> out_dir=OUT``: its scores, or
-        None when it failed."""
+        None when it failed. A decode that finished there before (the runner was cut off
+        before the record) is taken as it is; one cut off is cleared first, since evaluate.py
+        refuses a folder whose hyps.txt another evaluation wrote, and a run folder carried to
+        another machine or path makes the same decode another evaluation to it."""
+        if scores_of(out_dir) is not None:
+            return self.shown_scores(out_dir)
+        if out_dir.is_dir():
+            shutil.rmtree(out_dir)
         ckpt = str(ckpts[0]) if len(ckpts) == 1 else "[" + ",".join(map(str, ckpts)) + "]"
         settings = [f"{k}={v}" for k, v in decode.items()]
         cmd = [
@@ -555,6 +603,10 @@ class Runner:
         ]
         if self.call(cmd, log) != 0:
             return None
+        return self.shown_scores(out_dir)
+
+    def shown_scores(self, out_dir: Path) -> dict[str, Any] | None:
+        """:func:`scores_of` with the checkpoints' paths relative to the root."""
         scores = scores_of(out_dir)
         if scores is not None:
             scores["checkpoints"] = [shown(Path(c), self.root) for c in scores["checkpoints"]]
@@ -574,7 +626,13 @@ class Runner:
         )
         ended = float((rec.summary or {}).get("minutes") or 0.0)
         out: dict[str, dict[str, Any] | None] = {}
-        snaps = read_snapshots(folder)
+        # one look of its own: a run no watcher saw (its runner killed, train.py went on
+        # alone) still has the marks whose checkpoints the trainer kept
+        try:
+            snaps = keep_snapshots(folder, run.marks) if run.marks else {}
+        except (OSError, AttnmtError) as err:  # a full disk: no record, the next one tries
+            print(f"{run.stem}: could not keep its snapshots: {err}")
+            return None
         for mark in run.marks:
             shot = snaps.get(mark)
             if shot is not None:
@@ -607,11 +665,12 @@ class Runner:
             return record
         folder = run.run_dir(self.root)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        started, resumed = time.time(), False
+        # resumed: not trained start to end here, so this record's minutes do not measure it
+        started, resumed = time.time(), True
         with (folder.parent / f"{run.stem}.log").open("a") as log:
             if not finished(folder):
                 ok, resumed = self.train(run, log)
-                if not ok or self.stopping:
+                if not ok or self.stopping or not finished(folder):
                     return None
             tests = self.tests(run, log)
             if tests is None or self.stopping:
@@ -718,6 +777,13 @@ def run_entries(
     end = ""
     while not runner.stopping:
         todo = [t for t in todos(entries, root) if t.entry.stem not in tried]
+        beside = [t for t in todo if t.beside]
+        if beside:
+            end = (
+                f"{beside[0].entry.stem} is being trained by {beside[0].owner}: "
+                "no run starts beside it"
+            )
+            break
         ready = [t for t in todo if t.state not in ("busy", "waiting")]
         if not ready:
             end = "nothing left that can run" if todo else "all recorded"

@@ -104,6 +104,22 @@ def test_at(rec: Rec | None, mark: float) -> Rec | None:
     return None if rec is None else (rec.get("test_at") or {}).get(f"{mark:g}")
 
 
+def precision_text(rec: Rec) -> str:
+    """The run's precision, or each of its processes' in turn where they differed (a run
+    resumed on another machine: ``precision=auto`` decides per machine), with the device
+    where it was not the CPU."""
+    procs = rec.get("processes") or [rec]
+    names = [str(n) for n in dict.fromkeys(p.get("precision") for p in procs) if n]
+    names = names or ([str(rec["precision"])] if rec.get("precision") else [])
+    devices = [str(d) for d in dict.fromkeys(p.get("device") for p in procs) if d and d != "cpu"]
+    return "+".join(names or ["–"]) + (f" on {'+'.join(devices)}" if devices else "")
+
+
+def machines_of(rec: Rec) -> list[Rec]:
+    """The record and each of its train.py processes that names its machine."""
+    return [rec, *(p for p in rec.get("processes") or [] if p.get("machine"))]
+
+
 def test_cell(scores: Rec | None) -> str:
     if scores is None:
         return "–"
@@ -153,7 +169,7 @@ def compare_section(recs: Records) -> list[str]:
                     num(rec["curve"][-1][2], 3) if rec["curve"] else "–",
                     str(rec.get("updates", "–")),
                     f"{rec['params'] / 1e6:.2f}M" if rec.get("params") else "–",
-                    str(rec.get("precision") or "–"),
+                    precision_text(rec),
                 ]
             lines.append(
                 f"| {run.variant} | {CHANGE.get(run.variant, '')} | " + " | ".join(cells) + " |"
@@ -221,7 +237,7 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
                 best,
                 flat,
                 str(rec.get("updates", "–")),
-                str(rec.get("precision") or "–"),
+                precision_text(rec),
             ]
         lines.append(f"| {run.corpus} | {run.variant} | " + " | ".join(cells) + " |")
     lines += [
@@ -382,7 +398,7 @@ def provenance_section(recs: Records) -> list[str]:
         dates = sorted(datetime.fromisoformat(r["recorded"]).date().isoformat() for r in rs)
         lines.append(
             f"- {stage} ({len(rs)} records): "
-            + "; ".join(sorted({machine_line(r) for r in rs}))
+            + "; ".join(sorted({machine_line(m) for r in rs for m in machines_of(r)}))
             + f"; threads {', '.join(sorted({str(r['threads']) for r in rs}))}"
             + f"; commits {', '.join(sorted({r['commit'] for r in rs}))}"
             + f"; recorded {dates[0]}"

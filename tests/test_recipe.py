@@ -11,6 +11,7 @@ import statistics
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,7 +19,9 @@ import pytest
 from helpers.toy_train import TOY_OVERRIDES
 from hydra import compose, initialize_config_dir
 
+from attnmt.errors import WriteError
 from attnmt.train.run_config import validate_config
+from attnmt.train.run_lock import owner_record
 from attnmt.train.snapshots import keep_snapshots
 from experiments import recipe, recipe_page
 from experiments.recipe import (
@@ -158,6 +161,43 @@ def test_the_overhead_is_measured_by_the_stage_s_records(tmp_path: Path) -> None
     assert recipe.status(run, tmp_path).estimate_min == 53.5  # type: ignore[union-attr]
 
 
+def test_the_overhead_of_a_run_that_stopped_early_counts_from_its_last_validation(
+    tmp_path: Path,
+) -> None:
+    """The recipe stops early (its own patience): its wall minutes minus the budget are
+    negative, but what it took beyond its training (the test, the snapshots' decodes) is
+    what the next run needs besides its budget."""
+    run = corpora_run(RECIPE, DING)
+    curve = [[5000, 48.0, 3.0, 5.0, 25.0], [5500, 50.0, 3.0, 4.9, 25.0]]
+    _write(tmp_path / "results/recipe/corpora/a.json", {**record(run, 62.0), "curve": curve})
+    assert recipe.overhead("corpora", tmp_path)[0] == 12.0
+    full = [[9000, 100.0, 3.0, 5.0, 25.0], [9999, 120.4, 3.0, 5.1, 25.0]]  # past the budget
+    _write(tmp_path / "results/recipe/corpora/b.json", {**record(run, 140.0), "curve": full})
+    assert recipe.overhead("corpora", tmp_path)[0] == 20.0
+
+
+def test_no_run_starts_beside_one_that_another_process_trains(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second runner (the same command started twice) or a train.py its runner left
+    behind holds a planned run: a run started beside it would share the cores."""
+    compare = runs("compare")
+    folder = compare[0].run_dir(tmp_path)
+    folder.mkdir(parents=True)
+    (folder / ".lock").write_text(json.dumps(owner_record()))  # a live process on this host
+    clock = [0.0]
+    runner = FakeRunner(tmp_path, clock)
+    assert recipe.run_entries(compare, runner, clock=lambda: clock[0]) == 0
+    assert runner.started == []
+    assert f"{compare[0].stem} is being trained by pid" in capsys.readouterr().out
+    # the lock of a run cut off on another host: it does not share these cores; named
+    (folder / ".lock").write_text(json.dumps({**owner_record(), "host": "other-host"}))
+    assert recipe.run_entries(compare[:2], runner, clock=lambda: clock[0]) == 0
+    assert runner.started == [compare[1].stem]
+    out = capsys.readouterr().out
+    assert f"busy     {compare[0].stem}" in out and "on other-host" in out and ".lock" in out
+
+
 def test_a_run_cut_off_is_resumed_with_what_is_left_of_its_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,6 +237,46 @@ def test_a_signal_to_the_runner_stops_its_child_and_what_would_come_next(tmp_pat
     assert not runs("compare")[0].run_dir(tmp_path).exists()
 
 
+def test_a_signal_before_a_child_starts_keeps_it_from_starting(tmp_path: Path) -> None:
+    """SIGTERM between two children (reading a checkpoint, between two decodes): the next
+    one, a 2-hour train.py perhaps, must not start unsignalled."""
+    runner = Runner(tmp_path)
+    runner.stop(signal.SIGTERM)
+    marker = tmp_path / "started"
+    with (tmp_path / "log").open("w") as log:
+        code = runner.call([sys.executable, "-c", f"open({str(marker)!r}, 'w')"], log)
+    assert code != 0 and not marker.exists() and runner.child is None
+
+
+def test_a_decode_done_before_a_cut_is_taken_and_one_cut_off_is_cleared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """evaluate.py refuses an out_dir whose hyps.txt another evaluation wrote, and the
+    checkpoint's absolute path and mtime are in what it compares: once the run folder is
+    carried to another machine, a decode redone there into the same folder would fail at
+    every invocation. A decode that finished is taken as it is; one cut off is cleared."""
+    runner = Runner(tmp_path)
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str], log: TextIO) -> int:
+        calls.append(cmd)
+        out = Path(cmd[-1].removeprefix("out_dir="))
+        assert not (out / "hyps.txt").exists()  # evaluate.py would refuse it
+        _write(out / "scores.json", {"t": {"checkpoint": "b.pt", "bleu": 2.0, "chrf": 3.0}})
+        return 0
+
+    monkeypatch.setattr(runner, "call", call)
+    done, cut = tmp_path / "done", tmp_path / "cut"
+    _write(done / "scores.json", {"t": {"checkpoint": "/elsewhere/a.pt", "bleu": 1.0, "chrf": 2.0}})
+    (done / "hyps.txt").write_text("x\n")
+    first = runner.evaluate([tmp_path / "a.pt"], done, {}, None)  # type: ignore[arg-type]
+    assert first is not None and first["bleu"] == 1.0 and calls == []
+    _write(cut / "evaluation.json", {"key": "another machine's"})
+    (cut / "hyps.txt").write_text("x\n")
+    again = runner.evaluate([tmp_path / "a.pt"], cut, {}, None)  # type: ignore[arg-type]
+    assert again is not None and again["bleu"] == 2.0 and len(calls) == 1
+
+
 # --- records from hand-made run folders -----------------------------------------------------
 
 
@@ -217,7 +297,7 @@ VALID = [  # step, minutes, nll, bleu, chrf
 def _run_folder(folder: Path, valid: list[tuple[int, float, float, float, float]],
                 clock: float, status: str = "running", **summary: Any) -> None:  # fmt: skip
     """What the trainer leaves: the run record, the best checkpoints, the config."""
-    events = [{"event": "start", "step": 0, "time": 1e9}]
+    events = [{"event": "start", "step": 0, "time": 1e9, **summary.pop("start", {})}]
     for step, minutes, nll, bleu, chrf in valid:
         events.append(_event("train", step - 1, minutes - 0.1, nll=nll))
         events.append(_event("valid", step, minutes, nll=nll, bleu=bleu, chrf=chrf))
@@ -274,10 +354,77 @@ def test_a_finished_run_folder_gives_its_record_once(
     assert (rec["threads"], rec["machine"], rec["train_commit"]) == (2, MACHINE, "abc1234")
     assert rec["overrides"][-2:] == ["seed=1", "trainer.time_budget_min=120"]
     assert rec["run_dir"] == "outputs/recipe/corpora/recipe-ding_de_en-seed1-120min"
-    assert rec["kind"] == "run" and rec["resumed"] is False
+    # trained by an earlier invocation: its minutes here are the decodes' alone, so it is
+    # "resumed" and the hours rule does not take its overhead from it
+    assert rec["kind"] == "run" and rec["resumed"] is True
+    assert recipe.overhead("corpora", tmp_path) == (25.0, "assumed: no record yet")
     before = path.read_bytes()
     monkeypatch.setattr(runner, "evaluate", lambda *a: pytest.fail("recorded: not decoded again"))
     assert runner.execute(run) == path and path.read_bytes() == before
+
+
+def test_a_run_that_finished_unwatched_gets_the_snapshots_its_checkpoints_still_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No watcher saw the run (its runner was killed, train.py went on alone): the record's
+    look takes each mark whose best checkpoint is still there, and misses the pruned."""
+    run = corpora_run(RECIPE, DING)
+    folder = run.run_dir(tmp_path)
+    _run_folder(folder, VALID, 61.0, "finished", minutes=61.2,
+                events=[_event("test", 2600, 61.1, **TEST)])  # fmt: skip
+    (folder / "checkpoints" / "best-2000.pt").unlink()  # the best by 60: pruned
+    runner = Runner(tmp_path)
+    monkeypatch.setattr(runner, "evaluate", lambda *a: {"bleu": 3.3, "chrf": 21.0})
+    rec = json.loads(runner.execute(run).read_text())  # type: ignore[union-attr]
+    assert rec["test_at"]["30"]["source"] == "snapshot" and rec["test_at"]["30"]["step"] == 1000
+    assert rec["test_at"]["60"] is None
+    assert (folder / "snapshots" / "best-at-30min.pt").read_bytes() == b"weights 1000"
+    # a copy that fails (a full disk) leaves no record and the runner going
+    run.record_path(tmp_path).unlink()
+    (folder / "snapshots" / "snapshots.json").unlink()
+
+    def full(*a: Any) -> Any:
+        raise WriteError("cannot write: no space left on device")
+
+    monkeypatch.setattr(recipe, "keep_snapshots", full)
+    assert runner.execute(run) is None and not run.record_path(tmp_path).exists()
+
+
+def test_no_record_from_a_run_that_did_not_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = corpora_run(RECIPE, DING)
+    _run_folder(run.run_dir(tmp_path), VALID, 50.1, "interrupted", reason="interrupted")
+    runner = Runner(tmp_path)
+    monkeypatch.setattr(runner, "train", lambda *a: (True, True))  # exit 0, yet not finished
+    monkeypatch.setattr(runner, "evaluate", lambda *a: {"bleu": 1.0, "chrf": 2.0})
+    assert runner.execute(run) is None and not run.record_path(tmp_path).exists()
+
+
+def test_the_record_names_every_process_that_trained_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut off on one machine, resumed on another: each process's machine, commit and
+    precision (auto decides per machine) are in the record and on the page."""
+    run = corpora_run(RECIPE, DING)
+    folder = run.run_dir(tmp_path)
+    other = json.loads(json.dumps(MACHINE))
+    other["cpu"]["name"] = "Intel Xeon"
+    first = {"precision": "bf16", "device": "cpu", "machine": MACHINE, "commit": "abc1234"}
+    again = {"event": "start", "step": 1000, "time": 2e9, "resumed": True, "precision": "fp32",
+             "device": "cpu", "machine": other, "commit": "def5678"}  # fmt: skip
+    _run_folder(folder, VALID, 50.1, "finished", minutes=50.4, precision="fp32", start=first,
+                events=[again, _event("test", 2600, 50.3, **TEST)])  # fmt: skip
+    runner = Runner(tmp_path)
+    monkeypatch.setattr(runner, "evaluate", lambda *a: {"bleu": 1.0, "chrf": 2.0})
+    rec = json.loads(runner.execute(run).read_text())  # type: ignore[union-attr]
+    iso = [datetime.fromtimestamp(t).isoformat(timespec="seconds") for t in (1e9, 2e9)]
+    second = {k: again[k] for k in first}
+    assert rec["processes"] == [{"step": 0, "started": iso[0], **first},
+                                {"step": 1000, "started": iso[1], **second}]  # fmt: skip
+    text = recipe_page.page(recipe_page.Records({rec["stem"]: rec}))
+    assert _row(text, "| ding_de_en | recipe |")[-1] == "bf16+fp32"
+    assert "AMD EPYC" in text and "Intel Xeon" in text
 
 
 def test_best_by_a_minute() -> None:
@@ -419,6 +566,9 @@ def test_a_toy_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert rec["status"] == "finished" and rec["stop_reason"] == "time_budget"
     assert rec["curve"] and rec["updates"] >= rec["curve"][-1][0] > 0
     assert rec["threads"] == 1 and rec["machine"]["threads"] == 1 and rec["precision"] == "fp32"
+    (process,) = rec["processes"]  # one train.py, its own machine and precision
+    assert process["precision"] == "fp32" and process["machine"]["threads"] == 1
+    assert rec["resumed"] is False
     snap = rec["test_at"]["0.01"]
     assert snap["source"] == "snapshot" and snap["checkpoints"] == [
         f"outputs/recipe/corpora/{run.stem}/snapshots/best-at-0.01min.pt"
@@ -429,3 +579,25 @@ def test_a_toy_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     minutes, step = recipe.trained(folder)  # type: ignore[misc]
     assert step == rec["updates"] and abs(minutes - rec["train_minutes"]) < 0.05
     assert recipe.todos([run], tmp_path) == []
+
+
+def test_every_run_is_pinned_to_the_cpu() -> None:
+    """The comparisons are of 2 CPU cores: a session on a GPU machine must not train on it."""
+    for stage in recipe.STAGES:
+        assert all(r.overrides[-1] == "device=cpu" for r in runs(stage))
+
+
+def test_the_runner_passes_on_one_signal_only(tmp_path: Path) -> None:
+    """A second SIGTERM would abort train.py mid-update without saving: only the first one
+    reaches the child."""
+    sent: list[int] = []
+
+    class Child:
+        def send_signal(self, signum: int) -> None:
+            sent.append(signum)
+
+    runner = recipe.Runner(tmp_path)
+    runner.child = Child()  # type: ignore[assignment]
+    runner.stop(signal.SIGTERM)
+    runner.stop(signal.SIGINT)
+    assert runner.stopping and sent == [signal.SIGTERM]

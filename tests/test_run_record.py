@@ -116,6 +116,7 @@ def test_an_interrupted_run_and_its_resume_never_repeat_a_step(
     assert [e["step"] for e in record.valid] == [4, 8, 10]
     starts = record.of("start")
     assert [s["resumed"] for s in starts] == [False, True] and starts[1]["step"] == 6
+    assert all(s["machine"]["cpu"] and "commit" in s for s in starts)  # each process's own
 
 
 def test_a_resume_drops_what_was_logged_after_its_checkpoint(

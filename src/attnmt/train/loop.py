@@ -165,7 +165,10 @@ class Trainer:
             data_ready=parts.data_ready,
             data_seconds=round(parts.data_seconds, 3),
             ids_seconds=round(self.parts.data.ids_seconds, 3),
-            **{k: about[k] for k in ("params", "precision", "device", "world_size")},
+            **{
+                k: about[k]
+                for k in ("params", "precision", "device", "world_size", "machine", "commit")
+            },  # each process's own: a resumed run may go on on another machine
         )
         return record
 
