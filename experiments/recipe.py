@@ -89,7 +89,7 @@ from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 from attnmt.train.run_lock import live_owner
 from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
-from experiments.variant_runs import Variant, provenance_fields
+from experiments.variant_runs import Variant, provenance_fields, scores_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = Path("results") / "recipe"
@@ -363,15 +363,16 @@ def overhead(stage: str, root: Path) -> tuple[float, str]:
     return OVERHEAD_MIN.get(stage, OVERHEAD_MIN["compare"]), "assumed: no record yet"
 
 
-def status(entry: Entry, root: Path) -> Todo | None:
-    """None when ``entry`` has its record; else where it stands."""
+def status(entry: Entry, root: Path, extra: float | None = None) -> Todo | None:
+    """None when ``entry`` has its record; else where it stands (``extra``: its stage's
+    :func:`overhead`, read from the records when not given)."""
     if entry.record_path(root).is_file():
         return None
     if isinstance(entry, PlannedEnsemble):
         waiting = any(not m.record_path(root).is_file() for m in entry.members)
         return Todo(entry, "waiting" if waiting else "new", 0.0, ENSEMBLE_MIN)
     folder = entry.run_dir(root)
-    extra, _ = overhead(entry.stage, root)
+    extra = overhead(entry.stage, root)[0] if extra is None else extra
     owner = live_owner(folder) if folder.is_dir() else None
     if owner is not None:
         return Todo(entry, "busy", 0.0, 0.0, owner)
@@ -385,7 +386,9 @@ def status(entry: Entry, root: Path) -> Todo | None:
 
 
 def todos(entries: Sequence[Entry], root: Path) -> list[Todo]:
-    return [t for t in (status(e, root) for e in entries) if t is not None]
+    """The entries without a record, each stage's overhead read from its records once."""
+    extra = {stage: overhead(stage, root)[0] for stage in {e.stage for e in entries}}
+    return [t for t in (status(e, root, extra[e.stage]) for e in entries) if t is not None]
 
 
 # --- records -------------------------------------------------------------------------------
@@ -471,17 +474,12 @@ def process_of(start: dict[str, Any]) -> dict[str, Any]:
 
 def scores_of(out_dir: Path) -> dict[str, Any] | None:
     """The one entry of an evaluate.py folder's scores.json, its score fields only."""
-    found = out_dir / "scores.json"
-    if not found.is_file():
-        return None
-    entries = [
-        e for e in json.loads(found.read_text(encoding="utf-8")).values() if isinstance(e, dict)
-    ]
-    if len(entries) != 1:
+    entry = scores_entry(out_dir / "scores.json")
+    if entry is None:
         return None
     keys = ("bleu", "chrf", "bleu_signature", "chrf_signature", "beam")
-    return {k: entries[0][k] for k in keys if k in entries[0]} | {
-        "checkpoints": entries[0].get("ensemble") or [entries[0].get("checkpoint")]
+    return {k: entry[k] for k in keys if k in entry} | {
+        "checkpoints": entry.get("ensemble") or [entry.get("checkpoint")]
     }
 
 

@@ -63,9 +63,15 @@ def evaluate_test(
     if subprocess.run(cmd, cwd=ROOT, env=env, **streams).returncode != 0:
         return None
     found = sorted((run / "eval").glob("*-test-beam1-*/scores.json"), key=os.path.getmtime)
-    if not found:
+    return scores_entry(found[-1]) if found else None
+
+
+def scores_entry(path: Path) -> dict[str, Any] | None:
+    """The one evaluation an evaluate.py ``scores.json`` holds (None: no file, or not
+    exactly one entry)."""
+    if not path.is_file():
         return None
-    entries = [e for e in json.loads(found[-1].read_text(encoding="utf-8")).values()
+    entries = [e for e in json.loads(path.read_text(encoding="utf-8")).values()
                if isinstance(e, dict)]  # fmt: skip
     return entries[0] if len(entries) == 1 else None
 
