@@ -435,13 +435,17 @@ def test_a_verdict_is_keyed_by_the_gpu_and_never_shared_with_the_cpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     b = _batch()
-    names = iter(["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"])
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: next(names))
-    h100, a100 = (pp.cache_key("transformer", TINY, 40, b, GPU) for _ in range(2))
-    cpu = pp.cache_key("transformer", TINY, 40, b, CPU)
+    gpu = ["NVIDIA H100 80GB HBM3"]  # the name torch reports for the machine's GPU
+    with monkeypatch.context() as gpu_machine:  # as on a machine with CUDA, where the CPU's
+        gpu_machine.setattr(torch.cuda, "is_available", lambda: True)  # key names it too
+        gpu_machine.setattr(torch.cuda, "get_device_name", lambda device=None: gpu[0])
+        h100 = pp.cache_key("transformer", TINY, 40, b, GPU)
+        gpu[0] = "NVIDIA A100-SXM4-40GB"
+        a100 = pp.cache_key("transformer", TINY, 40, b, GPU)
+        cpu = pp.cache_key("transformer", TINY, 40, b, CPU)
+        assert cpu == pp.cache_key("transformer", TINY, 40, b)  # a CPU's key as before
     assert h100.startswith("cuda: NVIDIA H100") and a100.startswith("cuda: NVIDIA A100")
     assert len({h100, a100, cpu}) == 3 and not cpu.startswith("cuda")
-    assert cpu == pp.cache_key("transformer", TINY, 40, b)  # a CPU's key as before
 
     # a cached CPU verdict (bf16) is not taken on the GPU, where fp32 is faster
     (tmp_path / pp.CACHE_FILE).write_text(json.dumps({cpu: {"choice": "bf16", "times": {}}}))
