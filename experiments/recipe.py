@@ -82,6 +82,7 @@ from typing import Any, TextIO
 
 from omegaconf import OmegaConf
 
+from attnmt import run_curves
 from attnmt.atomic import write_json
 from attnmt.checkpoint import load_first_readable, resume_candidates
 from attnmt.errors import AttnmtError, CheckpointError
@@ -396,11 +397,8 @@ def todos(entries: Sequence[Entry], root: Path) -> list[Todo]:
 
 def best_by(curve: Sequence[Sequence[float]], mark: float) -> float | None:
     """The best validation BLEU by training minute ``mark`` of a curve of (step, minutes,
-    NLL, BLEU, chrF); None when the run's last validation came before 95% of ``mark``
-    (validations are spaced; scripts/compare_runs.py's rule)."""
-    if not curve or curve[-1][1] < 0.95 * mark:
-        return None
-    return max((p[3] for p in curve if p[1] <= mark), default=None)
+    NLL, BLEU, chrF) (:func:`attnmt.run_curves.best_by`)."""
+    return run_curves.best_by(((p[1], p[3]) for p in curve), mark)
 
 
 def compare_marks(minutes: float) -> tuple[float, ...]:

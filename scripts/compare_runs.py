@@ -24,6 +24,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from attnmt import run_curves
 from attnmt.run_curves import Curve, validation_figure
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
@@ -129,10 +130,8 @@ def table(runs: list[Run]) -> str:
 
 def best_by(run: Run, minutes: float) -> float | None:
     """The best validation BLEU ``run`` had reached ``minutes`` into training, or None if
-    it ran shorter (its last validation before 95% of ``minutes``: validations are spaced)."""
-    if not run.valid or run.valid[-1][1] < 0.95 * minutes:
-        return None
-    return max(v[2] for v in run.valid if v[1] <= minutes)
+    it ran shorter (:func:`attnmt.run_curves.best_by`)."""
+    return run_curves.best_by(((v[1], v[2]) for v in run.valid), minutes)
 
 
 def minutes_table(runs: list[Run], marks: list[float]) -> str:

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from helpers.toy_train import toy_train_config
 
+from attnmt import run_curves
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter
 from attnmt.train.loop import train
+from experiments import recipe
 from scripts import compare_runs as compare
 
 
@@ -94,3 +96,20 @@ def test_best_validation_bleu_by_wall_clock_marks(tmp_path: Path) -> None:
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         compare.main([str(runs), "--out", str(out), "--minutes", "0"])
+
+
+def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_recipe() -> None:
+    points = [(4.0, 1.0), (9.8, 3.0), (15.0, 2.0)]  # (training minutes, valid BLEU)
+    assert [run_curves.best_by(points, m) for m in (5, 10, 15, 15.7, 15.8)] == [
+        1.0,  # the best by minute 5 is the first validation's
+        3.0,  # a later, worse validation does not lower it
+        3.0,
+        3.0,  # 15 >= 0.95 * 15.7: the run reached the mark
+        None,  # 15 < 0.95 * 15.8: the run was shorter than the mark
+    ]
+    assert run_curves.best_by([], 5) is None
+    assert run_curves.best_by([(10.3, 2.0)], 10.0) is None  # its first validation came later
+    run = compare.Run(path=Path("r"), label="r", valid=[(100, m, b, 0.0) for m, b in points])
+    curve = [[100, m, 5.0, b, 0.0] for m, b in points]  # the recipe's (step, min, NLL, B, C)
+    for mark in (5, 10, 15.7, 15.8):
+        assert compare.best_by(run, mark) == recipe.best_by(curve, mark)

@@ -6,7 +6,7 @@ tables (``experiments/results_table.py``, runs read from the ledger).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -19,6 +19,17 @@ class Curve:
 
     label: str
     valid: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+
+def best_by(points: Iterable[tuple[float, float]], mark: float) -> float | None:
+    """The best validation BLEU a run had reached ``mark`` training minutes in; ``points``:
+    its validations' (training minutes, BLEU) in order. None when its last validation came
+    before 95% of ``mark`` (the run was shorter: validations are spaced, so a run stopped
+    at the mark validated a little before it) or none came by the mark."""
+    points = list(points)
+    if not points or points[-1][0] < 0.95 * mark:
+        return None
+    return max((bleu for minutes, bleu in points if minutes <= mark), default=None)
 
 
 def validation_figure(curves: Sequence[Curve], marks: Sequence[float] = ()) -> Figure:
