@@ -5,10 +5,16 @@ Luong, Pham & Manning, "Effective Approaches to Attention-based Neural Machine T
 replacement) of 4-layer, 1,000-unit LSTMs per scorer and alignment mode, Table 6 the AER of
 three of them against 508 RWTH gold-aligned Europarl sentences. Their cells are a subset of
 attnmt's grid (scorers dot, general, location; modes global, local-m, local-p); local-m with
-dot did not train there (perplexity above 7). :func:`comparison` ranks the cells both grids
-share by their figure and by attnmt's (test BLEU; AER against silver alignments), and says
-where each of their best cells ranks here. Differences here are resolved or not by the
-analysis above it, not by ranks.
+dot has no BLEU there (perplexity 7.0, its BLEU marked x), and concat is left out of the table
+(a footnote gives its perplexity: 6.7 global, 7.1 local-m and local-p). Their AER links each
+target word to its source word of highest weight while force-decoding the reference; attnmt's
+does the same per target piece (attnmt.decode.forced_alignment and word_alignment), so a word
+of several pieces may get several links. The constants below were checked on 2026-11-27
+against two public transcriptions of the paper (Table 4: all six cells and the local-m dot
+row; Table 6: all three, beside the ensemble's 0.34 and the Berkeley aligner's 0.32).
+:func:`comparison` ranks the cells both grids share by their figure and by attnmt's (test
+BLEU; AER against silver alignments), and says where each of their best cells ranks here.
+Differences here are resolved or not by the analysis above it, not by ranks.
 """
 
 from __future__ import annotations
@@ -92,8 +98,8 @@ def comparison(bleu: Mapping[Key, float], silver_aer: Mapping[Key, float]) -> li
     lines = [
         "Against Luong et al. (2015), the same question on WMT'14 English→German with "
         "4-layer 1,000-unit LSTMs (their Table 4: newstest2014 BLEU after unknown-word "
-        "replacement; Table 6: AER against 508 gold-aligned sentences; their local_m dot did "
-        "not train), over the cells both grids share, this table's means over its seeds so "
+        "replacement; Table 6: AER against 508 gold-aligned sentences; their local_m dot has "
+        "no BLEU, at perplexity 7.0), over the cells both grids share, this table's means over its seeds so "
         "far"
         + (f" (attnmt's grid adds the {' and the '.join(own)})" if own else "")
         + "."
