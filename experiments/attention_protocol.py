@@ -27,7 +27,7 @@ from typing import Any
 
 from experiments.alignment_aer import GRID
 from experiments.comparison_stats import flattened_at
-from experiments.results_plan import Plan, estimate
+from experiments.results_plan import PRESET_CHECK, Plan, estimate
 from experiments.variant_runs import Variant, read_all, run_variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,9 +149,45 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
 
 
+def size_of(settings: dict[str, Any]) -> str:
+    """An RNN cell's size from its settings: '256' (embeddings = states), 'emb 128, states
+    256', or '?' (not an RNN's settings)."""
+    model = settings.get("model")
+    if not isinstance(model, dict) or "hidden_size" not in model:
+        return "?"
+    emb, hidden = model.get("emb_dim"), model["hidden_size"]
+    return str(hidden) if emb == hidden else f"emb {emb}, states {hidden}"
+
+
+def size_lines(plan: Plan) -> list[str]:
+    """The table's RNN size against the preset's (the check's cells, table
+    :data:`~experiments.results_plan.PRESET_CHECK`); [] when the settings name no RNN size."""
+    table = {size_of(plan.settings[c]) for c in plan.cells if c.table == "attention"} - {"?"}
+    check = [c for c in plan.cells if c.table == PRESET_CHECK]
+    preset = {size_of(plan.settings[c]) for c in check} - {"?"}
+    if not table:
+        return []
+    text = (
+        f"Size: the table's RNNs have {', '.join(sorted(table))} units (embeddings and states, "
+        "the grid of results_attention.yaml), the size that keeps the whole table near a night "
+        "on 2 cores"
+    )
+    if not preset:
+        return [text + "; it is not checked at the presets' size."]
+    models = " and ".join(sorted({c.label["model"] for c in check}))
+    runs = len(check) * len(plan.seeds.get(PRESET_CHECK, []))
+    return [
+        f"{text}; {models}'s preset has {', '.join(sorted(preset))} (configs/model/{models}.yaml). "
+        f"Whether the ranking holds at the preset's size is checked on {len(check)} of the "
+        f"table's cells, {runs} runs at {', '.join(sorted(preset))} units with the table's "
+        "updates and trainer settings (below: *At the preset's size*)."
+    ]
+
+
 def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]) -> list[str]:
-    """docs/results.md's protocol: the probes and the rule's length, then the plan's time on
-    2 cores (two runs at once, one thread each): every attention cell at every seed (the
+    """docs/results.md's protocol: the probes and the rule's length, the table's size against
+    the preset's (:func:`size_lines`), then the plan's time on 2 cores (two runs at once, one
+    thread each): every attention cell at every seed (the
     runner's estimate: the ledger's slowest recorded run of the settings × 1.25, else its
     first guess) and the synthetic task's runs of every cell (their recorded minutes, the
     median for those not run yet)."""
@@ -161,6 +197,8 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
     settings = plan.settings[cells[0]].get("trainer", {})
     updates, every = int(settings.get("max_steps", 0)), int(settings.get("val_every_steps", 1))
     lines = protocol_lines(records, updates, every)
+    size = size_lines(plan)
+    lines += ["", *size] if size else []
     seeds = plan.seeds.get("attention", [])
     ding = [estimate(plan.keys[c], "attention", plan.current) for c in cells for _ in seeds]
     toy_minutes = [float(r["minutes"]) for r in toy if "minutes" in r]

@@ -80,11 +80,16 @@ def _map_share(ledger: Path, record: Record) -> float | None:
 
 
 def measures(
-    plan: Plan, records: Sequence[Record], ledger: Path, toy: Sequence[dict[str, Any]]
+    plan: Plan,
+    records: Sequence[Record],
+    ledger: Path,
+    toy: Sequence[dict[str, Any]],
+    table: str = "attention",
 ) -> list[CellMeasures]:
-    """The attention cells of ``plan`` in grid order, with what the ledger holds of each."""
+    """The cells of ``plan``'s ``table`` (an attention table's) in grid order, with what the
+    ledger holds of each."""
     out = []
-    for cell in (c for c in plan.cells if c.table == "attention"):
+    for cell in (c for c in plan.cells if c.table == table):
         got = tuple(sorted((r for r in records if r.key == plan.keys[cell]), key=lambda r: r.seed))
         label = cell.label
         name = grid_name(label["model"], label["score"], label["mode"])

@@ -99,8 +99,8 @@ def comparison(bleu: Mapping[Key, float], silver_aer: Mapping[Key, float]) -> li
         "Against Luong et al. (2015), the same question on WMT'14 English→German with "
         "4-layer 1,000-unit LSTMs (their Table 4: newstest2014 BLEU after unknown-word "
         "replacement; Table 6: AER against 508 gold-aligned sentences; their local_m dot has "
-        "no BLEU, at perplexity 7.0), over the cells both grids share, this table's means over its seeds so "
-        "far"
+        "no BLEU, at perplexity 7.0), over the cells both grids share, this table's means "
+        "over its seeds so far"
         + (f" (attnmt's grid adds the {' and the '.join(own)})" if own else "")
         + "."
         + (" Here local_m dot trains." if ("dot", "local_m") in bleu else ""),

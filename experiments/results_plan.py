@@ -1,16 +1,19 @@
 """The whole set of results runs, in priority order, against what the ledger holds.
 
-The grids are ``hydra.sweeper.params`` of configs/experiment/results_main.yaml and
-results_attention.yaml (seeds, then the axes; an axis with one value is a setting of every
-cell, not a label). The attention table adds its reference rows: :data:`REFERENCE` in every
-alignment mode at the table's size, and :data:`TRANSFORMER_ROW`, the Transformer preset at its
-own size (none of the grid's ``model.*`` axes). Each cell's settings are composed with Hydra
-exactly as ``python train.py experiment=... <cell> <extra>`` would, and keyed
-(:func:`experiments.ledger.settings_key`).
+The grids are ``hydra.sweeper.params`` of configs/experiment/results_main.yaml,
+results_attention.yaml and results_attention_preset.yaml (seeds, then the axes; an axis with
+one value is a setting of every cell, not a label, except the scorer and the mode, which
+always label an attention cell). The attention table adds its reference rows:
+:data:`REFERENCE` in every alignment mode at the table's size, and :data:`TRANSFORMER_ROW`,
+the Transformer preset at its own size (none of the grid's ``model.*`` axes). The table
+``attention_preset`` is the attention table's check at the preset's size: two of its cells
+with rnn_luong at configs/model/rnn_luong.yaml's size, the rest of the settings the table's.
+Each cell's settings are composed with Hydra exactly as ``python train.py experiment=...
+<cell> <extra>`` would, and keyed (:func:`experiments.ledger.settings_key`).
 
 Every cell gets every seed of its grid, fixed in advance (never allocated by earlier
 results). Priority: seed 1 of every row of every table before any seed 2, seed 2 before
-seed 3; within a seed the main table before the attention table, rows in grid order.
+seed 3; within a seed the tables in :data:`TABLES`' order, rows in grid order.
 """
 
 from __future__ import annotations
@@ -28,17 +31,30 @@ from experiments.ledger import Record, defining_settings, done, settings_key, sp
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
-TABLES = {"main": "results_main", "attention": "results_attention"}
+TABLES = {
+    "main": "results_main",
+    "attention": "results_attention",
+    "attention_preset": "results_attention_preset",
+}
 """Table -> its experiment config, in priority order."""
+PRESET_CHECK = "attention_preset"
+"""The attention table's check at the preset's size (docs/results.md, "At the preset's
+size"): its runs get the attention table's measures."""
+ATTENTION_TABLES = ("attention", PRESET_CHECK)
+"""Tables of attention cells: model, score and mode labels; entropy and silver AER measured."""
 REFERENCE = {"model": "rnn_bahdanau", "model.attention.score": "additive"}
 """The attention table's reference row (over its grid's model): one cell per mode."""
 TRANSFORMER_ROW = {"model": "transformer"}
 TRANSFORMER_LABELS = {"score": "scaled_dot, 4 heads", "mode": "global"}
 """The attention table's Transformer reference: the preset, its cross-attention's labels."""
-FIRST_GUESS_MIN = {"main": 40.0, "attention": 22.0}
+FIRST_GUESS_MIN = {"main": 40.0, "attention": 22.0, PRESET_CHECK: 65.0}
 """Minutes a run is assumed to take, end to end, before the ledger has timed its settings
 (2-core CPU: 1,500 updates of the slowest preset on bible_en_fr; the attention table's 5,500
-RNN updates at 200 ms each on one thread, its validations, test decoding and silver AER)."""
+RNN updates at 200 ms each on one thread, its validations, test decoding and silver AER). The
+preset-size check's is a guess, not timed: its 5,500 updates at 256 units were never run;
+the 400-update rnn_luong runs at 256 units of an earlier protocol (stale records now) took
+690 ms an update on one thread of a 2-core AMD EPYC, validations included, about 63 minutes
+for 5,500."""
 SAFETY = 1.25
 """A timed run's estimate: the slowest recorded wall time of its settings × this."""
 LABELS = {"model.attention.score": "score", "model.attention.mode": "mode"}
@@ -136,9 +152,13 @@ def grid(table: str, experiment: DictConfig) -> tuple[list[int], list[Cell]]:
     cells = []
     for combo, own in zip(combos, given):
         model = combo.get("model", _default_model(experiment))
-        labels = {"model": model} if table == "attention" else {}
+        labels = {"model": model} if table in ATTENTION_TABLES else {}
         labels.update(
-            {LABELS.get(k, k): v for k, v in combo.items() if k != "model" and k not in fixed}
+            {
+                LABELS.get(k, k): v
+                for k, v in combo.items()
+                if k != "model" and (k not in fixed or (k in LABELS and table in ATTENTION_TABLES))
+            }
         )
         labels.update(own)
         if table == "main":
@@ -149,11 +169,21 @@ def grid(table: str, experiment: DictConfig) -> tuple[list[int], list[Cell]]:
 
 
 def _default_model(experiment: DictConfig) -> str:
-    for item in _plain(experiment.get("defaults", [])) or []:
+    """The model its defaults list names, else the one an experiment it includes names."""
+    items = _plain(experiment.get("defaults", [])) or []
+    for item in items:
         if isinstance(item, dict):
             for k, v in item.items():
                 if str(k).endswith("/model"):
                     return str(v)
+    for item in items:
+        if isinstance(item, str) and item != "_self_":  # another experiment config
+            name = item.removeprefix("/experiment/")
+            included = OmegaConf.load(CONFIGS / "experiment" / f"{name}.yaml")
+            assert isinstance(included, DictConfig)
+            found = _default_model(included)
+            if found != "?":
+                return found
     return "?"
 
 

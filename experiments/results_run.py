@@ -7,8 +7,9 @@
 Each run is ``python train.py <cell> seed=N hydra.run.dir=outputs/results/<table>/<stem>``,
 a subprocess in its own session. It gets a record in the ledger (experiments/ledger.py) only
 when train.py exits 0 with a test result; its test hypotheses go beside it for the tables'
-paired bootstraps (an attention-table run's entropy and silver AER into it), and for runs on
-the fixed sentence's corpus the attention maps of that sentence (experiments/attention_map.py).
+paired bootstraps (an attention-table run's entropy and silver AER into it, also for the
+table's check at the preset's size), and for runs on the fixed sentence's corpus the attention
+maps of that sentence (experiments/attention_map.py).
 A run is started only if its estimate (experiments/results_plan.py) fits in the hours left;
 SIGINT or SIGTERM is passed to the running train.py (which saves last.pt and exits non-zero:
 no record, the run is redone next time) and no further run starts. At the end, stopped or
@@ -48,7 +49,7 @@ from experiments.ledger import (
     settings_key,
     write_record,
 )
-from experiments.results_plan import TABLES, Plan, PlannedRun, make_plan
+from experiments.results_plan import ATTENTION_TABLES, TABLES, Plan, PlannedRun, make_plan
 
 log = logging.getLogger("results")
 
@@ -283,14 +284,15 @@ def keep_attention_map(record: Record, run_dir: Path, target: Path) -> None:
 
 def record_extras(record: Record, run_dir: Path, ledger: Path) -> dict[str, Any]:
     """What the runner adds to a record's ``extra``: every run's test hypotheses, kept beside
-    it for the tables' paired bootstraps (experiments/kept_outputs.py), and an attention-table
-    run's :func:`attention_extras`."""
+    it for the tables' paired bootstraps (experiments/kept_outputs.py), and a run of an
+    attention table's (:data:`~experiments.results_plan.ATTENTION_TABLES`, the preset-size
+    check included) :func:`attention_extras`."""
     from experiments.kept_outputs import keep_hypotheses
 
     extra: dict[str, Any] = {}
     if keep_hypotheses(run_dir, ledger / f"{record.stem}.test.txt.xz") is not None:
         extra["hypotheses"] = f"{record.stem}.test.txt.xz"
-    if record.table == "attention":
+    if record.table in ATTENTION_TABLES:
         try:
             extra.update(attention_extras(record, run_dir))
         except Exception as err:  # the kept outputs stay named in the record

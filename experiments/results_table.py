@@ -7,7 +7,8 @@
 The whole file is generated: the main table (each preset on each corpus at a fixed number of
 updates, test BLEU and chrF as mean ± sample std over the seeds recorded, the median
 minutes, the machines, and what it resolves: experiments/main_table_analysis.py), the
-attention table (scorer × alignment mode, with its analysis), validation BLEU
+attention table (scorer × alignment mode, with its analysis and its check at the preset's
+size: experiments/attention_preset.py), validation BLEU
 against updates and against minutes (attnmt.run_curves' figure, one PNG per corpus
 beside the file), which machine produced which record, the runs still missing and the stale
 records (whose settings the configs no longer give). Hand-written results live in
@@ -26,10 +27,10 @@ from typing import Any
 
 from attnmt.atomic import atomic_path, write_text
 from attnmt.run_curves import Curve, validation_figure
-from experiments import attention_protocol, attention_table, main_table_analysis
+from experiments import attention_preset, attention_protocol, attention_table, main_table_analysis
 from experiments.comparison_stats import mean_std
 from experiments.ledger import Record, read_records, stale_reason
-from experiments.results_plan import Cell, Plan, make_plan
+from experiments.results_plan import PRESET_CHECK, Cell, Plan, make_plan
 from experiments.variant_runs import read_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,9 +176,11 @@ def page(
     analysis: Sequence[str] = (),
     protocol: Sequence[str] = (),
     main_analysis: Sequence[str] = (),
+    preset: Sequence[attention_table.CellMeasures] = (),
 ) -> str:
     """The whole of docs/results.md (``attention``: the attention table's cells; ``analysis``
-    and ``main_analysis``: the generated text under the attention and main tables)."""
+    and ``main_analysis``: the generated text under the attention and main tables;
+    ``preset``: the cells of the attention table's check at the preset's size)."""
     labels = machine_labels(records)
     beams = sorted({str(r.test.get("beam", "?")) for r in records})
     missing = [r.describe() for r in plan.todo]
@@ -234,6 +237,10 @@ def page(
         "",
         *(analysis or ["Not enough runs for the analysis yet."]),
         "",
+    ]
+    check = attention_preset.section(plan, preset, attention, labels)
+    out += ["### At the preset's size", "", *check, ""] if check else []
+    out += [
         "## Validation BLEU against updates and minutes",
         "",
     ]
@@ -267,6 +274,7 @@ def write_docs(
     curves = write_curves(plan, plan.current, out.parent)
     toy = attention_table.toy_records(toy_ledger)
     cells = attention_table.measures(plan, plan.current, ledger, toy)
+    preset = attention_table.measures(plan, plan.current, ledger, (), PRESET_CHECK)
     corpus, sources, refs = attention_table.test_split(plan, ROOT)
     analysis = [
         *attention_table.silver_baseline(corpus, sources, refs),
@@ -275,7 +283,7 @@ def write_docs(
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
-    text = page(plan, plan.current, curves, bad, cells, analysis, protocol, main_analysis)
+    text = page(plan, plan.current, curves, bad, cells, analysis, protocol, main_analysis, preset)
     write_text(out, text)
     print(f"wrote {out} ({len(plan.current)} records, {len(plan.stale)} stale)", file=sys.stderr)
     return out

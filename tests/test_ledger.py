@@ -30,9 +30,11 @@ from experiments.ledger import (
 )
 from experiments.results_plan import (
     CONFIGS,
+    FIRST_GUESS_MIN,
     TRANSFORMER_LABELS,
     Cell,
     PlannedRun,
+    compose_settings,
     load_experiment,
     make_plan,
 )
@@ -166,15 +168,58 @@ def test_the_real_configs_plan_every_cell_with_distinct_keys() -> None:
     assert transformer.label == {"model": "transformer", **TRANSFORMER_LABELS}
 
 
+def test_the_preset_size_check_is_two_table_cells_at_the_presets_size() -> None:
+    """results_attention_preset: rnn_luong general local_m and local_p at rnn_luong.yaml's own
+    size (not the table's 128), every other setting the same cell's of the attention table
+    (the defaults entry to results_attention), seeds 1 and 2."""
+    plan = make_plan([])
+    check = [c for c in plan.cells if c.table == "attention_preset"]
+    assert [c.label for c in check] == [
+        {"model": "rnn_luong", "score": "general", "mode": m} for m in ("local_m", "local_p")
+    ]
+    assert plan.seeds["attention_preset"] == [1, 2]
+    todo = [(r.cell, r.seed) for r in plan.todo if r.cell.table == "attention_preset"]
+    assert todo == [(c, s) for s in (1, 2) for c in check]
+    preset = OmegaConf.load(CONFIGS / "model" / "rnn_luong.yaml")
+    params = load_experiment("attention_preset").hydra.sweeper.params
+    assert params["model.emb_dim"] == preset.emb_dim and params["model.hidden_size"] == (
+        preset.hidden_size
+    )  # spelled out (else the table's 128 merges in), but the preset's own values
+    table = {c.labels: c for c in plan.cells if c.table == "attention"}
+    bare = compose_settings(  # the preset's size by default, no size override
+        [["experiment=results_attention_preset", f"model.attention.mode={c.label['mode']}"]
+         for c in check]
+    )  # fmt: skip
+    for cell, composed in zip(check, bare):
+        ours, theirs = plan.settings[cell], plan.settings[table[cell.labels]]
+        assert ours == composed
+        assert ours["model"]["emb_dim"] == ours["model"]["hidden_size"] == preset.hidden_size
+        assert preset.hidden_size == 256 and theirs["model"]["hidden_size"] == 128
+        assert {**ours["model"], "emb_dim": 128, "hidden_size": 128} == theirs["model"]
+        assert {k: v for k, v in ours.items() if k != "model"} == {
+            k: v for k, v in theirs.items() if k != "model"
+        }  # data, trainer (5,500 updates, fp32, ...), decode: the table's
+        assert ours["trainer"]["max_steps"] == 5500 and ours["trainer"]["precision"] == "fp32"
+        assert (
+            ours["data"]["name"] == "ding_de_en"
+            and plan.keys[cell] != plan.keys[table[cell.labels]]
+        )
+    attention_only = make_plan([], tables=("attention",))
+    assert {c.table for c in attention_only.cells} == {"attention"}
+    assert {r.cell.table for r in attention_only.todo} == {"attention"}
+
+
 def test_priority_every_cell_at_every_seed_seed_major_main_before_attention() -> None:
     plan = toy_plan([])
     main = [c for c in plan.cells if c.table == "main"]
     attention = [c for c in plan.cells if c.table == "attention"]
-    assert plan.seeds == {"main": [1, 2, 3], "attention": attention_config()[1]}
+    preset = [c for c in plan.cells if c.table == "attention_preset"]
+    seeds = attention_config()[1]
+    assert plan.seeds == {"main": [1, 2, 3], "attention": seeds, "attention_preset": seeds}
     expected = [
         (cell, seed)
         for seed in (1, 2, 3)
-        for table, cells in (("main", main), ("attention", attention))
+        for table, cells in (("main", main), ("attention", attention), ("attention_preset", preset))
         if seed in plan.seeds[table]
         for cell in cells
     ]
@@ -183,8 +228,10 @@ def test_priority_every_cell_at_every_seed_seed_major_main_before_attention() ->
     assert order == (
         [(1, "main")] * 6
         + [(1, "attention")] * 33
+        + [(1, "attention_preset")] * 2
         + [(2, "main")] * 6
         + [(2, "attention")] * 33
+        + [(2, "attention_preset")] * 2
         + [(3, "main")] * 6
     )
     assert plan.waiting == []  # nothing waits for earlier results
@@ -355,11 +402,16 @@ def test_record_extras_keep_every_runs_hypotheses_and_measure_attention_runs(
     toy = {"data": {"name": "toy_reverse"}}
     record = record_for(plan, "rnn_luong dot global", settings=toy)
     main = record_for(plan, "ding_de_en transformer", settings=toy)
+    # the check at the preset's size: measured as the table's runs
+    preset = record_for(plan, "rnn_luong general local_m", table="attention_preset", settings=toy)
     assert results_run.record_extras(main, run_dir, ledger) == {}  # no hyps/test.txt
     (run_dir / "hyps").mkdir()
     (run_dir / "hyps" / "test.txt").write_text("a b c\nd e\n", encoding="utf-8")
     extra = results_run.record_extras(record, run_dir, ledger)
     assert extra == {"attention_entropy": 0.4242, "hypotheses": f"{record.stem}.test.txt.xz"}
+    assert preset.stem.startswith("attention_preset-rnn_luong-general-local_m-seed1-")
+    extra = results_run.record_extras(preset, run_dir, ledger)
+    assert extra == {"attention_entropy": 0.4242, "hypotheses": f"{preset.stem}.test.txt.xz"}
     assert kept_outputs.read_hypotheses(ledger / extra["hypotheses"]) == ["a b c", "d e"]
     extra = results_run.record_extras(main, run_dir, ledger)
     assert extra == {"hypotheses": f"{main.stem}.test.txt.xz"}  # no attention measures
@@ -464,9 +516,32 @@ def test_collect_needs_a_test_result(tmp_path: Path) -> None:
 def test_the_runner_prints_the_plan_without_running(capsys: pytest.CaptureFixture[str]) -> None:
     assert results_run.main(["--dry-run", "--ledger", "/nonexistent/ledger"]) == 0
     out = capsys.readouterr().out
-    assert "results plan: 39 cells, 0 runs in the ledger" in out
+    assert "results plan: 41 cells, 0 runs in the ledger" in out
     assert out.index("main: ding_de_en transformer, seed 1") < out.index("attention:")
+    assert out.index("attention:") < out.index("attention_preset:")
     assert sys.executable  # the runs would use this interpreter
+
+
+def test_the_runner_plans_the_preset_size_check_only_when_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--tables attention_preset``: its 4 runs at the first guess (nothing timed yet);
+    ``--tables attention`` (the table's fill): none of them."""
+    ledger = "/nonexistent/ledger"
+    assert results_run.main(["--dry-run", "--ledger", ledger, "--tables", "attention_preset"]) == 0
+    runs = [line.strip() for line in capsys.readouterr().out.splitlines() if "seed" in line]
+    guess = FIRST_GUESS_MIN["attention_preset"]
+    assert runs == [
+        f"attention_preset: rnn_luong general {mode}, seed {seed} [{key}]  ~{guess:.0f} min"
+        for seed in (1, 2)
+        for mode, key in (("local_m", runs[0].split("[")[1][:12]),
+                          ("local_p", runs[1].split("[")[1][:12]))
+    ]  # fmt: skip
+    assert guess > FIRST_GUESS_MIN["attention"]  # 256 units: slower updates than 128
+    assert results_run.main(["--dry-run", "--ledger", ledger, "--tables", "attention"]) == 0
+    out = capsys.readouterr().out
+    assert "results plan: 33 cells" in out and "attention_preset" not in out
+    assert "attention: rnn_luong general local_m, seed 1" in out
 
 
 def test_a_cell_another_runner_is_training_is_skipped_and_its_folder_kept(

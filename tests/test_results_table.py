@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.ledger_records import MACHINE, record_for, toy_plan
+from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
 
 from attnmt.train.run_config import validate_config
+from experiments import attention_preset, attention_table
 from experiments import results_table as rt
 from experiments.alignment_aer import UPDATES
+from experiments.comparison_stats import t_quantile
 from experiments.ledger import write_record
 from experiments.results_plan import CONFIGS, TRANSFORMER_LABELS, load_experiment, make_plan
 
@@ -124,7 +128,11 @@ def test_every_attention_cell_is_a_valid_run_config() -> None:
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         for cell in plan.cells:
             run = validate_config(compose(config_name="train", overrides=list(cell.overrides)))
-            if cell.table == "attention":
+            if cell.table == "attention_preset":  # the check: the preset's own size
+                assert run.model.name == "rnn_luong" and run.trainer.max_steps == max_steps
+                assert run.model.hidden_size == run.model.emb_dim == 256
+                assert run.model.attention.mode == cell.label["mode"]
+            elif cell.table == "attention":
                 assert run.model.name == cell.label["model"]
                 assert run.data.name == "ding_de_en" and run.trainer.max_steps == max_steps
                 if cell.label["model"] == "transformer":  # no scorer setting: its labels say
@@ -187,3 +195,148 @@ def test_the_readme_holds_no_generated_table() -> None:
     assert "results:main" not in readme and "results:attention" not in readme
     assert "docs/results.md" in readme
     assert rt.GENERATED in (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+
+
+# ---- the check at the preset's size (experiments/attention_preset.py) ----------------------
+
+
+def sized_settings(overrides_list: list[list[str]]) -> list[dict]:
+    """Distinct settings per overrides list (:func:`fake_settings`, under ``model``), with the
+    model size its overrides give (the grid's fixed axes) and one trainer for every cell."""
+    out = []
+    for settings, overrides in zip(fake_settings(overrides_list), overrides_list):
+        model = dict(settings)
+        given = dict(o.split("=", 1) for o in overrides if o.startswith("model."))
+        if "model.hidden_size" in given:
+            model["emb_dim"] = int(given["model.emb_dim"])
+            model["hidden_size"] = int(given["model.hidden_size"])
+        out.append({"model": model, "trainer": {"max_steps": 5500}})
+    return out
+
+
+def pooled_difference(a: list[float], b: list[float]) -> str:
+    """mean(a) − mean(b) with the pooled two-sample t interval, as the section writes it."""
+    df = len(a) + len(b) - 2
+    pooled = ((len(a) - 1) * statistics.variance(a) + (len(b) - 1) * statistics.variance(b)) / df
+    half = t_quantile(0.975, df) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
+    d = statistics.mean(a) - statistics.mean(b)
+    return f"{d:+.2f} (95% interval {d - half:+.2f} to {d + half:+.2f}, {len(a) + len(b)} runs)"
+
+
+def check_text(bleu: dict[tuple[str, str], list[float]], tmp_path: Path) -> str:
+    """docs/results.md from toy records of test BLEU ``bleu[(table, mode)]`` (seed 1, 2, ...)
+    of the cells rnn_luong general local_m / local_p; its "At the preset's size" section."""
+    plan = make_plan([], settings_of=sized_settings)
+    records = [
+        record_for(plan, f"rnn_luong general {mode}", seed=s, bleu=b, table=table)
+        for (table, mode), values in bleu.items()
+        for s, b in enumerate(values, start=1)
+    ]
+    ledger = tmp_path / "runs"
+    for record in records:
+        write_record(ledger, record)
+    out = tmp_path / "docs" / "results.md"
+    toy = tmp_path / "alignment"
+    toy.mkdir()
+    plan = make_plan(records, settings_of=sized_settings)
+    text = rt.write_docs(ledger, out, plan=plan, toy_ledger=toy).read_text(encoding="utf-8")
+    start = text.index("### At the preset's size")
+    assert text.index("### What the attention table resolves") < start
+    assert start < text.index("## Validation BLEU against updates and minutes")
+    size = text[text.index("Size: the table's RNNs") :].splitlines()[0]
+    assert "have 128 units" in size and "rnn_luong's preset has 256" in size
+    assert "4 runs at 256 units" in size
+    return text[start : text.index("## Validation BLEU against updates and minutes")]
+
+
+TABLE, PRESET = "attention", "attention_preset"
+
+
+def test_the_preset_size_check_says_when_the_order_holds(tmp_path: Path) -> None:
+    """Planted: local_m ahead of local_p at both sizes, resolved at the preset's size."""
+    bleu = {
+        (TABLE, "local_m"): [2.2, 2.4],
+        (TABLE, "local_p"): [1.1, 1.3],
+        (PRESET, "local_m"): [3.0, 3.2],
+        (PRESET, "local_p"): [2.0, 2.2],
+    }
+    section = check_text(bleu, tmp_path)
+    lines = section.splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("| score | mode |")))
+    rows = [line.split(" | ")[:5] for line in lines[header + 2 : header + 6]]
+    assert rows == [
+        ["| general", "local_m", "256: the preset's", "2 of 2 (1, 2)", "3.10 ± 0.14"],
+        ["| general", "local_m", "128: the table's", "2 of 2 (1, 2)", "2.30 ± 0.14"],
+        ["| general", "local_p", "256: the preset's", "2 of 2 (1, 2)", "2.10 ± 0.14"],
+        ["| general", "local_p", "128: the table's", "2 of 2 (1, 2)", "1.20 ± 0.14"],
+    ]
+    assert (
+        "In test BLEU the order of the two modes is the same at both sizes (local_m ahead at "
+        "both sizes), and at the preset's size the difference is resolved: local_m − local_p = "
+        f"{pooled_difference([3.0, 3.2], [2.0, 2.2])} at 256 units, "
+        f"{pooled_difference([2.2, 2.4], [1.1, 1.3])} at 128 units."
+    ) in section
+    assert "the rest is the table's (5500 updates, the same data and trainer settings)" in section
+    assert "not yet run" not in section and "no longer compares like with like" not in section
+
+
+def test_the_preset_size_check_says_when_the_order_flips(tmp_path: Path) -> None:
+    """Planted: local_p ahead at the preset's size, local_m at the table's; not resolved."""
+    bleu = {
+        (TABLE, "local_m"): [2.2, 2.4],
+        (TABLE, "local_p"): [1.1, 1.3],
+        (PRESET, "local_m"): [2.0, 2.2],
+        (PRESET, "local_p"): [2.6, 3.0],
+    }
+    section = check_text(bleu, tmp_path)
+    assert (
+        "In test BLEU the order of the two modes is not the same at both sizes (local_p ahead "
+        "at 256 units, local_m ahead at 128), and at the preset's size the difference is not "
+        f"resolved: local_m − local_p = {pooled_difference([2.0, 2.2], [2.6, 3.0])} at 256 "
+        "units"
+    ) in section
+    assert "is the same at both sizes" not in section
+
+
+def test_the_preset_size_check_says_plainly_when_it_is_not_run(tmp_path: Path) -> None:
+    section = check_text({(TABLE, "local_m"): [2.2], (TABLE, "local_p"): [1.1]}, tmp_path)
+    assert (
+        "**The check is not yet run** (0 of 4 runs recorded): `python -m "
+        "experiments.results_run --tables attention_preset --jobs 2` (4 runs estimated at "
+    ) in section
+    assert (
+        "| general | local_m | 256: the preset's | 0 of 2 | – | – | – | – | – | not yet run |"
+        in (section)
+    )
+    assert "order of the two modes" not in section
+
+
+def test_the_preset_size_check_waits_for_both_modes_and_needs_two_runs_a_mode(
+    tmp_path: Path,
+) -> None:
+    """One mode recorded: not comparable; one run a mode: no interval, so not resolved."""
+    one = check_text({(TABLE, "local_m"): [2.2], (PRESET, "local_m"): [3.0]}, tmp_path / "a")
+    assert "Not comparable yet: local_p has no run at the preset's size (1 of 4 runs" in one
+    bleu = {
+        (TABLE, "local_m"): [2.2],
+        (TABLE, "local_p"): [1.1],
+        (PRESET, "local_m"): [3.0],
+        (PRESET, "local_p"): [2.0],
+    }
+    each = check_text(bleu, tmp_path / "b")
+    assert (
+        "is the same at both sizes (local_m ahead at both sizes), and at the preset's size the "
+        "difference is not resolved: local_m − local_p = +1.00 (2 runs: one per mode gives no "
+        "interval) at 256 units, +1.10 (2 runs: one per mode gives no interval) at 128 units "
+        "(2 of 4 runs recorded so far;"
+    ) in each
+
+
+def test_the_preset_size_check_says_when_its_settings_are_not_the_tables() -> None:
+    plan = make_plan([], settings_of=sized_settings)
+    check = attention_table.measures(plan, [], ROOT, (), "attention_preset")
+    cells = attention_table.measures(plan, [], ROOT, ())
+    assert "no longer compares" not in "\n".join(attention_preset.section(plan, check, cells, {}))
+    plan.settings[check[0].cell] = {**plan.settings[check[0].cell], "trainer": {"max_steps": 400}}
+    section = attention_preset.section(plan, check, cells, {})
+    assert "**Its settings differ from the table's in trainer:**" in section[-1]

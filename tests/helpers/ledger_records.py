@@ -25,9 +25,12 @@ def toy_plan(records: list[Record], **kwargs: Any) -> Plan:
     return make_plan(records, settings_of=fake_settings, **kwargs)
 
 
-def record_for(plan: Plan, text: str, seed: int = 1, bleu: float = 5.0, **more: Any) -> Record:
-    """A finished-run record of the cell whose text is ``text`` ('ding_de_en transformer')."""
-    cell = next(c for c in plan.cells if c.text() == text)
+def record_for(
+    plan: Plan, text: str, seed: int = 1, bleu: float = 5.0, table: str = "", **more: Any
+) -> Record:
+    """A finished-run record of the cell whose text is ``text`` ('ding_de_en transformer'),
+    of ``table`` if given (the first table with such a cell if not)."""
+    cell = next(c for c in plan.cells if c.text() == text and table in ("", c.table))
     fields: dict[str, Any] = {
         "table": cell.table,
         "cell": cell.label,
