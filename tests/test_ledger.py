@@ -172,7 +172,7 @@ def test_the_preset_size_check_is_two_table_cells_at_the_presets_size() -> None:
     """results_attention_preset: rnn_luong general local_m and local_p at rnn_luong.yaml's own
     size (not the table's 128), every other setting the same cell's of the attention table
     (the defaults entry to results_attention), seeds 1 and 2."""
-    plan = make_plan([])
+    plan = make_plan([], tables=("attention", "attention_preset"))
     check = [c for c in plan.cells if c.table == "attention_preset"]
     assert [c.label for c in check] == [
         {"model": "rnn_luong", "score": "general", "mode": m} for m in ("local_m", "local_p")
@@ -204,7 +204,8 @@ def test_the_preset_size_check_is_two_table_cells_at_the_presets_size() -> None:
             ours["data"]["name"] == "ding_de_en"
             and plan.keys[cell] != plan.keys[table[cell.labels]]
         )
-    attention_only = make_plan([], tables=("attention",))
+    distinct = lambda lists: [{"cell": i} for i, _ in enumerate(lists)]  # noqa: E731 (no compose)
+    attention_only = make_plan([], tables=("attention",), settings_of=distinct)
     assert {c.table for c in attention_only.cells} == {"attention"}
     assert {r.cell.table for r in attention_only.todo} == {"attention"}
 
