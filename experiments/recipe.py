@@ -90,6 +90,7 @@ from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 from attnmt.train.run_lock import live_owner
 from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
+from experiments import die_with_parent
 from experiments.variant_runs import Variant, provenance_fields, scores_entry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -508,15 +509,21 @@ class Runner:
 
     def call(self, cmd: list[str], log: TextIO) -> int:
         """Run ``cmd`` in its own session (a signal to the runner is passed on by
-        :meth:`stop`), output to ``log``; its exit status."""
+        :meth:`stop`; the runner's death sends it SIGTERM: experiments/die_with_parent.py),
+        output to ``log``; its exit status."""
         log.write(f"$ {' '.join(cmd)}\n")
         if self.stopping:  # a signal came between two children: start no more
             log.write("not started: the runner was stopped\n")
             log.flush()
             return 128 + signal.SIGTERM
         log.flush()
-        self.child = subprocess.Popen(
-            cmd, cwd=ROOT, env=self.env(), stdout=log, stderr=log, start_new_session=True
+        self.child = subprocess.Popen(  # stops with this runner, also if it is killed outright
+            die_with_parent.command(cmd),
+            cwd=ROOT,
+            env=self.env(),
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
         )
         if self.stopping:  # the signal came while it was being started
             self.child.send_signal(signal.SIGTERM)

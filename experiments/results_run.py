@@ -41,6 +41,7 @@ from attnmt.machine import this_machine
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record, source_commit
 from attnmt.train.run_lock import live_owner
+from experiments import die_with_parent
 from experiments.ledger import (
     Record,
     defining_settings,
@@ -169,11 +170,14 @@ class Runner:
         )
 
     def train_subprocess(self, run: PlannedRun, run_dir: Path) -> int:
-        """``python train.py ...`` in its own session; its exit status."""
+        """``python train.py ...`` in its own session (SIGTERM when this runner dies:
+        experiments/die_with_parent.py); its exit status."""
         cmd = [sys.executable, "train.py", *run.overrides, f"hydra.run.dir={run_dir}"]
         log.info("results: %s", " ".join(cmd[1:]))
         env = {**os.environ, "OMP_NUM_THREADS": "1"} if self.jobs > 1 else None
-        child = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+        child = subprocess.Popen(  # stops with this runner, also if it is killed outright
+            die_with_parent.command(cmd), cwd=ROOT, env=env, start_new_session=True
+        )
         self.children.add(child)
         try:
             return child.wait()
