@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -116,8 +117,11 @@ class Record:
 
 
 def record_stem(table: str, cell: dict[str, str], seed: int, key: str) -> str:
-    """``<table>-<cell values>-seed<N>-<key>`` (file-name safe)."""
-    parts = [table, *(str(v).replace("/", "_").replace(" ", "_") for v in cell.values())]
+    """``<table>-<cell values>-seed<N>-<key>``, each character of a value that is not a
+    letter, digit, ``.``, ``_`` or ``-`` made ``_``: safe as a file name and as a Hydra
+    override's value (``hydra.run.dir=...``: a comma would make it a sweep list, so the
+    Transformer row's label "scaled_dot, 4 heads" gives ``scaled_dot__4_heads``)."""
+    parts = [table, *(re.sub(r"[^A-Za-z0-9._-]", "_", str(v)) for v in cell.values())]
     return f"{'-'.join(parts)}-seed{seed}-{key}"
 
 

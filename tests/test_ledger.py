@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
 from helpers.toy_train import TOY_OVERRIDES
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from attnmt.run_dir import RunDir
@@ -166,6 +167,16 @@ def test_the_real_configs_plan_every_cell_with_distinct_keys() -> None:
     assert "emb_dim" not in model and "hidden_size" not in model
     assert not any(o.startswith("model.") for o in transformer.overrides)
     assert transformer.label == {"model": "transformer", **TRANSFORMER_LABELS}
+    # every run's folder is one plain value of `hydra.run.dir=` (a comma made the Transformer
+    # row's a sweep list: Hydra refused it, "Ambiguous value", and the run never trained)
+    parser = OverridesParser.create()
+    for run in plan.todo:
+        stem = record_stem(run.cell.table, run.cell.label, run.seed, run.key)
+        (override,) = parser.parse_overrides([f"hydra.run.dir=outputs/results/x/{stem}"])
+        assert not override.is_sweep_override(), stem
+        assert override.value() == f"outputs/results/x/{stem}"
+    stem = record_stem("attention", transformer.label, 1, "k")
+    assert stem == "attention-transformer-scaled_dot__4_heads-global-seed1-k"
 
 
 def test_the_preset_size_check_is_two_table_cells_at_the_presets_size() -> None:
