@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from experiments.attention_protocol import plan_hours, size_of
-from experiments.attention_table import CellMeasures, collapsed_text
+from experiments.attention_table import CellMeasures, collapsed_text, machines_text, seeds_text
 from experiments.comparison_stats import main_effects, mean_std
 from experiments.results_plan import PRESET_CHECK, Plan, estimate
 
@@ -108,14 +108,12 @@ def _size(plan: Plan, cells: Sequence[CellMeasures]) -> str:
 
 
 def _row(m: CellMeasures, size: str, wanted: int, labels: dict[str, str]) -> str:
-    seeds = ", ".join(str(r.seed) for r in m.records)
-    machines = ", ".join(sorted({labels[r.machine_line] for r in m.records})) or "not yet run"
     return (
         f"| {m.cell.label['score']} | {m.cell.label['mode']} | {size} "
-        f"| {len(m.records)} of {wanted}" + (f" ({seeds})" if seeds else "")
-        + f" | {mean_std(m.bleu)} | {mean_std(m.nll, 3)} | {mean_std(m.silver_aer, 3)} "
-        f"| {mean_std(m.entropy)} | {collapsed_text(m.collapse)} | {machines} |"
-    )  # fmt: skip
+        f"| {seeds_text(m, wanted)} | {mean_std(m.bleu)} | {mean_std(m.nll, 3)} "
+        f"| {mean_std(m.silver_aer, 3)} | {mean_std(m.entropy)} "
+        f"| {collapsed_text(m.collapse)} | {machines_text(m, labels)} |"
+    )
 
 
 def table(

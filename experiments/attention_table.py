@@ -113,6 +113,17 @@ def collapsed_text(shares: Sequence[float]) -> str:
     return f"{flag} ({', '.join(f'{s:.2f}' for s in shares)})"
 
 
+def seeds_text(m: CellMeasures, wanted: int) -> str:
+    """'1 of 2 (1)': the cell's recorded runs of the seeds wanted, and their seeds."""
+    seeds = ", ".join(str(r.seed) for r in m.records)
+    return f"{len(m.records)} of {wanted}" + (f" ({seeds})" if seeds else "")
+
+
+def machines_text(m: CellMeasures, labels: dict[str, str]) -> str:
+    """The labels (M1, ...) of the machines the cell's runs trained on, or 'not yet run'."""
+    return ", ".join(sorted({labels[r.machine_line] for r in m.records})) or "not yet run"
+
+
 def table(cells: Sequence[CellMeasures], wanted_seeds: int, labels: dict[str, str]) -> list[str]:
     """The Markdown rows of the attention table."""
     rows = [
@@ -122,15 +133,13 @@ def table(cells: Sequence[CellMeasures], wanted_seeds: int, labels: dict[str, st
     ]
     for m in cells:
         label = m.cell.label
-        seeds = ", ".join(str(r.seed) for r in m.records)
-        machines = ", ".join(sorted({labels[r.machine_line] for r in m.records})) or "not yet run"
         rows.append(
             f"| {label['model']} | {label['score']} | {label['mode']} "
-            f"| {len(m.records)} of {wanted_seeds}" + (f" ({seeds})" if seeds else "")
-            + f" | {mean_std(m.bleu)} | {mean_std(m.chrf, 1)} | {mean_std(m.nll, 3)} "
-            f"| {mean_std(m.toy_aer, 3)} ({len(m.toy_aer)}) | {mean_std(m.silver_aer, 3)} "
-            f"| {mean_std(m.entropy)} | {collapsed_text(m.collapse)} | {machines} |"
-        )  # fmt: skip
+            f"| {seeds_text(m, wanted_seeds)} | {mean_std(m.bleu)} | {mean_std(m.chrf, 1)} "
+            f"| {mean_std(m.nll, 3)} | {mean_std(m.toy_aer, 3)} ({len(m.toy_aer)}) "
+            f"| {mean_std(m.silver_aer, 3)} | {mean_std(m.entropy)} "
+            f"| {collapsed_text(m.collapse)} | {machines_text(m, labels)} |"
+        )
     return rows
 
 
