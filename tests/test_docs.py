@@ -77,8 +77,10 @@ from attnmt.errors import AttnmtError
 from attnmt.models.registry import MODELS
 from attnmt.serve.settings import ServeSettings
 from attnmt.train.run_config import setting_keys, validate_config
+from experiments.results_plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
+LEDGER = ROOT / "results" / "runs"
 SETTINGS = {"evaluate": EvalSettings, "translate": TranslateSettings, "serve": ServeSettings}
 CONFIGS = ROOT / "configs"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -373,13 +375,13 @@ def wrong_ratios(text: str) -> list[str]:
 MEAN_STD = re.compile(rf"(?<![\w.,]){NUMBER} ± {NUMBER}")
 
 
-def generated_results(folder: Path) -> str:
+def generated_results(folder: Path, plan: Plan) -> str:
     """docs/results.md as ``python -m experiments.results_table docs`` writes it from the
     ledger (into ``folder``, curves included)."""
     from experiments.results_table import write_docs
 
     with contextlib.redirect_stderr(io.StringIO()):
-        out = write_docs(ROOT / "results" / "runs", folder / "results.md")
+        out = write_docs(LEDGER, folder / "results.md", plan=plan)
     return out.read_text(encoding="utf-8")
 
 
@@ -505,10 +507,21 @@ def generated_alignment() -> str:
 
 
 @pytest.fixture(scope="session")
-def results_md(tmp_path_factory: pytest.TempPathFactory) -> str:
+def ledger_plan() -> Plan:
+    """The results plan against the ledger as it is now (Hydra composes every planned
+    cell's config: made once, shared by results.md and attention.md)."""
+    from experiments.ledger import read_records
+    from experiments.results_plan import make_plan
+
+    records, _ = read_records(LEDGER)
+    return make_plan(records)
+
+
+@pytest.fixture(scope="session")
+def results_md(tmp_path_factory: pytest.TempPathFactory, ledger_plan: Plan) -> str:
     """docs/results.md as the generator writes it now, made once per session (the ledger's
     bootstrap is the slowest step of these tests)."""
-    return generated_results(tmp_path_factory.mktemp("results"))
+    return generated_results(tmp_path_factory.mktemp("results"), ledger_plan)
 
 
 @pytest.fixture(scope="session")
@@ -543,6 +556,19 @@ def test_comparison_pages_are_what_their_generators_write() -> None:
     names = ("luong_bahdanau.md", "ding_loose.md", "recipe.md")
     pages = [(docs / n).read_text(encoding="utf-8") for n in names]
     assert "".join(pages) == generated_comparisons()
+
+
+def test_attention_md_is_what_the_generator_writes(tmp_path: Path, ledger_plan: Plan) -> None:
+    """docs/attention.md holds the ledger's figures and the source's code as they are now
+    (`python -m experiments.attention_guide`; its PNGs are drawn here but not compared)."""
+    from experiments.attention_guide import write_guide
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        out = write_guide(LEDGER, tmp_path / "attention.md", plan=ledger_plan)
+    docs = ROOT / "docs"
+    assert (docs / "attention.md").read_text(encoding="utf-8") == out.read_text(encoding="utf-8")
+    for png in (tmp_path / "attention").glob("*.png"):
+        assert (docs / "attention" / png.name).is_file(), f"docs/attention/{png.name} missing"
 
 
 def test_results_md_is_what_the_generator_writes(results_md: str) -> None:
