@@ -10,6 +10,7 @@ PYTEST_ARGS ?=
 # make test runs the suite in TEST_WORKERS processes (pytest-xdist; CI has 2 cores), a test
 # file's tests in one process (--dist loadfile); TEST_WORKERS=0 runs it in this one
 TEST_WORKERS ?= 2
+PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 # make results: runs what the ledger results/runs/ lacks, in priority order, for RESULTS_HOURS
 # (0 = until done), then writes docs/results.md and docs/attention.md from it;
 # RESULTS_QUICK=1 is a smoke run (5 updates a run, seed 1) wholly under outputs/results-quick
@@ -40,10 +41,10 @@ train: setup ## prepare the default corpus and train model=transformer (ARGS="ke
 	$(PY) train.py model=transformer $(ARGS)
 
 test: setup ## run the test suite, slow end-to-end tests included (PYTEST_ARGS to narrow)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 test-fast: setup ## run the test suite without the slow tests
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
 lint: setup ## ruff check and format check, then mypy over src/attnmt ([tool.mypy] in pyproject.toml)
 	$(VENV)/bin/ruff check .

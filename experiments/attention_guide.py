@@ -474,8 +474,9 @@ def guide(plan: Plan, ledger: Path, out: Path) -> str:
 def write_guide(
     ledger: Path, out: Path, extra: Sequence[str] = (), plan: Plan | None = None
 ) -> Path:
-    records, _ = read_records(ledger)
-    plan = plan or make_plan(records, extra)
+    if plan is None:  # a caller's plan was already made against the ledger
+        records, _ = read_records(ledger)
+        plan = make_plan(records, extra)
     write_text(out, guide(plan, ledger, out))
     print(f"wrote {out}", file=sys.stderr)
     return out
