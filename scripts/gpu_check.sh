@@ -3,7 +3,8 @@
 # the test suite with CUDA visible, then the default preset and transformer_base at fixed
 # update counts, trainer.precision=auto (fp32 or bf16/fp16, as the timed probe decides:
 # docs/training.md, "Precision") and fp32, one run at a time.
-# PRESETS / PRECISIONS narrow the runs, TESTS the tests; TEST_TIMEOUT / RUN_TIMEOUT bound each
+# PRESETS / PRECISIONS narrow the runs, OVERRIDES adds Hydra overrides to each (for example
+# "trainer.max_tokens=16384"), TESTS narrows the tests; TEST_TIMEOUT / RUN_TIMEOUT bound each
 # step (seconds; TEST_TIMEOUT=0 skips the tests).
 #
 #   bash scripts/gpu_check.sh OUT_DIR [DEFAULT_STEPS] [BASE_STEPS]
@@ -45,10 +46,11 @@ for preset in ${PRESETS:-transformer transformer_base}; do
     [ "$preset" = transformer_base ] && steps=$base_steps
     for precision in ${PRECISIONS:-auto fp32}; do
         name=$preset-$precision
+        # shellcheck disable=SC2086  # OVERRIDES is a list of Hydra overrides
         timeout "${RUN_TIMEOUT:-240}" "$py" train.py model="$preset" device="${DEVICE:-cuda}" \
             trainer.precision="$precision" trainer.max_steps="$steps" trainer.time_budget_min=0 \
             trainer.early_stopping_patience=0 trainer.val_every_steps=$((steps / 2)) \
-            trainer.progress_bar=false hydra.run.dir="$runs/$name" >"$runs-$name.out" 2>&1
+            trainer.progress_bar=false ${OVERRIDES:-} hydra.run.dir="$runs/$name" >"$runs-$name.out" 2>&1
         echo "$name exit $?" >>"$out/info.txt"
         mkdir -p "$runs/$name"
         mv "$runs-$name.out" "$runs/$name/stdout.txt"
