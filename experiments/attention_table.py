@@ -192,14 +192,17 @@ def cell_name(cell: Cell) -> str:
 def bootstrap_of(
     cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]
 ) -> PairedBootstrap | None:
-    """Each cell against the cell of best mean test BLEU (sacrebleu's paired bootstrap, 1,000
-    resamples, seed 12345) over the best cell's seeds' test outputs, concatenated in seed order;
-    cells lacking one of those seeds' kept outputs (experiments/kept_outputs.py
-    ``kept_lines``) are left out."""
+    """Each cell against the :data:`GRID_MODEL` cell of best mean test BLEU (sacrebleu's paired
+    bootstrap, 1,000 resamples, seed 12345) over that cell's seeds' test outputs, concatenated
+    in seed order; cells lacking one of those seeds' kept outputs (experiments/kept_outputs.py
+    ``kept_lines``) are left out. The baseline is the grid's best, not the best row: a
+    reference row ahead of every grid cell would separate from each of them and tell none
+    apart; it is tested against the grid's best like any other cell."""
     kept = [m for m in cells if m.records]
-    if len(kept) < 2 or not refs:
+    grid = [m for m in kept if m.cell.label["model"] == GRID_MODEL]
+    if len(kept) < 2 or not grid or not refs:
         return None
-    best = max(kept, key=lambda m: statistics.mean(m.bleu))
+    best = max(grid, key=lambda m: statistics.mean(m.bleu))
     seeds = [r.seed for r in best.records]
     systems: dict[str, list[str]] = {}
     for m in [best, *(m for m in kept if m is not best)]:
@@ -211,6 +214,21 @@ def bootstrap_of(
     if len(systems) < 2 or cell_name(best.cell) not in systems:
         return None
     return paired_bootstrap(list(refs) * len(seeds), systems, cell_name(best.cell))
+
+
+def left_out_sentence(cells: Sequence[CellMeasures], boot: PairedBootstrap) -> str:
+    """' Left out of the bootstrap ...: a, b.' naming the measured cells it could not test (no
+    kept outputs for one of the baseline's seeds); '' when it tested every one."""
+    tested = {t.name for t in boot.systems}
+    missing = [cell_name(m.cell) for m in cells if m.records and cell_name(m.cell) not in tested]
+    if not missing:
+        return ""
+    base = next(m for m in cells if cell_name(m.cell) == boot.baseline)
+    seeds = ", ".join(str(r.seed) for r in base.records)
+    return (
+        f" Left out of the bootstrap, without kept test outputs of each of the baseline's "
+        f"seeds ({seeds}): {', '.join(missing)}."
+    )
 
 
 def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -> list[str]:
@@ -235,6 +253,8 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
         fit = fits[name]
         if fit is not None:
             text = paragraph(fit, name, boot if name == "test BLEU" else None, digits=digits)
+            if name == "test BLEU" and boot is not None:
+                text += left_out_sentence(cells, boot)
             lines += [text, ""]
     return lines + luong_reference.comparison(grid_means(cells, "test BLEU"),
                                               grid_means(cells, "AER silver"))  # fmt: skip

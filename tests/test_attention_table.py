@@ -1,0 +1,99 @@
+"""experiments/attention_table.py's paired bootstrap: every cell against the best cell of the
+scorer × mode grid, from toy records with kept test outputs (no training)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.ledger_records import record_for, toy_plan
+
+from experiments import attention_table as at
+from experiments.kept_outputs import keep_hypotheses
+from experiments.ledger import Record
+from experiments.results_plan import Plan
+
+WORDS = [f"w{i}" for i in range(14)]  # a toy vocabulary
+REFS = [" ".join(WORDS[(i * 5 + j * 3) % len(WORDS)] for j in range(6 + i % 4)) for i in range(30)]
+TRANSFORMER = "transformer scaled_dot, 4 heads global"
+KEEP = {
+    TRANSFORMER: 20,  # every word: far ahead of the grid
+    "rnn_luong general local_m": 5,  # the grid's best
+    "rnn_luong concat local_m": 4,  # a word a sentence behind it
+    "rnn_luong dot hard": 1,  # far behind
+}
+"""Cell -> how many words of each reference its toy outputs keep."""
+BLEU = {TRANSFORMER: 30.0, "rnn_luong general local_m": 6.0, "rnn_luong concat local_m": 5.0,
+        "rnn_luong dot hard": 1.0}  # fmt: skip
+"""Cell -> the test BLEU its records claim (ranks the cells; the bootstrap scores outputs)."""
+
+
+def outputs(cell: str, seed: int) -> list[str]:
+    return [" ".join(r.split()[: KEEP[cell] + (i + seed) % 2]) for i, r in enumerate(REFS)]
+
+
+def kept(plan: Plan, tmp_path: Path) -> tuple[list[Record], Path]:
+    """Seeds 1 and 2 of each cell of KEEP, their test outputs kept in the ledger."""
+    ledger = tmp_path / "runs"
+    records = []
+    for cell in KEEP:
+        for seed in (1, 2):
+            record = record_for(plan, cell, seed=seed, bleu=BLEU[cell], table="attention")
+            run = tmp_path / "run" / record.stem
+            (run / "hyps").mkdir(parents=True)
+            (run / "hyps" / "test.txt").write_text(
+                "\n".join(outputs(cell, seed)) + "\n", encoding="utf-8"
+            )
+            name = f"{record.stem}.test.txt.xz"
+            assert keep_hypotheses(run, ledger / name) is not None
+            record.extra["hypotheses"] = name
+            records.append(record)
+    return records, ledger
+
+
+def test_the_baseline_is_the_grids_best_cell_not_the_reference_row(tmp_path: Path) -> None:
+    """The Transformer reference row is far ahead of every rnn_luong cell: the bootstrap still
+    tests each cell against rnn_luong general local_m, so the grid's close cell (one word a
+    sentence behind) and its far one are told apart, and the Transformer is tested against the
+    grid's best like any cell (ahead of it, resolved)."""
+    plan = toy_plan([])
+    records, ledger = kept(plan, tmp_path)
+    cells = at.measures(plan, records, ledger, ())
+    boot = at.bootstrap_of(cells, ledger, REFS)
+    assert boot is not None
+    assert boot.baseline == "rnn_luong general local_m" and boot.segments == 2 * len(REFS)
+    tests = {t.name: t for t in boot.systems}
+    assert set(tests) == set(KEEP)
+    assert tests[boot.baseline].p_value is None and tests[boot.baseline].diff == 0.0
+    far = tests["rnn_luong dot hard"]
+    assert far.diff < -10 and far.p_value is not None and far.p_value < 0.05
+    ahead = tests[TRANSFORMER]
+    assert ahead.diff > 10 and ahead.p_value is not None and ahead.p_value < 0.05
+    close = tests["rnn_luong concat local_m"]
+    assert far.diff < close.diff < 0 and close.p_value is not None
+    assert at.left_out_sentence(cells, boot) == ""
+
+
+def test_without_a_measured_grid_cell_there_is_no_bootstrap(tmp_path: Path) -> None:
+    """Only the reference row (and nothing of rnn_luong) recorded: nothing to test against."""
+    plan = toy_plan([])
+    records, ledger = kept(plan, tmp_path)
+    only_reference = [r for r in records if r.cell["model"] != at.GRID_MODEL]
+    cells = at.measures(plan, only_reference, ledger, ())
+    assert at.bootstrap_of(cells, ledger, REFS) is None
+
+
+def test_a_cell_without_the_baselines_seeds_is_left_out(tmp_path: Path) -> None:
+    """A cell whose seed 2 kept no outputs has nothing to pair with the baseline's seed 2."""
+    missing = "rnn_luong concat local_m"
+    plan = toy_plan([])
+    records, ledger = kept(plan, tmp_path)
+    for r in records:
+        if r.seed == 2 and " ".join(r.cell[k] for k in ("model", "score", "mode")) == missing:
+            del r.extra["hypotheses"]
+    cells = at.measures(plan, records, ledger, ())
+    boot = at.bootstrap_of(cells, ledger, REFS)
+    assert boot is not None and missing not in {t.name for t in boot.systems}
+    assert at.left_out_sentence(cells, boot) == (
+        " Left out of the bootstrap, without kept test outputs of each of the baseline's "
+        f"seeds (1, 2): {missing}."
+    )
