@@ -325,7 +325,7 @@ def table_line(plan: Plan, mech: Mechanism) -> list[str]:
         ]
     values = [brief([r for r in plan.current if r.key == plan.keys[c]]) for c in chosen]
     return [
-        "Test BLEU / test chrF / validation NLL at the last update ([results.md](results.md)):",
+        "Test BLEU / test chrF / valid NLL of the tested checkpoint ([results.md](results.md)):",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---:|" * len(head),

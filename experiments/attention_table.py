@@ -1,7 +1,8 @@
 """The attention table of docs/results.md: one row per cell (model, scorer, mode) with the
 measures of issue 36, each the mean ± sample std over the cell's seeds.
 
-- test BLEU and chrF, validation NLL at the last update (the ledger records);
+- test BLEU and chrF, validation NLL of the tested (best valid BLEU) checkpoint (the ledger
+  records);
 - AER on the synthetic task: the same cell's own runs on ``data=toy_align``
   (experiments/alignment_aer.py ``run --grid``, records in results/alignment/);
 - AER against the kept silver alignments of ding_de_en's test split and the cross-attention's
@@ -59,7 +60,7 @@ class CellMeasures:
 
     @property
     def nll(self) -> list[float]:
-        return [r.final_valid_nll for r in self.records]
+        return [r.tested_valid_nll for r in self.records]
 
 
 def toy_records(folder: Path) -> list[dict[str, Any]]:
@@ -302,4 +303,4 @@ def brief(records: Sequence[Record]) -> str:
     n = f" ({len(records)} seeds)" if len(records) > 1 else ""
     bleu = mean_std([float(r.test["bleu"]) for r in records])
     chrf = mean_std([float(r.test["chrf"]) for r in records], 1)
-    return f"{bleu} / {chrf} / {mean_std([r.final_valid_nll for r in records], 3)}{n}"
+    return f"{bleu} / {chrf} / {mean_std([r.tested_valid_nll for r in records], 3)}{n}"

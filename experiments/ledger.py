@@ -101,6 +101,16 @@ class Record:
         return float(self.curve[-1][2]) if self.curve else float("nan")
 
     @property
+    def tested_valid_nll(self) -> float:
+        """Validation NLL per target token at the validation of best BLEU, the checkpoint the
+        test decoded (the first of equal BLEUs, as the trainer keeps a best only when BLEU
+        rises); NaN without a curve."""
+        if not self.curve:
+            return float("nan")
+        best = max(range(len(self.curve)), key=lambda i: (self.curve[i][3], -i))
+        return float(self.curve[best][2])
+
+    @property
     def machine_line(self) -> str:
         """CPU name, family/model, SIMD flags, torch and threads (and the GPU), one line."""
         m = self.machine

@@ -218,14 +218,14 @@ def page(
         "",
         f"`experiment=results_attention` on ding_de_en: {_trainer(plan, 'attention', 'max_steps')} "
         f"updates per run, seeds {', '.join(map(str, plan.seeds.get('attention', [])))} for "
-        "every cell (fixed in advance); rnn_luong and rnn_bahdanau at the table's size "
-        "(128-unit embeddings and states), the Transformer preset at its own. *valid NLL*: per "
-        "target piece at the last update; *AER toy_align*: the same cell's own runs on the "
-        "synthetic task against gold links (runs counted in brackets; docs/alignment.md); *AER "
-        "silver*: against the kept eflomal alignments of the test split (results/silver/, an "
-        "aligner's links, not gold); *entropy*: the cross-attention's mean normalised entropy at "
-        "the last validation; *collapsed*: more than 80% of the rows of the fixed sentence's map "
-        "peak on one source column (shares per seed).",
+        "every cell (fixed in advance); rnn_luong and rnn_bahdanau at the table's size (128-unit "
+        "embeddings and states), the Transformer preset at its own. *valid NLL*: per target piece,"
+        " of the checkpoint the test decoded (best valid BLEU); *AER toy_align*: the same cell's "
+        "own runs on the synthetic task against gold links (runs counted in brackets; "
+        "docs/alignment.md); *AER silver*: against the kept eflomal alignments of the test split "
+        "(results/silver/, an aligner's links, not gold); *entropy*: the cross-attention's mean "
+        "normalised entropy at the last validation; *collapsed*: more than 80% of the rows of the "
+        "fixed sentence's map peak on one source column (shares per seed).",
         "",
         *attention_table.table(attention, len(plan.seeds.get("attention", [])), labels),
         "",

@@ -97,3 +97,22 @@ def test_a_cell_without_the_baselines_seeds_is_left_out(tmp_path: Path) -> None:
         " Left out of the bootstrap, without kept test outputs of each of the baseline's "
         f"seeds (1, 2): {missing}."
     )
+
+
+def test_valid_nll_is_the_tested_checkpoints(tmp_path: Path) -> None:
+    """A run whose BLEU peaks mid-way (and ties later) while its NLL rises after: the table's
+    NLL is that of the first best-BLEU validation, the checkpoint the test decoded."""
+    plan = toy_plan([])
+    curve = [
+        [1000, 5.0, 4.0, 2.0, 20.0],
+        [2000, 10.0, 3.5, 4.0, 25.0],  # best BLEU first reached here: the tested checkpoint
+        [3000, 15.0, 3.7, 4.0, 25.0],
+        [4000, 20.0, 3.9, 3.0, 24.0],
+    ]
+    record = record_for(plan, TRANSFORMER, bleu=4.0, table="attention", curve=curve)
+    assert record.tested_valid_nll == 3.5 and record.final_valid_nll == 3.9
+    (cell,) = [m for m in at.measures(plan, [record], tmp_path, ()) if m.records]
+    assert cell.nll == [3.5]
+    assert at.brief([record]).endswith("/ 3.500")
+    empty = record_for(plan, TRANSFORMER, table="attention", curve=[])
+    assert str(empty.tested_valid_nll) == "nan"
