@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.ledger_records import record_for, toy_plan
+from helpers.ledger_records import keep_outputs, record_for, toy_plan
 
 from experiments import attention_table as at
-from experiments.kept_outputs import keep_hypotheses
 from experiments.ledger import Record
 from experiments.results_plan import Plan
 
@@ -38,14 +37,7 @@ def kept(plan: Plan, tmp_path: Path) -> tuple[list[Record], Path]:
     for cell in KEEP:
         for seed in (1, 2):
             record = record_for(plan, cell, seed=seed, bleu=BLEU[cell], table="attention")
-            run = tmp_path / "run" / record.stem
-            (run / "hyps").mkdir(parents=True)
-            (run / "hyps" / "test.txt").write_text(
-                "\n".join(outputs(cell, seed)) + "\n", encoding="utf-8"
-            )
-            name = f"{record.stem}.test.txt.xz"
-            assert keep_hypotheses(run, ledger / name) is not None
-            record.extra["hypotheses"] = name
+            keep_outputs(record, outputs(cell, seed), tmp_path, ledger)
             records.append(record)
     return records, ledger
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.ledger_records import record_for, toy_plan
+from helpers.ledger_records import keep_outputs, record_for, toy_plan
 from sacrebleu.metrics import BLEU
 
 from experiments import main_table_analysis as mta
@@ -161,12 +161,7 @@ def kept_records(tmp_path: Path) -> tuple[list[Record], Path]:
             if (preset, seed) == ("rnn_luong", 2):
                 lines = lines[:-1]
             if (preset, seed) != ("rnn_bahdanau", 3):
-                run = tmp_path / "run" / record.stem
-                (run / "hyps").mkdir(parents=True)
-                (run / "hyps" / "test.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-                name = f"{record.stem}.test.txt.xz"
-                assert keep_hypotheses(run, ledger / name) is not None
-                record.extra["hypotheses"] = name
+                keep_outputs(record, lines, tmp_path, ledger)
             records.append(record)
     return records, ledger
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from experiments.kept_outputs import keep_hypotheses
 from experiments.ledger import Record
 from experiments.results_plan import Plan, make_plan
 
@@ -55,3 +57,14 @@ def record_for(
     }
     fields.update(more)
     return Record(**fields)
+
+
+def keep_outputs(record: Record, lines: list[str], tmp_path: Path, ledger: Path) -> None:
+    """Give ``record`` kept test outputs ``lines`` in ``ledger``, as the runner keeps a run's
+    hyps/test.txt (experiments/kept_outputs.py ``keep_hypotheses``)."""
+    run = tmp_path / "run" / record.stem
+    (run / "hyps").mkdir(parents=True)
+    (run / "hyps" / "test.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    name = f"{record.stem}.test.txt.xz"
+    assert keep_hypotheses(run, ledger / name) is not None
+    record.extra["hypotheses"] = name
