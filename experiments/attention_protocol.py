@@ -206,11 +206,15 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
     names = {r.get("mechanism") for r in toy}
     toy_todo = [typical for m in GRID for _ in seeds if m.name not in names]
     hours = plan_hours([*ding, *toy_todo])
+    toy_text = (
+        f"{len(toy_todo)} synthetic-task runs not yet recorded at {sum(toy_todo) / 60:.1f}"
+        if toy_todo
+        else "the synthetic task's runs, all recorded"
+    )
     lines += [
         "",
         f"Time: {len(ding)} ding_de_en runs estimated at {sum(ding) / 60:.1f} job-hours (one "
-        f"thread each) and "
-        f"{len(toy_todo)} synthetic-task runs not yet recorded at {sum(toy_todo) / 60:.1f}; two "
+        f"thread each) and {toy_text}; two "
         f"at a time on 2 cores that is about **{hours:.1f} hours** of wall clock "
         "(`python -m experiments.results_run --tables attention --jobs 2`, then "
         "`python -m experiments.alignment_aer run --grid --seeds 1 2 --jobs 2`).",

@@ -64,7 +64,15 @@ def test_the_section_estimates_every_cell_at_every_seed_and_says_when_over_budge
     lines = ap.section(plan, [], [{"mechanism": m.name, "minutes": 3.0} for m in ap.GRID])
     text = "\n".join(lines)
     runs = len(cells) * len(plan.seeds["attention"])
-    assert f"Time: {runs} ding_de_en runs" in text and "0 synthetic-task runs" in text
+    assert (
+        f"Time: {runs} ding_de_en runs" in text
+        and "the synthetic task's runs, all recorded" in text
+    )
+    missing = ap.section(plan, [], [{"mechanism": ap.GRID[0].name, "minutes": 3.0}])
+    left = len(ap.GRID) * len(plan.seeds["attention"]) - len(plan.seeds["attention"])
+    assert f"and {left} synthetic-task runs not yet recorded at {left * 3.0 / 60:.1f};" in (
+        "\n".join(missing)
+    )
     hours = ap.plan_hours([ap.estimate(plan.keys[c], "attention", []) for c in cells] * 2)
     assert f"about **{hours:.1f} hours**" in text
     assert ("more than the 8 hours" in text) == (hours > ap.BUDGET_HOURS)
