@@ -8,9 +8,10 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 # make test runs the suite in TEST_WORKERS processes (pytest-xdist; CI has 2 cores), a test
-# file's tests in one process (--dist loadfile); TEST_WORKERS=0 runs it in this one
+# file's tests in one process (--dist loadfile), the files in collection order, which puts the
+# longest first (tests/conftest.py); TEST_WORKERS=0 runs it in this one
 TEST_WORKERS ?= 2
-PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # make results: runs what the ledger results/runs/ lacks, in priority order, for RESULTS_HOURS
 # (0 = until done), then writes docs/results.md and docs/attention.md from it;
 # RESULTS_QUICK=1 is a smoke run (5 updates a run, seed 1) wholly under outputs/results-quick
