@@ -253,9 +253,9 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
     for name, _, digits in MEASURES:
         fit = fits[name]
         if fit is not None:
-            text = paragraph(fit, name, boot if name == "test BLEU" else None, digits=digits)
-            if name == "test BLEU" and boot is not None:
-                text += left_out_sentence(cells, boot)
+            tested = boot if name == "test BLEU" else None
+            text = paragraph(fit, name, tested, digits=digits)
+            text += left_out_sentence(cells, tested) if tested is not None else ""
             lines += [text, ""]
     return lines + luong_reference.comparison(grid_means(cells, "test BLEU"),
                                               grid_means(cells, "AER silver"))  # fmt: skip

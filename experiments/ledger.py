@@ -19,7 +19,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,13 @@ def settings_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def tested_row(curve: Sequence[Sequence[float]]) -> Sequence[float] | None:
+    """The validation row ([step, minutes, nll, bleu, chrf]) of best BLEU, whose checkpoint the
+    test decoded: the first of equal BLEUs, as the trainer keeps a new best only when BLEU
+    rises. None for an empty curve."""
+    return max(curve, key=lambda row: (row[3], -row[0]), default=None)
+
+
 @dataclass
 class Record:
     """One finished run (see the module docstring)."""
@@ -102,13 +109,10 @@ class Record:
 
     @property
     def tested_valid_nll(self) -> float:
-        """Validation NLL per target token at the validation of best BLEU, the checkpoint the
-        test decoded (the first of equal BLEUs, as the trainer keeps a best only when BLEU
-        rises); NaN without a curve."""
-        if not self.curve:
-            return float("nan")
-        best = max(range(len(self.curve)), key=lambda i: (self.curve[i][3], -i))
-        return float(self.curve[best][2])
+        """Validation NLL per target token of the checkpoint the test decoded
+        (:func:`tested_row`); NaN without a curve."""
+        row = tested_row(self.curve)
+        return float("nan") if row is None else float(row[2])
 
     @property
     def machine_line(self) -> str:

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from attnmt.atomic import atomic_path, write_text
 from experiments.comparison_stats import flattened_at, mean_std
+from experiments.ledger import tested_row
 from experiments.recipe import (
     CHANGES,
     COMPARE_MINUTES,
@@ -185,9 +186,9 @@ def curve_facts(rec: Rec) -> tuple[str, str]:
     """(best valid BLEU at its minute, the minute from which the valid NLL has flattened:
     comparison_stats.flattened_at, 1% over the last 20% of the steps, staying so)."""
     curve = rec["curve"]
-    if not curve:
+    best = tested_row(curve)
+    if best is None:
         return "–", "–"
-    best = max(curve, key=lambda p: (p[3], -p[0]))
     flat = flattened_at([(int(p[0]), float(p[2])) for p in curve], stays=True)
     minute = next((p[1] for p in curve if p[0] == flat), None)
     flat_text = "not yet" if minute is None else f"{minute:.0f} min"
