@@ -21,13 +21,14 @@ import argparse
 import math
 import statistics
 import sys
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from experiments.alignment_aer import GRID
 from experiments.comparison_stats import flattened_at
-from experiments.results_plan import PRESET_CHECK, Plan, estimate
+from experiments.results_plan import PRESET_CHECK, Cell, Plan, estimate
 from experiments.variant_runs import Variant, read_all, run_variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +191,7 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
     thread each): every attention cell at every seed (the
     runner's estimate: the ledger's slowest recorded run of the settings × 1.25, else its
     first guess) and the synthetic task's runs of every cell (their recorded minutes, the
-    median for those not run yet)."""
+    median for those not run yet); and the same as recorded (:func:`measured_line`)."""
     cells = [c for c in plan.cells if c.table == "attention"]
     if not cells:
         return []
@@ -224,4 +225,52 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
             f" That is more than the {BUDGET_HOURS:g} hours (one night on 2 cores) the table "
             "aims at: at the rule's length this size does not fit."
         )
-    return lines
+    planned = {(m.name, seed) for m in GRID for seed in seeds}
+    toy_done = [float(r["minutes"]) for r in toy
+                if "minutes" in r and (r.get("mechanism"), r.get("seed")) in planned]  # fmt: skip
+    measured = measured_line(plan, cells, seeds, [*toy_done, *toy_todo])
+    return lines + (["", measured] if measured else [])
+
+
+def measured_line(plan: Plan, cells: list[Cell], seeds: list[int], toy_minutes: list[float]) -> str:
+    """The table's time as recorded, beside the runner's padded estimate: the ding_de_en runs'
+    wall minutes (train.py start to exit) summed, their median and machines, and the wall
+    clock two at a time of every planned run at its recorded minutes (a run not yet recorded:
+    the median of its settings' recorded runs, else the runner's estimate) plus the synthetic
+    task's ``toy_minutes``. '' before any run is recorded."""
+    keys = {plan.keys[c] for c in cells}
+    done = [r for r in plan.current if r.key in keys and r.wall_minutes > 0]
+    if not done:
+        return ""
+    by_run = {(r.key, r.seed): r.wall_minutes for r in done}
+    minutes = []
+    estimated = 0
+    for cell in cells:
+        key = plan.keys[cell]
+        same = [r.wall_minutes for r in done if r.key == key]
+        for seed in seeds:
+            if (key, seed) in by_run:
+                minutes.append(by_run[(key, seed)])
+            elif same:
+                minutes.append(statistics.median(same))
+            else:
+                minutes.append(estimate(key, "attention", plan.current))
+                estimated += 1
+    walls = [r.wall_minutes for r in done]
+    machines = Counter(r.machine_line for r in done).most_common()
+    where = "; ".join(f"{n} on {line}" for line, n in machines)
+    rest = len(cells) * len(seeds) - len(done)
+    unknown = f" ({estimated} at the runner's estimate: no run of their settings recorded)"
+    left = (
+        f" (a run not yet recorded, {rest} of them: its settings' recorded median"
+        + (unknown if estimated else "")
+        + ")"
+        if rest
+        else ""
+    )
+    return (
+        f"Measured: the {len(done)} ding_de_en runs recorded took {sum(walls) / 60:.1f} "
+        f"job-hours, median {statistics.median(walls):.1f} minutes a run ({where}). At those "
+        f"minutes{left} and the synthetic task's recorded minutes, the whole table is about "
+        f"**{plan_hours([*minutes, *toy_minutes]):.1f} hours** two at a time."
+    )

@@ -1,12 +1,13 @@
 """experiments/attention_protocol.py: the attention table's length from its probes (the
 flattening rule that must stay), the rounding to the table's validations, the plan's wall
-clock on two jobs and the protocol text of docs/results.md."""
+clock on two jobs (estimated and as recorded) and the protocol text of docs/results.md."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from helpers.ledger_records import record_for, toy_plan
 
 from experiments import attention_protocol as ap
 from experiments.results_plan import make_plan
@@ -76,3 +77,26 @@ def test_the_section_estimates_every_cell_at_every_seed_and_says_when_over_budge
     hours = ap.plan_hours([ap.estimate(plan.keys[c], "attention", []) for c in cells] * 2)
     assert f"about **{hours:.1f} hours**" in text
     assert ("more than the 8 hours" in text) == (hours > ap.BUDGET_HOURS)
+
+
+def test_the_measured_line_sums_recorded_minutes_and_fills_the_rest_by_settings() -> None:
+    plan = toy_plan([])
+    cells = [c for c in plan.cells if c.table == "attention"]
+    first, second = cells[0].text(), cells[1].text()
+    seeds = plan.seeds["attention"]
+    assert seeds[:2] == [1, 2]
+    assert ap.measured_line(plan, cells, seeds, [30.0]) == ""  # nothing recorded yet
+    # record_for: wall minutes 12 + seed, so 13 and 14 for the first cell, 13 for the second
+    done = [record_for(plan, first, 1, table="attention"),
+            record_for(plan, first, 2, table="attention"),
+            record_for(plan, second, 1, table="attention")]  # fmt: skip
+    plan = toy_plan(done)
+    line = ap.measured_line(plan, cells, seeds, [30.0])
+    assert "the 3 ding_de_en runs recorded took 0.7 job-hours, median 13.0 minutes" in line
+    assert "3 on Toy CPU (family 25 model 1) avx2, 2 cores" in line
+    rest = len(cells) * len(seeds) - 3
+    unknown = rest - 1  # the second cell's seed 2 takes its seed 1's 13 minutes
+    assert f"{rest} of them" in line and f"({unknown} at the runner's estimate" in line
+    guess = ap.estimate("never recorded", "attention", [])
+    minutes = [13.0, 14.0, 13.0, 13.0, *[guess] * unknown, 30.0]
+    assert f"**{ap.plan_hours(minutes):.1f} hours** two at a time" in line
