@@ -47,6 +47,14 @@ train for m + M minutes. So the runner resumes it with ``trainer.time_budget_min
 (final validation, averaging, test). A folder without a readable checkpoint is moved aside
 and the run starts afresh.
 
+**One CPU kind a comparison.** A stage compares runs at equal minutes, and minutes buy
+different numbers of updates on different CPUs (vendor, family, model, SIMD flags, torch:
+:func:`cpu_kind`). So the runs a stage compares are all of one kind: the compare stage's,
+and the corpora and seeds stages' together (the seeds stage reuses the corpora stage's
+seed-1 run). The runner refuses to start such a stage's runs on a kind other than its
+records' (:func:`kind_refusal`, exit 2, nothing started or moved); the page marks a
+difference between records of different kinds as not comparable rather than give it.
+
 **The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
 left plus its overhead (data preparation, validation past the budget, averaging, test
 decoding, the snapshots' decodes) fit in what is left of H. The overhead is the largest
@@ -56,7 +64,8 @@ validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stag
 No run starts while another process on this machine trains one of the stage's runs (a
 second runner, or a train.py whose runner was killed): they would share the cores. The
 runner exits 0 when the stage is done or the next run does not fit (one line says what is
-left), 1 when a run failed (the others still ran), 130 when SIGINT/SIGTERM stopped it
+left), 1 when a run failed (the others still ran), 2 when the CPU kind refuses the stage,
+130 when SIGINT/SIGTERM stopped it
 (passed on to train.py, which saves last.pt: the next invocation resumes it; no child
 starts after the signal). Nothing is committed: commit each record as it comes.
 """
@@ -73,7 +82,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -86,18 +95,21 @@ from attnmt import run_curves
 from attnmt.atomic import write_json
 from attnmt.checkpoint import load_first_readable, resume_candidates
 from attnmt.errors import AttnmtError, CheckpointError
+from attnmt.machine import this_machine
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 from attnmt.train.run_lock import live_owner
 from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
 from experiments import die_with_parent
-from experiments.variant_runs import Variant, provenance_fields, scores_entry
+from experiments.variant_runs import Variant, provenance_fields, read_all, scores_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = Path("results") / "recipe"
 RUNS = Path("outputs") / "recipe"
 STAGES = ("compare", "corpora", "seeds")
 THREADS = 2
+KIND_GROUPS = (("compare",), ("corpora", "seeds"))
+"""Stages whose runs are compared with each other's at equal minutes: one CPU kind each."""
 COMPARE_MINUTES = 45.0
 COMPARE_MARKS = (15.0, 30.0, 45.0)
 """The compare table's columns: the best valid BLEU by these training minutes."""
@@ -296,6 +308,57 @@ def plan(stage: str, minutes: float = COMPARE_MINUTES) -> list[Entry]:
 def corpus_of(name: str) -> Corpus | None:
     """The plan's corpus called ``name`` (None: a corpus the plan does not know)."""
     return next((c for c in CORPORA if c.name == name), None)
+
+
+# --- the CPU kind of a comparison ----------------------------------------------------------
+
+
+def cpu_kind(machine: Mapping[str, Any]) -> str:
+    """What sets a CPU run's speed, from a record's ``machine`` (attnmt.machine's
+    ``to_dict``): vendor, family/model, SIMD flags and torch (the threads are the runner's)."""
+    cpu = machine.get("cpu") or {}
+    ids = "/".join(str(cpu.get(k, "?")) for k in ("family", "model"))
+    flags = " ".join(cpu.get("flags") or []) or "no avx2"
+    vendor = cpu.get("vendor") or cpu.get("name") or "?"
+    return f"{vendor} {ids} {flags}, torch {machine.get('torch_version', '?')}"
+
+
+def machines_of(rec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The record and each of its train.py processes that names its machine."""
+    return [rec, *(p for p in rec.get("processes") or [] if p.get("machine"))]
+
+
+def record_kinds(rec: Mapping[str, Any]) -> set[str]:
+    """The CPU kinds a run record's minutes were measured on (two or more: a run resumed on
+    another kind, its minutes mixed); empty for a record that names no machine."""
+    return {cpu_kind(m["machine"]) for m in machines_of(rec) if m.get("machine")}
+
+
+def group_of(stage: str) -> tuple[str, ...]:
+    """The stages compared with ``stage`` (:data:`KIND_GROUPS`)."""
+    return next(g for g in KIND_GROUPS if stage in g)
+
+
+def kind_refusal(stage: str, root: Path, here: str) -> str | None:
+    """Why ``stage``'s runs must not start on a CPU of kind ``here``: its group's run records
+    were measured on another kind (module docstring); None when they were not."""
+    group = group_of(stage)
+    records = [
+        r
+        for s in group
+        if (root / RECORDS / s).is_dir()
+        for r in read_all(root / RECORDS / s)
+        if r.get("kind") == "run"
+    ]
+    others = sorted({k for r in records for k in record_kinds(r)} - {here})
+    if not others:
+        return None
+    folders = " and ".join(shown(root / RECORDS / s, root) for s in group)
+    return (
+        f"the {'/'.join(group)} stage's records were measured on {'; '.join(others)}, and "
+        f"this machine is {here}: minutes do not compare across CPU kinds. Run it on that "
+        f"kind, or move {folders} aside (keeping them in git) to measure the stage afresh here."
+    )
 
 
 # --- where a run stands --------------------------------------------------------------------
@@ -763,16 +826,27 @@ def run_entries(
     title: str = "recipe",
     dry_run: bool = False,
     clock: Callable[[], float] = time.time,
+    kind: str | None = None,
 ) -> int:
-    """Run what ``entries`` lack, in order, while it fits in ``hours`` (0: no limit)."""
+    """Run what ``entries`` lack, in order, while it fits in ``hours`` (0: no limit), unless
+    a stage's records are of a CPU kind other than ``kind`` (this machine's when None):
+    then exit 2 with :func:`kind_refusal`'s reason, nothing started."""
     root = runner.root
+    here = kind or cpu_kind(this_machine().to_dict())
     notes = []
+    refusals = []
     for stage in sorted({e.stage for e in entries if isinstance(e, PlannedRun)}):
         minutes, how = overhead(stage, root)
         notes.append(f"{stage} runs' overhead {minutes:.0f} min: {how}")
+        why = kind_refusal(stage, root, here)
+        refusals += [why] if why and why not in refusals else []
     show_plan(title, todos(entries, root), len(entries), hours, "; ".join(notes), root)
+    for why in refusals:
+        print(f"{title}: {'would not start' if dry_run else 'not started'}: {why}")
     if dry_run:
         return 0
+    if refusals:
+        return 2
     deadline = clock() + hours * 3600.0 if hours > 0 else None
     tried: set[str] = set()
     failed: list[str] = []

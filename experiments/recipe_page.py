@@ -12,6 +12,7 @@ when the corpora stage has records, and the page links it only then.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +44,10 @@ from experiments.recipe import (
     corpora_run,
     corpora_runs,
     corpora_variants,
+    group_of,
+    machines_of,
     plan,
+    record_kinds,
 )
 from experiments.variant_runs import read_all
 
@@ -116,9 +120,18 @@ def precision_text(rec: Rec) -> str:
     return "+".join(names or ["–"]) + (f" on {'+'.join(devices)}" if devices else "")
 
 
-def machines_of(rec: Rec) -> list[Rec]:
-    """The record and each of its train.py processes that names its machine."""
-    return [rec, *(p for p in rec.get("processes") or [] if p.get("machine"))]
+def same_kind(a: Rec, b: Rec) -> bool:
+    """Whether two run records' minutes were measured on one CPU kind, the same
+    (experiments.recipe ``record_kinds``): only then do they compare at equal minutes."""
+    kinds = record_kinds(a)
+    return len(kinds) == 1 and kinds == record_kinds(b)
+
+
+def kind_diff(a: Rec | None, b: Rec | None, value: float | None, base: float | None) -> str:
+    """:func:`diff_text` of two records' figures, or why there is none: different CPU kinds."""
+    if a is not None and b is not None and not same_kind(a, b):
+        return "other CPU kind: not compared"
+    return diff_text(value, base)
 
 
 def test_cell(scores: Rec | None) -> str:
@@ -150,7 +163,8 @@ def compare_section(recs: Records) -> list[str]:
     for budget in budgets:
         marks = compare_marks(budget)
         runs = [e for e in plan("compare", budget) if isinstance(e, PlannedRun)]
-        base = bleu_at(recs.get(runs[0].stem), budget)
+        base_rec = recs.get(runs[0].stem)
+        base = bleu_at(base_rec, budget)
         lines += [
             f"{budget:g} minutes a run:",
             "",
@@ -166,7 +180,9 @@ def compare_section(recs: Records) -> list[str]:
             else:
                 cells = [
                     *(num(bleu_at(rec, m)) for m in marks),
-                    "–" if run.variant == RECIPE.name else diff_text(bleu_at(rec, budget), base),
+                    "–"
+                    if run.variant == RECIPE.name
+                    else kind_diff(rec, base_rec, bleu_at(rec, budget), base),
                     num(rec["curve"][-1][2], 3) if rec["curve"] else "–",
                     str(rec.get("updates", "–")),
                     f"{rec['params'] / 1e6:.2f}M" if rec.get("params") else "–",
@@ -251,6 +267,10 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
     verdicts = []
     for corpus in CORPORA:
         pair = [recs.get(corpora_run(v, corpus).stem) for v in (RECIPE, DEFAULT)]
+        if pair[0] is not None and pair[1] is not None and not same_kind(pair[0], pair[1]):
+            cells = ["other CPU kind: not compared"] * len(marks)
+            lines.append(f"| {corpus.name} | " + " | ".join(cells) + " |")
+            continue
         diffs = []
         for m in marks:
             a, b = (test_at(r, m) for r in pair)
@@ -381,7 +401,7 @@ def seeds_section(recs: Records) -> list[str]:
 # --- provenance and commands -----------------------------------------------------------------
 
 
-def machine_line(rec: Rec) -> str:
+def machine_line(rec: Mapping[str, Any]) -> str:
     m = rec.get("machine") or {}
     cpu = m.get("cpu", {})
     ids = " ".join(f"{k} {cpu[k]}" for k in ("family", "model") if cpu.get(k) is not None)
@@ -408,6 +428,15 @@ def provenance_section(recs: Records) -> list[str]:
         )
     if len(lines) == 2:
         lines.append("No records yet.")
+    for group in dict.fromkeys(group_of(stage) for stage in STAGES):
+        runs = [r for stage in group for r in recs.of_stage(stage) if r.get("kind") == "run"]
+        kinds = sorted({k for r in runs for k in record_kinds(r)})
+        if len(kinds) > 1:
+            lines.append(
+                f"- **Not one CPU kind**: the {'/'.join(group)} stage's runs were measured on "
+                f"{'; '.join(kinds)}; their differences are not given (minutes buy different "
+                "updates on each)."
+            )
     return [*lines, ""]
 
 
@@ -421,7 +450,11 @@ def commands_section() -> list[str]:
         "",
         "One run at a time on otherwise idle cores, 2 threads each; each run's record is "
         "written to results/recipe/ when it is done (commit it then), and a run cut off is "
-        "resumed with what is left of its budget (experiments/recipe.py says how).",
+        "resumed with what is left of its budget (experiments/recipe.py says how). The runs "
+        "a stage compares at equal minutes are all of one CPU kind (vendor, family/model, SIMD "
+        "flags, torch): the compare stage's, and the corpora and seeds stages' together; the "
+        "runner does not start them on another kind, and this page gives no difference "
+        "between records of different kinds.",
         "",
         "```bash",
         f"python -m experiments.recipe run --stage compare --hours 6  # {len(compare)} runs, "

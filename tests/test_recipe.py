@@ -176,6 +176,47 @@ def test_the_overhead_of_a_run_that_stopped_early_counts_from_its_last_validatio
     assert recipe.overhead("corpora", tmp_path)[0] == 20.0
 
 
+XEON = {"vendor": "GenuineIntel", "family": 6, "model": 207,
+        "flags": ["avx2", "avx512f", "avx512_bf16"]}  # fmt: skip
+OTHER = {**MACHINE, "cpu": {**MACHINE["cpu"], **XEON}}
+HERE = recipe.cpu_kind(MACHINE)
+
+
+def test_a_cpu_kind_is_vendor_family_model_flags_and_torch() -> None:
+    assert HERE == "AuthenticAMD 26/2 avx2, torch 2.13.0+cpu"
+    assert recipe.cpu_kind(OTHER) == "GenuineIntel 6/207 avx2 avx512f avx512_bf16, torch 2.13.0+cpu"
+    stepped = {**MACHINE, "cpu": {**MACHINE["cpu"], "stepping": 2, "name": "other name"}}
+    assert recipe.cpu_kind(stepped) == HERE  # the numbers and flags tell kinds apart
+    resumed = {"machine": MACHINE, "processes": [{"machine": MACHINE}, {"machine": OTHER}]}
+    assert recipe.record_kinds(resumed) == {HERE, recipe.cpu_kind(OTHER)}
+    assert recipe.record_kinds({"kind": "run"}) == set()
+
+
+def test_a_stage_measured_on_another_cpu_kind_is_refused_and_nothing_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compare, corpora, seeds = runs("compare"), runs("corpora"), plan("seeds")
+    _write(compare[0].record_path(tmp_path), record(compare[0], 50.0) | {"machine": OTHER})
+    clock = [0.0]
+    runner = FakeRunner(tmp_path, clock)
+    assert recipe.run_entries(compare, runner, 0, clock=lambda: clock[0], kind=HERE) == 2
+    out = capsys.readouterr().out
+    assert runner.started == [] and "not started: the compare stage's records" in out
+    assert "GenuineIntel 6/207" in out and "move results/recipe/compare aside" in out
+    assert recipe.run_entries(compare, runner, 0, dry_run=True, kind=HERE) == 0
+    assert "would not start" in capsys.readouterr().out
+    # the kind of the records goes on; the corpora stage has none: it starts here
+    other = recipe.cpu_kind(OTHER)
+    assert recipe.run_entries(compare[:2], runner, 0, clock=lambda: clock[0], kind=other) == 0
+    assert runner.started == [compare[1].stem]
+    assert recipe.run_entries(corpora[:1], runner, 0, clock=lambda: clock[0], kind=HERE) == 0
+    _write(corpora[0].record_path(tmp_path), record(corpora[0], 150.0) | {"machine": MACHINE})
+    # seeds reuses the corpora stage's run: it is held to the corpora stage's kind
+    assert recipe.kind_refusal("seeds", tmp_path, HERE) is None
+    assert "corpora/seeds stage's records" in str(recipe.kind_refusal("seeds", tmp_path, other))
+    assert seeds[0].stem == corpora_run(RECIPE, DING).stem
+
+
 def test_no_run_starts_beside_one_that_another_process_trains(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -515,6 +556,22 @@ def test_the_page_holds_the_planted_figures_and_the_differences() -> None:
     assert text == recipe_page.page(
         recipe_page.Records(dict(reversed(planted().items()))), "recipe_minutes.png"
     )
+
+
+def test_the_page_compares_only_records_of_one_cpu_kind() -> None:
+    recs = planted()
+    d384 = next(r for r in runs("compare") if r.variant == "d384").stem
+    default = corpora_run(DEFAULT, DING).stem
+    recs[d384] = recs[d384] | {"machine": OTHER}
+    recs[default] = recs[default] | {"processes": [{"machine": MACHINE}, {"machine": OTHER}]}
+    text = recipe_page.page(recipe_page.Records(recs), None)
+    assert _row(text, "| d384 |")[2:6] == ["2.50", "4.10", "6.50", "other CPU kind: not compared"]
+    assert _row(text, "| dropout0.2 |")[5] == "-0.20 (not resolved)"  # still one kind
+    assert _row(text, "| ding_de_en | other")[1:] == ["other CPU kind: not compared"] * 3
+    assert "ding_de_en: not ahead" not in text and "ding_de_en: ahead" not in text
+    assert "**Not one CPU kind**: the compare stage's runs" in text
+    assert "**Not one CPU kind**: the corpora/seeds stage's runs" in text
+    assert "**Not one CPU kind**" not in recipe_page.page(recipe_page.Records(planted()), None)
 
 
 def test_the_page_without_records_says_nothing_was_measured(tmp_path: Path) -> None:
