@@ -52,8 +52,10 @@ different numbers of updates on different CPUs (vendor, family, model, SIMD flag
 :func:`cpu_kind`). So the runs a stage compares are all of one kind: the compare stage's,
 and the corpora and seeds stages' together (the seeds stage reuses the corpora stage's
 seed-1 run). The runner refuses to start such a stage's runs on a kind other than its
-records' (:func:`kind_refusal`, exit 2, nothing started or moved); the page marks a
-difference between records of different kinds as not comparable rather than give it.
+records' (:func:`kind_refusal`, exit 2, nothing started or moved), and does not resume a run
+folder that another kind trained in (it is moved aside, ``<stem>.other-cpu-<time>``, and the
+run starts afresh); the page marks a difference between records of different kinds as not
+comparable rather than give it.
 
 **The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
 left plus its overhead (data preparation, validation past the budget, averaging, test
@@ -334,6 +336,16 @@ def record_kinds(rec: Mapping[str, Any]) -> set[str]:
     return {cpu_kind(m["machine"]) for m in machines_of(rec) if m.get("machine")}
 
 
+def folder_kinds(folder: Path) -> set[str]:
+    """The CPU kinds of the train.py processes that trained in run ``folder`` (its run
+    record's start events); empty when it has none that reads."""
+    try:
+        starts = read_record(folder).of("start")
+    except RecordError:
+        return set()
+    return {cpu_kind(e["machine"]) for e in starts if isinstance(e.get("machine"), dict)}
+
+
 def group_of(stage: str) -> tuple[str, ...]:
     """The stages compared with ``stage`` (:data:`KIND_GROUPS`)."""
     return next(g for g in KIND_GROUPS if stage in g)
@@ -565,6 +577,13 @@ class Runner:
     poll_s: float = POLL_S
     stopping: bool = False
     child: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    kind: str = ""
+    """This machine's CPU kind (:func:`cpu_kind`); '' reads it when first asked."""
+
+    def here(self) -> str:
+        if not self.kind:
+            self.kind = cpu_kind(this_machine().to_dict())
+        return self.kind
 
     def env(self) -> dict[str, str]:
         n = str(self.threads)
@@ -609,10 +628,17 @@ class Runner:
         docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
         folder = run.run_dir(self.root)
         done = trained(folder)
-        if done is None and folder.exists():
-            aside = folder.with_name(f"{folder.name}.abandoned-{int(time.time())}")
+        others = folder_kinds(folder) - {self.here()} if done is not None else set()
+        if (done is None or others) and folder.exists():
+            why, tag = (
+                (f"trained on another CPU kind ({'; '.join(sorted(others))})", "other-cpu")
+                if others
+                else ("no readable checkpoint in its folder", "abandoned")
+            )
+            aside = folder.with_name(f"{folder.name}.{tag}-{int(time.time())}")
             folder.rename(aside)
-            print(f"{run.stem}: no readable checkpoint in its folder; moved to {aside.name}")
+            done = None
+            print(f"{run.stem}: {why}; moved to {aside.name}, starting afresh")
         py = [sys.executable, str(ROOT / "train.py")]
         if done is None:
             cmd = [*py, *run.train_args(), f"hydra.run.dir={folder}"]
@@ -832,7 +858,7 @@ def run_entries(
     a stage's records are of a CPU kind other than ``kind`` (this machine's when None):
     then exit 2 with :func:`kind_refusal`'s reason, nothing started."""
     root = runner.root
-    here = kind or cpu_kind(this_machine().to_dict())
+    here = kind or runner.here()
     notes = []
     refusals = []
     for stage in sorted({e.stage for e in entries if isinstance(e, PlannedRun)}):

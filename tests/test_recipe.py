@@ -265,6 +265,27 @@ def test_a_run_cut_off_is_resumed_with_what_is_left_of_its_budget(
     assert not folder.exists() and len(list(folder.parent.glob(f"{folder.name}.abandoned-*"))) == 1
 
 
+def test_a_run_folder_another_cpu_kind_trained_in_is_moved_aside_not_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = runs("compare")[0]
+    folder = run.run_dir(tmp_path)
+    calls: list[list[str]] = []
+    runner = Runner(tmp_path, kind=HERE)
+    monkeypatch.setattr(runner, "call", lambda cmd, log: calls.append(cmd) or 0)
+    monkeypatch.setattr(recipe, "trained", lambda folder: (30.0, 900))
+    _run_folder(folder, [(500, 15.0, 4.0, 2.0, 20.0)], 30.0, start={"machine": MACHINE})
+    assert recipe.folder_kinds(folder) == {HERE}
+    assert runner.train(run, None) == (True, True)  # type: ignore[arg-type]
+    assert calls[-1][2] == f"resume={folder}"  # its own kind: resumed
+    _run_folder(folder, [(500, 15.0, 4.0, 2.0, 20.0)], 30.0, start={"machine": OTHER})
+    assert runner.train(run, None) == (True, False)  # type: ignore[arg-type]
+    assert calls[-1][2:] == [*run.train_args(), f"hydra.run.dir={folder}"]
+    assert len(list(folder.parent.glob(f"{folder.name}.other-cpu-*"))) == 1
+    assert not folder.exists()  # the fake call trained nothing there
+    assert recipe.folder_kinds(tmp_path / "nothing") == set()
+
+
 def test_a_signal_to_the_runner_stops_its_child_and_what_would_come_next(tmp_path: Path) -> None:
     runner = Runner(tmp_path)
     timer = threading.Timer(1.0, runner.stop, args=(signal.SIGTERM,))
