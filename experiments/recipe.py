@@ -75,7 +75,6 @@ starts after the signal). Nothing is committed: commit each record as it comes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -355,13 +354,7 @@ def kind_refusal(stage: str, root: Path, here: str) -> str | None:
     """Why ``stage``'s runs must not start on a CPU of kind ``here``: its group's run records
     were measured on another kind (module docstring); None when they were not."""
     group = group_of(stage)
-    records = [
-        r
-        for s in group
-        if (root / RECORDS / s).is_dir()
-        for r in read_all(root / RECORDS / s)
-        if r.get("kind") == "run"
-    ]
+    records = [r for s in group for r in read_all(root / RECORDS / s) if r.get("kind") == "run"]
     others = sorted({k for r in records for k in record_kinds(r)} - {here})
     if not others:
         return None
@@ -428,8 +421,7 @@ class Todo:
 def overhead(stage: str, root: Path) -> tuple[float, str]:
     """Minutes a run of ``stage`` takes beyond its budget, and where that figure comes from."""
     measured = []
-    for path in sorted((root / RECORDS / stage).glob("*.json")):
-        rec = json.loads(path.read_text(encoding="utf-8"))
+    for rec in read_all(root / RECORDS / stage):
         if rec.get("kind") == "run" and not rec.get("resumed"):
             budget = float(rec["budget_minutes"])
             curve = rec.get("curve") or []
@@ -943,6 +935,15 @@ def main(argv: list[str] | None = None) -> int:
     table = sub.add_parser("table", help="write the page (and its figure) from the records")
     table.add_argument("--out", type=Path, default=ROOT / "docs" / "recipe.md")
     args = parser.parse_args(argv)
+    try:
+        return command(args, parser)
+    except AttnmtError as err:  # a record that does not read: named, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``table`` or ``run``, as parsed by :func:`main`."""
     if args.what == "table":
         from experiments.recipe_page import write_page
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_json
+from attnmt.errors import DataError
 from attnmt.machine import this_machine
 from attnmt.run_record import read_record, source_commit
 
@@ -125,8 +126,28 @@ def provenance_fields(started: float, threads: int) -> dict[str, Any]:
 
 
 def read_all(records: Path) -> list[dict[str, Any]]:
-    """Every record in ``records``, by file name."""
-    return [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
+    """Every record in ``records``, by file name; :class:`~attnmt.errors.DataError` naming
+    the file, line and column of one that is not a JSON object."""
+    out = []
+    for path in sorted(records.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(
+                f"{path}: not a record (invalid JSON at line {err.lineno}, column {err.colno}: "
+                f"{err.msg}); restore it (git checkout -- {path}) or move it aside"
+            ) from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise DataError(
+                f"{path}: cannot be read ({err}); restore it or move it aside"
+            ) from None
+        if not isinstance(data, dict):
+            raise DataError(
+                f"{path}: not a record (a JSON {type(data).__name__}, not an object); restore "
+                "it or move it aside"
+            )
+        out.append(data)
+    return out
 
 
 def at_step(rec: dict[str, Any], step: int, col: int) -> float | None:

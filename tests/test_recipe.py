@@ -265,6 +265,25 @@ def test_a_run_cut_off_is_resumed_with_what_is_left_of_its_budget(
     assert not folder.exists() and len(list(folder.parent.glob(f"{folder.name}.abandoned-*"))) == 1
 
 
+def test_a_record_that_does_not_read_is_named_and_nothing_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "results/recipe/compare/recipe-ding_de_en-seed1-45min.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"kind": "run",\n "stem": ', encoding="utf-8")  # cut off while written
+    monkeypatch.setattr(recipe, "ROOT", tmp_path)
+    started: list[str] = []
+    monkeypatch.setattr(Runner, "execute", lambda self, run: started.append(run.stem))
+    assert recipe.main(["run", "--stage", "compare"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {bad}: not a record (invalid JSON at line 2, column 10" in err
+    assert "Traceback" not in err and started == []
+    bad.write_text("[1, 2]", encoding="utf-8")
+    assert recipe.main(["table", "--out", str(tmp_path / "recipe.md")]) == 2
+    assert "(a JSON list, not an object)" in capsys.readouterr().err
+    assert not (tmp_path / "recipe.md").exists()
+
+
 def test_a_run_folder_another_cpu_kind_trained_in_is_moved_aside_not_resumed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
