@@ -5,12 +5,13 @@
 # docs/training.md, "Precision") and fp32, one run at a time.
 # PRESETS / PRECISIONS narrow the runs, OVERRIDES adds Hydra overrides to each (for example
 # "trainer.max_tokens=16384"), TESTS narrows the tests; TEST_TIMEOUT / RUN_TIMEOUT bound each
-# step (seconds; TEST_TIMEOUT=0 skips the tests).
+# step (seconds; TEST_TIMEOUT=0 skips the tests). Then, unless SHAPES_TIMEOUT=0, the probe
+# against new batch shapes (benchmarks/probe_shapes.py) for each preset, with OVERRIDES.
 #
 #   bash scripts/gpu_check.sh OUT_DIR [DEFAULT_STEPS] [BASE_STEPS]
 #
-# Writes OUT_DIR/info.txt (GPU, torch, CPU), OUT_DIR/tests.log and OUT_DIR/runs.tgz (each
-# run's summary.json, metrics.jsonl and train.log). `python -m benchmarks.gpu_runs OUT_DIR`
+# Writes OUT_DIR/info.txt (GPU, torch, CPU), OUT_DIR/tests.log, OUT_DIR/runs.tgz (each
+# run's summary.json, metrics.jsonl and train.log) and OUT_DIR/probe_shapes.json. `python -m benchmarks.gpu_runs OUT_DIR`
 # reads them back into a table. Needs python with torch (CUDA build), hydra-core, omegaconf,
 # sentencepiece, sacrebleu, matplotlib, tensorboard; pytest-xdist for WORKERS > 0.
 set -u
@@ -59,3 +60,11 @@ for preset in ${PRESETS:-transformer transformer_base}; do
             -C "$runs" .
     done
 done
+
+if [ "${SHAPES_TIMEOUT:-120}" -gt 0 ]; then
+    # shellcheck disable=SC2086  # PRESETS and OVERRIDES are lists
+    timeout "${SHAPES_TIMEOUT:-120}" "$py" -m benchmarks.probe_shapes \
+        --models ${PRESETS:-transformer transformer_base} --device "${DEVICE:-cuda}" \
+        --out "$out/probe_shapes.json" ${OVERRIDES:-} >>"$out/info.txt" 2>&1
+    echo "probe_shapes exit $?" >>"$out/info.txt"
+fi
