@@ -10,7 +10,8 @@ when train.py exits 0 with a test result; its test hypotheses go beside it for t
 paired bootstraps (an attention-table run's entropy and silver AER into it, also for the
 table's check at the preset's size), and for runs on the fixed sentence's corpus the attention
 maps of that sentence (experiments/attention_map.py).
-A run is started only if its estimate (experiments/results_plan.py) fits in the hours left;
+A run is started only if its estimate (experiments/results_plan.py) fits in the hours left:
+when the next in order does not, the first after it that does starts instead;
 SIGINT or SIGTERM is passed to the running train.py (which saves last.pt and exits non-zero:
 no record, the run is redone next time) and no further run starts. At the end, stopped or
 not, the tables and the attention guide are regenerated from the ledger. Nothing is
@@ -239,15 +240,17 @@ class Runner:
                 if not todo:
                     return None
                 run = todo[0]
-                if deadline is not None:
+                if deadline is not None:  # the first in order that fits in the time left
                     left = (deadline - self.clock()) / 60.0
-                    if run.estimate_min > left:
+                    fits = next((r for r in todo if r.estimate_min <= left), None)
+                    if fits is None:
                         outcome.stopped_for_time = (
                             f"next run ({run.describe()}) is estimated at "
                             f"{run.estimate_min:.0f} min; {max(left, 0):.0f} min of "
-                            "RESULTS_HOURS left"
+                            "RESULTS_HOURS left, and no run left fits in it"
                         )
                         return None
+                    run = fits
                 claimed.add((run.key, run.seed))
                 return run
 

@@ -478,9 +478,12 @@ def test_a_run_starts_only_if_its_estimate_fits_the_hours_left(tmp_path: Path) -
         return 0
 
     outcome = runner(tmp_path, launch, hours=1.0, clock=clock).run()
-    # 40-minute first guess: the first fits in 60, the second (24 min left) does not
-    assert len(outcome.recorded) == 1
-    assert "estimated at 40 min; 30 min of RESULTS_HOURS left" in outcome.stopped_for_time
+    # first guesses: a main run 40 min, an attention run 22. The first main run fits in 60;
+    # with 30 left no main run does (40, or 30 recorded x 1.25 for the first one's settings),
+    # and the first attention run after them does; then nothing fits in the 0 left
+    assert [r.split(":")[0] for r in outcome.recorded] == ["main", "attention"]
+    assert FIRST_GUESS_MIN["main"] > 30 >= FIRST_GUESS_MIN["attention"]
+    assert "0 min of RESULTS_HOURS left, and no run left fits in it" in outcome.stopped_for_time
 
 
 @pytest.mark.slow
