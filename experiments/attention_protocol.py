@@ -107,10 +107,17 @@ def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
     return max(free) / 60.0
 
 
-def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> list[str]:
-    """docs/results.md's statement of the table's length: each probe's flattening step."""
+def protocol_lines(
+    records: list[dict[str, Any]],
+    updates: int,
+    every: int,
+    command: str = "python -m experiments.attention_protocol run",
+    config: str = "results_attention.yaml",
+) -> list[str]:
+    """docs/results.md's statement of a table's length: each probe's flattening step
+    (``command`` runs the probes; ``config`` sets the table's ``trainer.max_steps``)."""
     if not records:
-        return ["No probe recorded yet (`python -m experiments.attention_protocol run`)."]
+        return [f"No probe recorded yet (`{command}`)."]
     lines = [
         f"The rule: the first validation L of a probe from which on the best validation NLL so "
         f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
@@ -145,7 +152,7 @@ def protocol_lines(records: list[dict[str, Any]], updates: int, every: int) -> l
         else "A probe has not flattened: the table's length is not settled by the rule yet."
     )
     if chosen is not None and chosen != updates:
-        verdict += " **They differ: set trainer.max_steps in results_attention.yaml.**"
+        verdict += f" **They differ: set trainer.max_steps in {config}.**"
     notes = [f"{r['variant']}, {r['pace_note']}." for r in records if r.get("pace_note")]
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
 

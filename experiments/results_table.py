@@ -27,7 +27,13 @@ from typing import Any
 
 from attnmt.atomic import atomic_path, write_text
 from attnmt.run_curves import Curve, validation_figure
-from experiments import attention_preset, attention_protocol, attention_table, main_table_analysis
+from experiments import (
+    attention_preset,
+    attention_protocol,
+    attention_table,
+    main_protocol,
+    main_table_analysis,
+)
 from experiments.comparison_stats import mean_std
 from experiments.ledger import Record, read_records, stale_reason
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, make_plan
@@ -91,6 +97,11 @@ def machines_section(records: list[Record], labels: dict[str, str]) -> list[str]
 
 def _of(cell: Cell, plan: Plan, records: list[Record]) -> list[Record]:
     return sorted((r for r in records if r.key == plan.keys[cell]), key=lambda r: r.seed)
+
+
+def main_length_section(lines: Sequence[str]) -> list[str]:
+    """The main table's protocol under its own heading ([] without one)."""
+    return ["### Protocol: the main table's length", "", *lines, ""] if lines else []
 
 
 def _trainer(plan: Plan, table: str, key: str) -> Any:
@@ -177,10 +188,13 @@ def page(
     protocol: Sequence[str] = (),
     main_analysis: Sequence[str] = (),
     preset: Sequence[attention_table.CellMeasures] = (),
+    main_protocol_lines: Sequence[str] = (),
 ) -> str:
     """The whole of docs/results.md (``attention``: the attention table's cells; ``analysis``
     and ``main_analysis``: the generated text under the attention and main tables;
-    ``preset``: the cells of the attention table's check at the preset's size)."""
+    ``preset``: the cells of the attention table's check at the preset's size;
+    ``protocol`` and ``main_protocol_lines``: the two tables' lengths by the flattening
+    rule)."""
     labels = machine_labels(records)
     beams = sorted({str(r.test.get("beam", "?")) for r in records})
     missing = [r.describe() for r in plan.todo]
@@ -214,6 +228,7 @@ def page(
         "",
         *(main_analysis or ["Not enough runs for the analysis yet."]),
         "",
+        *main_length_section(main_protocol_lines),
         "## Attention scorers × alignment modes",
         "",
         f"`experiment=results_attention` on ding_de_en: {_trainer(plan, 'attention', 'max_steps')} "
@@ -267,6 +282,7 @@ def write_docs(
     plan: Plan | None = None,
     toy_ledger: Path = TOY_LEDGER,
     protocol_dir: Path = attention_protocol.RECORDS,
+    main_protocol_dir: Path = main_protocol.RECORDS,
 ) -> Path:
     """Read the ledger, plan against it, write ``out`` and its curve PNGs beside it."""
     records, bad = read_records(ledger)
@@ -283,7 +299,16 @@ def write_docs(
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
-    text = page(plan, plan.current, curves, bad, cells, analysis, protocol, main_analysis, preset)
+    updates, every = (_trainer(plan, "main", k) for k in ("max_steps", "val_every_steps"))
+    main_length = (
+        main_protocol.section(read_all(main_protocol_dir), int(updates), int(every))
+        if str(updates).isdigit() and str(every).isdigit()  # one length for every row
+        else []
+    )
+    text = page(
+        plan, plan.current, curves, bad, cells, analysis, protocol, main_analysis, preset,
+        main_length,
+    )  # fmt: skip
     write_text(out, text)
     print(f"wrote {out} ({len(plan.current)} records, {len(plan.stale)} stale)", file=sys.stderr)
     return out

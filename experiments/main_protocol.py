@@ -1,0 +1,88 @@
+"""How long the main table trains: each model preset on each corpus, trained long, and the
+update at which its validation NLL has flattened (issue 36: the attention table's rule).
+
+    python -m experiments.main_protocol run [--jobs 2]   # the probes -> records
+    python -m experiments.main_protocol show             # where each flattens
+
+Each probe is a main-table row (``experiment=results_main``: the preset at its own size, the
+table's trainer settings) at seed 1, trained :data:`PROBE_UPDATES` updates and validated
+every :data:`PROBE_EVERY` by experiments/variant_runs.py; its record (results/main_protocol/)
+keeps the validation curve, the minutes and the machine. The rule and the length it gives
+are experiments/attention_protocol.py's (:func:`~experiments.attention_protocol.flattening`,
+:func:`~experiments.attention_protocol.table_updates`): the latest flattening step of the
+probes, rounded up to one of the table's validations, is the table's ``trainer.max_steps``
+(configs/experiment/results_main.yaml). Probes run one thread each, ``--jobs`` at a time;
+a probe with a record is not rerun, so the command goes on where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from experiments.attention_protocol import flattening, protocol_lines
+from experiments.variant_runs import Variant, read_all, run_variant
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "results" / "main_protocol"
+RUNS = ROOT / "outputs" / "main_protocol"
+PROBE_UPDATES = 6000
+PROBE_EVERY = 250
+COMMON = (
+    "experiment=results_main",
+    f"trainer.max_steps={PROBE_UPDATES}",
+    f"trainer.val_every_steps={PROBE_EVERY}",
+    "trainer.num_heatmaps=0",
+    "trainer.keep_best=1",
+)
+CORPORA = ("ding_de_en", "bible_en_fr")
+PRESETS = ("transformer", "rnn_bahdanau", "rnn_luong")
+PROBES = tuple(
+    Variant(f"{corpus} {preset}", (f"data={corpus}", f"model={preset}"))
+    for corpus in CORPORA
+    for preset in PRESETS
+)
+"""Every row of the main table (configs/experiment/results_main.yaml's grid), seed 1."""
+COMMAND = "python -m experiments.main_protocol run --jobs 2"
+
+
+def section(records: list[dict[str, Any]], updates: int, every: int) -> list[str]:
+    """docs/results.md's statement of the main table's length: the probes, where each
+    flattens, the length the rule gives against ``updates`` (the table's), and which probes
+    are still to run."""
+    lines = protocol_lines(records, updates, every, COMMAND, "results_main.yaml")
+    done = {r.get("variant") for r in records}
+    missing = [p.name for p in PROBES if p.name not in done]
+    if missing:
+        lines += [
+            "",
+            f"Probes not yet run ({len(missing)} of {len(PROBES)}, {PROBE_UPDATES} updates each, "
+            f"validated every {PROBE_EVERY}): {', '.join(missing)} (`{COMMAND}`). Until every "
+            "row's probe has flattened, the table's length is not the rule's.",
+        ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=("run", "show"))
+    parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
+    args = parser.parse_args(argv)
+    if args.what == "run":
+
+        def probe(v: Variant) -> Path | None:
+            return run_variant(v, 1, 1, COMMON, RUNS, RECORDS)
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for v, path in zip(PROBES, pool.map(probe, PROBES)):
+                print(f"{v.name}: {path or 'FAILED'}", flush=True)
+    for rec in read_all(RECORDS):
+        print(f"{rec['variant']}: flattens at {flattening(rec)} of {rec['updates']} updates")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

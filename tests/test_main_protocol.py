@@ -1,0 +1,49 @@
+"""experiments/main_protocol.py: the main table's length by the attention table's flattening
+rule, from one probe per row of the table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiments import main_protocol as mp
+
+MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
+
+
+def probe(name: str, nll: list[float], every: int = 250) -> dict[str, Any]:
+    curve = [[every * (i + 1), v, 0.0] for i, v in enumerate(nll)]  # step, NLL, BLEU
+    return {"variant": name, "curve": curve, "updates": curve[-1][0], "train_minutes": 10.0,
+            "test": {"bleu": 5.0}, "machine": MACHINE}  # fmt: skip
+
+
+# best NLL so far flat from 1,250 on (by hand: 3.50 against 3.51 at 1,000 is 0.28%, while at
+# 1,000 against 750: (3.6 - 3.51) / 3.6 = 2.5%); the falling one never flattens
+FLAT = [4.5, 4.0, 3.6, 3.51, 3.50, 3.50, 3.55, 3.6]
+FALLING = [4.5, 4.2, 4.0, 3.8, 3.6, 3.4, 3.2, 3.0]
+
+
+def test_every_row_of_the_table_has_a_probe_with_the_table_s_settings() -> None:
+    names = [p.name for p in mp.PROBES]
+    assert len(names) == len(mp.CORPORA) * len(mp.PRESETS) == 6
+    assert "bible_en_fr rnn_luong" in names
+    assert mp.COMMON[0] == "experiment=results_main"
+    assert f"trainer.max_steps={mp.PROBE_UPDATES}" in mp.COMMON
+
+
+def test_the_section_names_the_probes_still_to_run_and_the_rule_s_length() -> None:
+    none = "\n".join(mp.section([], 1500, 200))
+    assert "No probe recorded yet" in none and "Probes not yet run (6 of 6" in none
+    some = [probe(p.name, FLAT) for p in mp.PROBES[:5]]
+    text = "\n".join(mp.section(some, 1500, 200))
+    assert (
+        "Probes not yet run (1 of 6, 6000 updates each" in text and "bible_en_fr rnn_luong" in text
+    )
+    every = [*some, probe(mp.PROBES[5].name, FLAT)]
+    text = "\n".join(mp.section(every, 1500, 200))
+    # 1,250 rounded up to the table's validation every 200: 1,400
+    assert "The rule gives 1400 updates (rounded up to the table's validation every 200)" in text
+    assert "**They differ: set trainer.max_steps in results_main.yaml.**" in text
+    assert "not yet run" not in text and "Probes not yet run" not in text
+    assert "They differ" not in "\n".join(mp.section(every, 1400, 200))
+    late = "\n".join(mp.section([*some, probe(mp.PROBES[5].name, FALLING)], 1500, 200))
+    assert "A probe has not flattened" in late
