@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> None:
         found = measure(work, preset, device, args.batches, args.rounds)
         report["runs"].append(found)
         print(line(found), flush=True)
+        write_json(args.out, report)  # after each preset: a time limit keeps what was done
     work.close()
-    write_json(args.out, report)
     print(f"wrote {args.out}")
 
 
