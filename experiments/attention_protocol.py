@@ -22,6 +22,7 @@ import math
 import statistics
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -80,15 +81,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=("run", "show"))
     parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
     args = parser.parse_args(argv)
-    if args.what == "run":
+    return run_probes(args.what == "run", args.jobs, PROBES, COMMON, RUNS, RECORDS)
+
+
+def run_probes(
+    run: bool,
+    jobs: int,
+    probes: Sequence[Variant],
+    common: tuple[str, ...],
+    runs: Path,
+    records: Path,
+) -> int:
+    """``run``: train the ``probes`` that lack a record (seed 1, one thread each, ``jobs`` at
+    a time); then print where each recorded probe flattens."""
+    if run:
 
         def probe(v: Variant) -> Path | None:
-            return run_variant(v, 1, 1, COMMON, RUNS, RECORDS)
+            return run_variant(v, 1, 1, common, runs, records)
 
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for v, path in zip(PROBES, pool.map(probe, PROBES)):
+        with ThreadPoolExecutor(jobs) as pool:
+            for v, path in zip(probes, pool.map(probe, probes)):
                 print(f"{v.name}: {path or 'FAILED'}", flush=True)
-    for rec in read_all(RECORDS):
+    for rec in read_all(records):
         size = f" ({rec['other_size']})" if rec.get("other_size") else ""
         print(f"{rec['variant']}{size}: flattens at {flattening(rec)} of {rec['updates']} updates")
     return 0

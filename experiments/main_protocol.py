@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from experiments.attention_protocol import flattening, protocol_lines
-from experiments.variant_runs import Variant, read_all, run_variant
+from experiments.attention_protocol import protocol_lines, run_probes
+from experiments.variant_runs import Variant
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "main_protocol"
@@ -71,17 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=("run", "show"))
     parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
     args = parser.parse_args(argv)
-    if args.what == "run":
-
-        def probe(v: Variant) -> Path | None:
-            return run_variant(v, 1, 1, COMMON, RUNS, RECORDS)
-
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for v, path in zip(PROBES, pool.map(probe, PROBES)):
-                print(f"{v.name}: {path or 'FAILED'}", flush=True)
-    for rec in read_all(RECORDS):
-        print(f"{rec['variant']}: flattens at {flattening(rec)} of {rec['updates']} updates")
-    return 0
+    return run_probes(args.what == "run", args.jobs, PROBES, COMMON, RUNS, RECORDS)
 
 
 if __name__ == "__main__":
