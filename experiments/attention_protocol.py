@@ -77,29 +77,30 @@ def table_updates(records: list[dict[str, Any]], every: int) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "show"))
-    parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
-    args = parser.parse_args(argv)
-    return run_probes(args.what == "run", args.jobs, PROBES, COMMON, RUNS, RECORDS)
+    return probes_main(argv, __doc__, PROBES, COMMON, RUNS, RECORDS)
 
 
-def run_probes(
-    run: bool,
-    jobs: int,
+def probes_main(
+    argv: list[str] | None,
+    doc: str | None,
     probes: Sequence[Variant],
     common: tuple[str, ...],
     runs: Path,
     records: Path,
 ) -> int:
-    """``run``: train the ``probes`` that lack a record (seed 1, one thread each, ``jobs`` at
-    a time); then print where each recorded probe flattens."""
-    if run:
+    """A probe module's command line (``run [--jobs N]`` or ``show``; ``doc``: its docstring):
+    ``run`` trains the ``probes`` that lack a record (seed 1, one thread each, N at a time);
+    both then print where each recorded probe flattens."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("what", choices=("run", "show"))
+    parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
+    args = parser.parse_args(argv)
+    if args.what == "run":
 
         def probe(v: Variant) -> Path | None:
             return run_variant(v, 1, 1, common, runs, records)
 
-        with ThreadPoolExecutor(jobs) as pool:
+        with ThreadPoolExecutor(args.jobs) as pool:
             for v, path in zip(probes, pool.map(probe, probes)):
                 print(f"{v.name}: {path or 'FAILED'}", flush=True)
     for rec in read_all(records):

@@ -17,12 +17,11 @@ a probe with a record is not rerun, so the command goes on where the last one st
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
-from experiments.attention_protocol import protocol_lines, run_probes
+from experiments.attention_protocol import probes_main, protocol_lines
 from experiments.variant_runs import Variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,11 +65,7 @@ def section(records: list[dict[str, Any]], updates: int, every: int) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "show"))
-    parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
-    args = parser.parse_args(argv)
-    return run_probes(args.what == "run", args.jobs, PROBES, COMMON, RUNS, RECORDS)
+    return probes_main(argv, __doc__, PROBES, COMMON, RUNS, RECORDS)
 
 
 if __name__ == "__main__":

@@ -569,13 +569,8 @@ class Runner:
     poll_s: float = POLL_S
     stopping: bool = False
     child: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    kind: str = ""
-    """This machine's CPU kind (:func:`cpu_kind`); '' reads it when first asked."""
-
-    def here(self) -> str:
-        if not self.kind:
-            self.kind = cpu_kind(this_machine().to_dict())
-        return self.kind
+    kind: str = field(default_factory=lambda: cpu_kind(this_machine().to_dict()))
+    """This machine's CPU kind (:func:`cpu_kind`)."""
 
     def env(self) -> dict[str, str]:
         n = str(self.threads)
@@ -620,7 +615,7 @@ class Runner:
         docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
         folder = run.run_dir(self.root)
         done = trained(folder)
-        others = folder_kinds(folder) - {self.here()} if done is not None else set()
+        others = folder_kinds(folder) - {self.kind} if done is not None else set()
         if (done is None or others) and folder.exists():
             why, tag = (
                 (f"trained on another CPU kind ({'; '.join(sorted(others))})", "other-cpu")
@@ -844,20 +839,18 @@ def run_entries(
     title: str = "recipe",
     dry_run: bool = False,
     clock: Callable[[], float] = time.time,
-    kind: str | None = None,
 ) -> int:
     """Run what ``entries`` lack, in order, while it fits in ``hours`` (0: no limit), unless
-    a stage's records are of a CPU kind other than ``kind`` (this machine's when None):
-    then exit 2 with :func:`kind_refusal`'s reason, nothing started."""
+    a stage's records are of a CPU kind other than the runner's: then exit 2 with
+    :func:`kind_refusal`'s reason, nothing started."""
     root = runner.root
-    here = kind or runner.here()
+    stages = sorted({e.stage for e in entries if isinstance(e, PlannedRun)})
     notes = []
-    refusals = []
-    for stage in sorted({e.stage for e in entries if isinstance(e, PlannedRun)}):
+    for stage in stages:
         minutes, how = overhead(stage, root)
         notes.append(f"{stage} runs' overhead {minutes:.0f} min: {how}")
-        why = kind_refusal(stage, root, here)
-        refusals += [why] if why and why not in refusals else []
+    groups = dict.fromkeys(group_of(stage) for stage in stages)  # seeds plans corpora's run
+    refusals = [why for g in groups if (why := kind_refusal(g[0], root, runner.kind))]
     show_plan(title, todos(entries, root), len(entries), hours, "; ".join(notes), root)
     for why in refusals:
         print(f"{title}: {'would not start' if dry_run else 'not started'}: {why}")

@@ -120,18 +120,17 @@ def precision_text(rec: Rec) -> str:
     return "+".join(names or ["–"]) + (f" on {'+'.join(devices)}" if devices else "")
 
 
-def same_kind(a: Rec, b: Rec) -> bool:
-    """Whether two run records' minutes were measured on one CPU kind, the same
-    (experiments.recipe ``record_kinds``): only then do they compare at equal minutes."""
+NOT_COMPARED = "other CPU kind: not compared"
+"""What stands in a difference's place when its two records are not of one CPU kind."""
+
+
+def comparable(a: Rec | None, b: Rec | None) -> bool:
+    """False when both records exist and their minutes were not measured on one CPU kind, the
+    same (experiments.recipe ``record_kinds``): only that kind compares at equal minutes."""
+    if a is None or b is None:
+        return True
     kinds = record_kinds(a)
     return len(kinds) == 1 and kinds == record_kinds(b)
-
-
-def kind_diff(a: Rec | None, b: Rec | None, value: float | None, base: float | None) -> str:
-    """:func:`diff_text` of two records' figures, or why there is none: different CPU kinds."""
-    if a is not None and b is not None and not same_kind(a, b):
-        return "other CPU kind: not compared"
-    return diff_text(value, base)
 
 
 def test_cell(scores: Rec | None) -> str:
@@ -178,11 +177,15 @@ def compare_section(recs: Records) -> list[str]:
             if rec is None:
                 cells = ["not measured yet", *["–"] * (len(marks) + 4)]
             else:
+                if run.variant == RECIPE.name:
+                    delta = "–"
+                elif comparable(rec, base_rec):
+                    delta = diff_text(bleu_at(rec, budget), base)
+                else:
+                    delta = NOT_COMPARED
                 cells = [
                     *(num(bleu_at(rec, m)) for m in marks),
-                    "–"
-                    if run.variant == RECIPE.name
-                    else kind_diff(rec, base_rec, bleu_at(rec, budget), base),
+                    delta,
                     num(rec["curve"][-1][2], 3) if rec["curve"] else "–",
                     str(rec.get("updates", "–")),
                     f"{rec['params'] / 1e6:.2f}M" if rec.get("params") else "–",
@@ -267,9 +270,8 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
     verdicts = []
     for corpus in CORPORA:
         pair = [recs.get(corpora_run(v, corpus).stem) for v in (RECIPE, DEFAULT)]
-        if pair[0] is not None and pair[1] is not None and not same_kind(pair[0], pair[1]):
-            cells = ["other CPU kind: not compared"] * len(marks)
-            lines.append(f"| {corpus.name} | " + " | ".join(cells) + " |")
+        if not comparable(*pair):
+            lines.append(f"| {corpus.name} | " + " | ".join([NOT_COMPARED] * len(marks)) + " |")
             continue
         diffs = []
         for m in marks:

@@ -104,10 +104,20 @@ def main_length_section(lines: Sequence[str]) -> list[str]:
     return ["### Protocol: the main table's length", "", *lines, ""] if lines else []
 
 
-def _trainer(plan: Plan, table: str, key: str) -> Any:
-    cells = [c for c in plan.cells if c.table == table]
-    values = {plan.settings[c].get("trainer", {}).get(key) for c in cells} if cells else set()
-    return ", ".join(str(v) for v in sorted(values, key=str)) or "?"
+def _trainer_values(plan: Plan, table: str, key: str) -> set[Any]:
+    """The values of ``trainer.<key>`` among ``table``'s cells."""
+    return {plan.settings[c].get("trainer", {}).get(key) for c in plan.cells if c.table == table}
+
+
+def _trainer(plan: Plan, table: str, key: str) -> str:
+    return ", ".join(str(v) for v in sorted(_trainer_values(plan, table, key), key=str)) or "?"
+
+
+def _trainer_int(plan: Plan, table: str, key: str) -> int | None:
+    """``trainer.<key>`` when every cell of ``table`` has the same whole number, else None."""
+    values = _trainer_values(plan, table, key)
+    one = values.pop() if len(values) == 1 else None
+    return one if isinstance(one, int) else None
 
 
 def main_table(plan: Plan, records: list[Record], labels: dict[str, str]) -> list[str]:
@@ -299,10 +309,10 @@ def write_docs(
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
-    updates, every = (_trainer(plan, "main", k) for k in ("max_steps", "val_every_steps"))
+    updates, every = (_trainer_int(plan, "main", k) for k in ("max_steps", "val_every_steps"))
     main_length = (
-        main_protocol.section(read_all(main_protocol_dir), int(updates), int(every))
-        if str(updates).isdigit() and str(every).isdigit()  # one length for every row
+        main_protocol.section(read_all(main_protocol_dir), updates, every)
+        if updates is not None and every is not None  # one length for every row
         else []
     )
     text = page(

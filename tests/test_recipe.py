@@ -199,17 +199,20 @@ def test_a_stage_measured_on_another_cpu_kind_is_refused_and_nothing_starts(
     _write(compare[0].record_path(tmp_path), record(compare[0], 50.0) | {"machine": OTHER})
     clock = [0.0]
     runner = FakeRunner(tmp_path, clock)
-    assert recipe.run_entries(compare, runner, 0, clock=lambda: clock[0], kind=HERE) == 2
+    runner.kind = HERE
+    assert recipe.run_entries(compare, runner, 0, clock=lambda: clock[0]) == 2
     out = capsys.readouterr().out
     assert runner.started == [] and "not started: the compare stage's records" in out
     assert "GenuineIntel 6/207" in out and "move results/recipe/compare aside" in out
-    assert recipe.run_entries(compare, runner, 0, dry_run=True, kind=HERE) == 0
+    assert recipe.run_entries(compare, runner, 0, dry_run=True) == 0
     assert "would not start" in capsys.readouterr().out
     # the kind of the records goes on; the corpora stage has none: it starts here
     other = recipe.cpu_kind(OTHER)
-    assert recipe.run_entries(compare[:2], runner, 0, clock=lambda: clock[0], kind=other) == 0
+    runner.kind = other
+    assert recipe.run_entries(compare[:2], runner, 0, clock=lambda: clock[0]) == 0
     assert runner.started == [compare[1].stem]
-    assert recipe.run_entries(corpora[:1], runner, 0, clock=lambda: clock[0], kind=HERE) == 0
+    runner.kind = HERE
+    assert recipe.run_entries(corpora[:1], runner, 0, clock=lambda: clock[0]) == 0
     _write(corpora[0].record_path(tmp_path), record(corpora[0], 150.0) | {"machine": MACHINE})
     # seeds reuses the corpora stage's run: it is held to the corpora stage's kind
     assert recipe.kind_refusal("seeds", tmp_path, HERE) is None
