@@ -154,3 +154,25 @@ def test_causal_needs_square() -> None:
     k = torch.randn(1, 1, 3, 4)
     with pytest.raises(ValueError, match="Tq == Tk"):
         scaled_dot_attention(q, k, k, causal=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("masked", [False, True])
+def test_on_a_gpu_the_fused_path_never_runs_cudnn_attention(masked: bool) -> None:
+    # cuDNN's SDPA builds a plan per new shape (~0.3 s on an H100): it must not be chosen,
+    # in bf16 (where torch would prefer it on Hopper), forward and backward
+    from torch.profiler import ProfilerActivity, profile
+
+    mha = MultiHeadAttention(64, 4).cuda()
+    mask = _padded_inputs()[2].cuda()
+    x = torch.randn(3, 5, 64, device="cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out, _ = mha(x, mask=mask if masked else None)
+        out.float().sum().backward()
+        torch.cuda.synchronize()
+    names = [e.key.lower() for e in prof.key_averages()]
+    assert not [n for n in names if "cudnn" in n], names
+    fast = mha(x, mask=mask if masked else None)[0]
+    slow = mha(x, mask=mask if masked else None, need_weights=True)[0]
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-4)

@@ -12,6 +12,10 @@ Masks are bool "allowed" masks (True = may attend), broadcastable to [B,H,Tq,Tk]
 padding mask becomes ``~src_pad_mask[:, None, None, :]``. A query row with no allowed
 key gets an all-zero context (so its output is W_O's bias) on both paths, never NaN.
 
+On a GPU the fused path leaves out cuDNN's attention backend (:func:`sdpa`): cuDNN builds an
+execution plan for every new (batch, length) shape, about 0.3 s on an H100, and the
+length-bucketed loader gives nearly every batch a new shape (docs/performance.md, "On a GPU").
+
 Incremental decoding splits the layer into :meth:`MultiHeadAttention.project_kv`
 (keys/values in head layout [B,H,Tk,d_k], computed once for cross-attention, appended
 step by step for a self-attention cache) and :meth:`MultiHeadAttention.attend`.
@@ -24,6 +28,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attnmt.errors import ConfigError
 from attnmt.models.attention import masked_softmax
@@ -39,6 +44,26 @@ def merge_heads(x: Tensor) -> Tensor:
     """[B,H,T,d] -> [B,T,H·d]."""
     b, h, t, d = x.shape
     return x.transpose(1, 2).reshape(b, t, h * d)
+
+
+NO_CUDNN = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+"""The SDPA backends a GPU may choose from: all but cuDNN's (module docstring)."""
+
+
+def sdpa(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+) -> Tensor:
+    """``F.scaled_dot_product_attention``; on CUDA without the cuDNN backend, whose
+    per-shape plans cost more than a step (module docstring)."""
+    if not q.is_cuda:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    with sdpa_kernel(NO_CUDNN):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
 
 
 def scaled_dot_attention(
@@ -69,13 +94,13 @@ def scaled_dot_attention(
         dropped = F.dropout(weights, dropout) if dropout > 0 else weights
         return torch.matmul(dropped.to(v.dtype), v), weights
     if causal:
-        ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+        ctx = sdpa(q, k, v, dropout_p=dropout, is_causal=True)
         return ctx, None
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout), None
+        return sdpa(q, k, v, dropout_p=dropout), None
     # SDPA returns NaN on a row with no allowed key: open such rows fully, zero them after.
     has_key = mask.any(dim=-1, keepdim=True)  # [.., Tq, 1]
-    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout)
+    ctx = sdpa(q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout)
     return ctx.masked_fill(~has_key, 0.0), None
 
 
