@@ -94,7 +94,19 @@ def probes_main(
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("what", choices=("run", "show"))
     parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="these probes, in this order (names as `show` prints them, quoted)",
+    )
     args = parser.parse_args(argv)
+    if args.only:
+        by_name = {p.name: p for p in probes}
+        unknown = [n for n in args.only if n not in by_name]
+        if unknown:
+            parser.error(f"--only: no probe named {unknown}; the probes: {sorted(by_name)}")
+        probes = [by_name[n] for n in args.only]
     if args.what == "run":
 
         def probe(v: Variant) -> Path | None:
@@ -107,10 +119,6 @@ def probes_main(
         size = f" ({rec['other_size']})" if rec.get("other_size") else ""
         print(f"{rec['variant']}{size}: flattens at {flattening(rec)} of {rec['updates']} updates")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
@@ -296,3 +304,7 @@ def measured_line(plan: Plan, cells: list[Cell], seeds: list[int], toy_minutes: 
         f"minutes{left} and the synthetic task's recorded minutes, the whole table is about "
         f"**{plan_hours([*minutes, *toy_minutes]):.1f} hours** two at a time."
     )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
