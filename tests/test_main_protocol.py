@@ -3,8 +3,12 @@ rule, from one probe per row of the table."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from experiments import attention_protocol
 from experiments import main_protocol as mp
 
 MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
@@ -47,3 +51,29 @@ def test_the_section_names_the_probes_still_to_run_and_the_rule_s_length() -> No
     assert "They differ" not in "\n".join(mp.section(every, 1400, 200))
     late = "\n".join(mp.section([*some, probe(mp.PROBES[5].name, FALLING)], 1500, 200))
     assert "A probe has not flattened" in late
+
+
+def test_only_runs_the_named_probes_in_the_order_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+
+    def fake_run(v: Any, seed: int, threads: int, common: Any, runs: Path, records: Path) -> None:
+        ran.append(v.name)
+        assert (seed, threads, common) == (1, 1, mp.COMMON)
+        return None
+
+    monkeypatch.setattr(attention_protocol, "run_variant", fake_run)
+    monkeypatch.setattr(mp, "RECORDS", tmp_path)
+    wanted = ["ding_de_en rnn_luong", "bible_en_fr transformer"]
+    assert mp.main(["run", "--jobs", "1", "--only", *wanted]) == 0
+    assert ran == wanted
+    assert capsys.readouterr().out.splitlines() == [f"{n}: FAILED" for n in wanted]
+
+
+def test_only_names_the_probes_when_one_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        mp.main(["show", "--only", "ding_de_en lstm"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "ding_de_en lstm" in err and "ding_de_en transformer" in err
