@@ -47,7 +47,7 @@ test: setup ## run the test suite, slow end-to-end tests included (PYTEST_ARGS t
 test-fast: setup ## run the test suite without the slow tests
 	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
-lint: setup ## ruff check and format check, then mypy over src/attnmt ([tool.mypy] in pyproject.toml)
+lint: setup ## ruff check and format check, then mypy over all but tests/ ([tool.mypy] in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy

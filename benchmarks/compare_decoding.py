@@ -102,6 +102,7 @@ def compare(folder: Path, rounds: int, beams: Sequence[int], joey_py: Path) -> s
     out = folder / "decoding"
     out.mkdir(exist_ok=True)
     evaluate = [sys.executable, "evaluate.py", f"ckpt={setup['attnmt_run']}", "split=test"]
+    variants: list[tuple[str, list[str], Path | None]]
     variants = [(f"joeynmt-beam{setup['beam']}", [str(joey_py), "-m", "joeynmt", "translate",
                  setup["config"]], Path(setup["test_src"]))]  # fmt: skip
     variants += [(f"attnmt-beam{k}", [*evaluate, f"beam={k}", f"out_dir={out / f'attnmt-beam{k}'}",

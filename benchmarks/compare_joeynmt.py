@@ -196,7 +196,7 @@ def prepare(run: Path, work: Path, test_lines: int = 0) -> dict[str, Any]:
 
     src, tgt = corpus.read("train")  # exactly the pairs attnmt trains on
     lens = [np.array([len(x) for x in ids]) for ids in (tok.encode_src(src), tok.encode_tgt(tgt))]
-    kept, removed = filter_lengths(*lens, cfg["data"].get("max_len"),
+    kept, removed = filter_lengths(lens[0], lens[1], cfg["data"].get("max_len"),
                                    cfg["data"].get("max_len_ratio"), "train")  # fmt: skip
     vsrc, vref = corpus.read("valid")
     n_val = int(cfg["trainer"].get("val_subset") or 0) or len(vsrc)  # attnmt's validation set

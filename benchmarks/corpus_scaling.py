@@ -190,8 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         bench_size(n, out, args.warm_runs, args.extra, cold=not args.warm_only) for n in args.sizes
     ]
     machine = this_machine()
-    report = {"machine": machine.to_dict(), "cores": os.cpu_count()}
-    report.update(overrides=OVERRIDES + args.extra, results=results)
+    report = {
+        "machine": machine.to_dict(),
+        "cores": os.cpu_count(),
+        "overrides": OVERRIDES + args.extra,
+        "results": results,
+    }
     write_json(out / f"{args.tag}.json", report)
     md = table(results, machine.short())
     write_text(out / f"{args.tag}.md", md)

@@ -47,6 +47,7 @@ import uvicorn
 from attnmt.cli.translate import output_lines
 from attnmt.data.corpora import prepare_corpus
 from attnmt.decode.config import DecodeConfig
+from attnmt.decode.translator import Translator
 from attnmt.machine import this_machine
 from attnmt.serve.app import create_app
 from attnmt.serve.backend import ServedModel, load_model
@@ -54,7 +55,13 @@ from attnmt.serve.settings import ServeSettings
 
 
 def test_sentences(model: ServedModel, n: int) -> list[str]:
-    """The first ``n`` non-blank test sentences of the checkpoint's corpus."""
+    """The first ``n`` non-blank test sentences of the checkpoint's corpus (a CTranslate2
+    export does not name its corpus: exits with a message)."""
+    if not isinstance(model.translator, Translator):
+        raise SystemExit(
+            f"{model.translator.model_dir}: a CTranslate2 export does not name its corpus; "
+            "give --ckpt the attnmt run or checkpoint it was exported from"
+        )
     src, _ = prepare_corpus(model.translator.config["data"]).read("test")
     return [s for s in src if s.strip()][:n]
 
@@ -213,7 +220,7 @@ def load(args: argparse.Namespace) -> None:
         t.join()
     seconds = time.perf_counter() - start
     ended = server.stop()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for kind in ("sentence", "probe"):
         mine = [r for r in record if r["kind"] == kind]
         if not mine:

@@ -317,9 +317,9 @@ def _num(x: float | None) -> str:
 def _row(name: str, mine: list[dict[str, Any]]) -> str:
     """One table row: the mechanism, its seeds and mean ± std of each figure."""
     ent = [
-        (r.get("attention_entropy_norm") or {}).get("cross")
+        float(x)
         for r in mine
-        if (r.get("attention_entropy_norm") or {}).get("cross") is not None
+        if (x := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
     ]
     return (
         f"| {name} | {len(mine)} | {mean_std([r['test']['aer'] for r in mine], 3)} "
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "run":
         todo = [(m, s) for s in args.seeds for m in chosen]
         with ThreadPoolExecutor(args.jobs) as pool:
-            done = pool.map(lambda ms: run_one(*ms, threads, args.updates), todo)
+            done = pool.map(lambda ms: run_one(ms[0], ms[1], threads, args.updates), todo)
             for (m, s), path in zip(todo, done):
                 print(f"{m.name} seed {s}: {path or 'FAILED'}", flush=True)
     if args.what == "reach":
@@ -462,9 +462,9 @@ def main(argv: list[str] | None = None) -> int:
                 write_json(out, map_choices(run), indent=1)
                 print(f"wrote {out}")
     if args.what == "offsets":  # recall by word offset, seed 1 of the chosen mechanisms
-        out = {m.name: offset_recall(RUNS / stem(m, 1)) for m in chosen}
-        write_json(RECORDS / "offsets.json", out, indent=1)
-        for name, by in out.items():
+        recall = {m.name: offset_recall(RUNS / stem(m, 1)) for m in chosen}
+        write_json(RECORDS / "offsets.json", recall, indent=1)
+        for name, by in recall.items():
             cells = ", ".join(f"d {k}: {v['recall']:.2f}" for k, v in by.items())
             print(f"{name}: {cells}")
     if args.what == "maps":

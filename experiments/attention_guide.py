@@ -346,7 +346,7 @@ def section(plan: Plan, mech: Mechanism, ledger: Path, folder: Path, docs_dir: P
         record = record_of(plan, mech.cell)
         what = " ".join(mech.cell)
         maps = ledger / f"{record.stem}.attn.json" if record else None
-        if maps is not None and maps.is_file():
+        if record is not None and maps is not None and maps.is_file():
             data = json.loads(maps.read_text(encoding="utf-8"))
             png = folder / f"{'_'.join(mech.cell)}.png"
             title = f"{what}, seed {record.seed}: {data['hypothesis']}"
@@ -376,7 +376,7 @@ def transformer_section(plan: Plan, ledger: Path, folder: Path, docs_dir: Path) 
     ]
     record = transformer_record(plan)
     maps = ledger / f"{record.stem}.attn.json" if record else None
-    if maps is None or not maps.is_file():
+    if record is None or maps is None or not maps.is_file():
         return [*out, "Heatmaps: not yet run (transformer on ding_de_en, seed 1).", ""]
     data = json.loads(maps.read_text(encoding="utf-8"))
     panels = {

@@ -38,6 +38,7 @@ def capture(run: Path, source: str = FIXED_SOURCE, reference: str = FIXED_REFERE
     (hyp,) = translator.hypotheses([source], beam=1)
     src_ids = translator.encode([source])[0]
     batch = make_batch([src_ids], [hyp.tokens if hyp is not None else []])
+    tgt_input, tgt_out, _ = batch.target()
     maps = {k: v[0].float().cpu() for k, v in model.attention(batch).items()}
     last = max((int(k.rsplit("layer", 1)[1]) for k in maps if "/layer" in k), default=None)
     kept: dict[str, Any] = {}
@@ -53,8 +54,8 @@ def capture(run: Path, source: str = FIXED_SOURCE, reference: str = FIXED_REFERE
         "reference": reference,
         "hypothesis": translator.text(hyp) if hyp is not None else "",
         "src_pieces": tok.src_pieces(batch.src[0].tolist()),
-        "tgt_input": tok.tgt_pieces(batch.tgt_input[0].tolist()),
-        "tgt_out": tok.tgt_pieces(batch.tgt_out[0].tolist()),
+        "tgt_input": tok.tgt_pieces(tgt_input[0].tolist()),
+        "tgt_out": tok.tgt_pieces(tgt_out[0].tolist()),
         "layer": last,
         "maps": kept,
     }

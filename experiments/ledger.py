@@ -149,7 +149,8 @@ def write_record(directory: Path, record: Record) -> Path:
 def read_records(directory: Path) -> tuple[list[Record], list[str]]:
     """Every record under ``directory`` (sorted by file name) and the files that are not
     records (bad JSON, another schema), as lines saying why."""
-    records, bad = [], []
+    records: list[Record] = []
+    bad: list[str] = []
     if not Path(directory).is_dir():
         return records, bad
     names = {f.name for f in Record.__dataclass_fields__.values()}

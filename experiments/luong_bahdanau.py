@@ -171,9 +171,9 @@ def table(recs: list[dict[str, Any]]) -> str:
         last = shown[-1] if shown else 0
         bleu = mean_std([x for r in mine if (x := at_step(r, last, 2)) is not None], 2)
         ent = [
-            (r.get("attention_entropy_norm") or {}).get("cross")
+            float(x)
             for r in mine
-            if (r.get("attention_entropy_norm") or {}).get("cross") is not None
+            if (x := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
         ]
         lines.append(
             f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0]['params']:,} | "
@@ -197,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         todo = [(v, s) for s in args.seeds for v in chosen]
         threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
         with ThreadPoolExecutor(args.jobs) as pool:
-            for (v, s), path in zip(todo, pool.map(lambda vs: run_one(*vs, threads), todo)):
+            for (v, s), path in zip(
+                todo, pool.map(lambda vs: run_one(vs[0], vs[1], threads), todo)
+            ):
                 print(f"{v.name} seed {s}: {path or 'FAILED'}", flush=True)
     recs = records()
     write_text(DOC, table(recs))

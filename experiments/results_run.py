@@ -96,7 +96,10 @@ def collect(
     config_file = RunDir(run_dir).config_yaml
     settings = run.settings
     if config_file.is_file():
-        ran = defining_settings(OmegaConf.to_container(OmegaConf.load(config_file)))
+        composed = OmegaConf.to_container(OmegaConf.load(config_file))
+        ran = defining_settings(
+            {str(k): v for k, v in composed.items()} if isinstance(composed, dict) else {}
+        )
         if settings_key(ran) != run.key:
             log.warning("%s: the run's .hydra/config.yaml keys differently; kept", run_dir)
     curve = [[e["step"], e["minutes"], e["nll"], e["bleu"], e["chrf"]] for e in record.valid]

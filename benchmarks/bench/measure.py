@@ -9,7 +9,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -72,7 +72,7 @@ def peak_memory(device: torch.device, out: Row) -> Iterator[None]:
 
 def compare(
     base: Row,
-    variants: dict[str, Callable[[], Any]],
+    variants: Mapping[str, Callable[[], Any]],
     device: torch.device,
     args: Any,
     warmup: int | None = None,

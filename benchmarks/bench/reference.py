@@ -32,6 +32,8 @@ from .measure import autocast
 class PositionalEncoding(nn.Module):
     """Sinusoidal positions added to batch-first embeddings, then dropout."""
 
+    table: Tensor  # [1, max_len, d_model], a buffer
+
     def __init__(self, d_model: int, dropout: float, max_len: int = 5000) -> None:
         super().__init__()
         den = torch.exp(-torch.arange(0, d_model, 2) * math.log(10000) / d_model)

@@ -6,6 +6,7 @@ forced by patching ``scaled_dot_attention``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
@@ -55,10 +56,11 @@ def bench_sdpa_op(ctx: Context) -> list[Row]:
     for case, mask, causal in (("padding_mask", pad, False), ("causal", None, True)):
 
         def op(weights: bool, mask: Any = mask, causal: bool = causal) -> None:
-            out, _ = scaled_dot_attention(*qkv, mask, causal, 0.0, need_weights=weights)
+            q, k, v = qkv
+            out, _ = scaled_dot_attention(q, k, v, mask, causal, 0.0, need_weights=weights)
             out.sum().backward()
 
-        variants = {"sdpa": lambda op=op: op(False), "explicit": lambda op=op: op(True)}
+        variants = {"sdpa": partial(op, False), "explicit": partial(op, True)}
         base = {"bench": "sdpa_op", "model": f"[{b},{h},{t},{d}] {case}"}
         rows += compare(base, variants, device, args)
     return rows

@@ -103,7 +103,7 @@ def attnmt_step(
         marks.end("prepare")
         with autocast(device, dtype):
             logits = model(batch)
-        out = label_smoothed_nll(logits, batch.tgt_out, tcfg.label_smoothing)
+        out = label_smoothed_nll(logits, batch.target()[1], tcfg.label_smoothing)
         marks.end("output_loss")
         (out.loss / max(out.n_tokens, 1)).backward()
         marks.end("backward")

@@ -18,7 +18,7 @@ class Curve:
     """One run's validation points: (step, training minutes, BLEU, chrF)."""
 
     label: str
-    valid: list[tuple[float, float, float, float]] = field(default_factory=list)
+    valid: Sequence[tuple[float, float, float, float]] = field(default_factory=list)
 
 
 def best_by(points: Iterable[tuple[float, float]], mark: float) -> float | None:
