@@ -89,11 +89,13 @@ def probes_main(
     records: Path,
 ) -> int:
     """A probe module's command line (``run [--jobs N]`` or ``show``; ``doc``: its docstring):
-    ``run`` trains the ``probes`` that lack a record (seed 1, one thread each, N at a time);
+    ``run`` trains the ``probes`` that lack a record (seed 1, ``--threads`` each (1), N at a
+    time);
     both then print where each recorded probe flattens."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("what", choices=("run", "show"))
-    parser.add_argument("--jobs", type=int, default=2, help="probes at once (1 thread each)")
+    parser.add_argument("--jobs", type=int, default=2, help="probes at once")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of each probe")
     parser.add_argument(
         "--only",
         nargs="+",
@@ -110,7 +112,7 @@ def probes_main(
     if args.what == "run":
 
         def probe(v: Variant) -> Path | None:
-            return run_variant(v, 1, 1, common, runs, records)
+            return run_variant(v, 1, args.threads, common, runs, records)
 
         with ThreadPoolExecutor(args.jobs) as pool:
             for v, path in zip(probes, pool.map(probe, probes)):
@@ -147,7 +149,7 @@ def protocol_lines(
         "every later validation of the probe (a pause in a falling curve does not count).",
         "",
         "| probe (seed 1) | updates | flattens at | valid NLL there | valid NLL, test BLEU at "
-        "the end | ms per update (1 thread) | machine |",
+        "the end | ms per update (threads) | machine |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for rec in records:
@@ -164,7 +166,7 @@ def protocol_lines(
             f"| {name} | {rec['updates']} | {step if step else 'not yet'} "
             f"| {f'{nll:.3f}' if nll is not None else '–'} "
             f"| {rec['curve'][-1][1]:.3f}, {rec.get('test', {}).get('bleu', float('nan')):.2f} "
-            f"| {pace:.0f} "
+            f"| {pace:.0f} ({rec.get('threads', 1)}) "
             f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
         )
     chosen = table_updates(records, every)

@@ -46,12 +46,14 @@ def test_the_protocol_text_follows_the_numbers() -> None:
     rec = probe(PAUSING, pace_ms_per_update=200, test={"bleu": 7.5})
     lines = ap.protocol_lines([rec], 5000, 500)
     text = "\n".join(lines)
-    row = "| rnn_luong general global | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 | Toy CPU family 25"
+    row = "| rnn_luong general global | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 (1) | Toy CPU"
     assert row in text
     assert "The rule gives 5000 updates" in text and "They differ" not in text
     other = "\n".join(ap.protocol_lines([probe(PAUSING)], 3000, 500))
     assert "They differ: set trainer.max_steps" in other
-    assert "| 5250 | 5000 | 3.667 | 3.667, nan | 114 |" in other  # 10 minutes over 5,250 updates
+    assert "| 5250 | 5000 | 3.667 | 3.667, nan | 114 (1) |" in other  # 10 min over 5,250 updates
+    two = "\n".join(ap.protocol_lines([probe(PAUSING, threads=2)], 3000, 500))
+    assert "| 114 (2) |" in two
     assert "not settled" in "\n".join(ap.protocol_lines([probe(PAUSING[:14])], 3000, 500))
     smaller = probe(PAUSING[:14], other_size="64 units")  # listed, not used for the length
     both = "\n".join(ap.protocol_lines([rec, smaller], 5000, 500))

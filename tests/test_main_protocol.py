@@ -56,19 +56,22 @@ def test_the_section_names_the_probes_still_to_run_and_the_rule_s_length() -> No
 def test_only_runs_the_named_probes_in_the_order_given(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ran: list[str] = []
+    ran: list[tuple[str, int]] = []
 
     def fake_run(v: Any, seed: int, threads: int, common: Any, runs: Path, records: Path) -> None:
-        ran.append(v.name)
-        assert (seed, threads, common) == (1, 1, mp.COMMON)
+        ran.append((v.name, threads))
+        assert (seed, common) == (1, mp.COMMON)
         return None
 
     monkeypatch.setattr(attention_protocol, "run_variant", fake_run)
     monkeypatch.setattr(mp, "RECORDS", tmp_path)
     wanted = ["ding_de_en rnn_luong", "bible_en_fr transformer"]
     assert mp.main(["run", "--jobs", "1", "--only", *wanted]) == 0
-    assert ran == wanted
+    assert ran == [(n, 1) for n in wanted]  # one thread a probe unless told
     assert capsys.readouterr().out.splitlines() == [f"{n}: FAILED" for n in wanted]
+    ran.clear()
+    assert mp.main(["run", "--jobs", "1", "--threads", "2", "--only", wanted[0]]) == 0
+    assert ran == [(wanted[0], 2)]
 
 
 def test_only_names_the_probes_when_one_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
