@@ -39,7 +39,12 @@ from typing import Any
 from attnmt.atomic import write_json, write_text
 from attnmt.run_record import read_record, source_commit
 from experiments.comparison_stats import mean_std
-from experiments.variant_runs import evaluate_test, provenance_fields, train_run
+from experiments.variant_runs import (
+    cross_entropies,
+    evaluate_test,
+    provenance_fields,
+    train_run,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "results" / "alignment"
@@ -316,11 +321,7 @@ def _num(x: float | None) -> str:
 
 def _row(name: str, mine: list[dict[str, Any]]) -> str:
     """One table row: the mechanism, its seeds and mean ± std of each figure."""
-    ent = [
-        float(x)
-        for r in mine
-        if (x := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
-    ]
+    ent = cross_entropies(mine)
     return (
         f"| {name} | {len(mine)} | {mean_std([r['test']['aer'] for r in mine], 3)} "
         f"| {mean_std([r['aer_precision'] for r in mine], 3)} "

@@ -88,10 +88,10 @@ def probes_main(
     runs: Path,
     records: Path,
 ) -> int:
-    """A probe module's command line (``run [--jobs N]`` or ``show``; ``doc``: its docstring):
-    ``run`` trains the ``probes`` that lack a record (seed 1, ``--threads`` each (1), N at a
-    time);
-    both then print where each recorded probe flattens."""
+    """A probe module's command line (``doc``: its docstring). ``run [--jobs N] [--threads T]
+    [--only NAME ...]`` trains the ``probes`` (or those named, in that order) that lack a
+    record: seed 1, T torch threads each (1), N at a time; ``run`` and ``show`` then print
+    where each recorded probe flattens."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("what", choices=("run", "show"))
     parser.add_argument("--jobs", type=int, default=2, help="probes at once")

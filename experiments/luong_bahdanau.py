@@ -26,6 +26,7 @@ from experiments.comparison_stats import mean_std
 from experiments.variant_runs import (
     Variant,
     at_step,
+    cross_entropies,
     provenance,
     read_all,
     run_variant,
@@ -120,12 +121,7 @@ def _ranking(recs: list[dict[str, Any]], step: int) -> list[str]:
     means = {}
     for v in VARIANTS:
         nll = [x for r in recs if r["variant"] == v.name and (x := at_step(r, step, 1)) is not None]
-        ent = [
-            e
-            for r in recs
-            if r["variant"] == v.name
-            and (e := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
-        ]
+        ent = cross_entropies([r for r in recs if r["variant"] == v.name])
         if nll:
             means[v.name] = (sum(nll) / len(nll), sum(ent) / len(ent) if ent else float("nan"))
     if "rnn_bahdanau" not in means:
@@ -170,11 +166,7 @@ def table(recs: list[dict[str, Any]]) -> str:
         nll = [mean_std([x for r in mine if (x := at_step(r, s, 1)) is not None], 3) for s in shown]
         last = shown[-1] if shown else 0
         bleu = mean_std([x for r in mine if (x := at_step(r, last, 2)) is not None], 2)
-        ent = [
-            float(x)
-            for r in mine
-            if (x := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
-        ]
+        ent = cross_entropies(mine)
         lines.append(
             f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0]['params']:,} | "
             + " | ".join(nll)

@@ -11,8 +11,9 @@ keeps the validation curve, the minutes and the machine. The rule and the length
 are experiments/attention_protocol.py's (:func:`~experiments.attention_protocol.flattening`,
 :func:`~experiments.attention_protocol.table_updates`): the latest flattening step of the
 probes, rounded up to one of the table's validations, is the table's ``trainer.max_steps``
-(configs/experiment/results_main.yaml). Probes run one thread each, ``--jobs`` at a time;
-a probe with a record is not rerun, so the command goes on where the last one stopped.
+(configs/experiment/results_main.yaml). Probes run ``--threads`` each (1), ``--jobs`` at a
+time, ``--only`` those named; a probe with a record is not rerun, so the command goes on
+where the last one stopped.
 """
 
 from __future__ import annotations

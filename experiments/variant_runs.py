@@ -158,6 +158,15 @@ def at_step(rec: dict[str, Any], step: int, col: int) -> float | None:
     return None
 
 
+def cross_entropies(recs: list[dict[str, Any]]) -> list[float]:
+    """The cross-attention's mean normalised entropy of each record that kept one."""
+    return [
+        float(x)
+        for r in recs
+        if (x := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
+    ]
+
+
 def provenance(recs: list[dict[str, Any]]) -> str:
     """``Machines: ... Commits: ...`` of the records."""
     machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
