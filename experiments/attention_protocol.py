@@ -89,9 +89,12 @@ def probes_main(
     records: Path,
 ) -> int:
     """A probe module's command line (``doc``: its docstring). ``run [--jobs N] [--threads T]
-    [--only NAME ...]`` trains the ``probes`` (or those named, in that order) that lack a
-    record: seed 1, T torch threads each (1), N at a time; ``run`` and ``show`` then print
-    where each recorded probe flattens."""
+    [--only NAME ...] [--updates U] [--every E]`` trains the ``probes`` (or those named, in
+    that order) that lack a record of at least U updates (``common``'s ``trainer.max_steps``
+    unless given): seed 1, T torch threads each (1), N at a time, validated every E updates
+    (``common``'s unless given); a longer probe's record replaces a shorter one's (its curve
+    extends the shorter's: the schedule does not depend on the length). ``run`` and ``show``
+    then print where each recorded probe flattens."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("what", choices=("run", "show"))
     parser.add_argument("--jobs", type=int, default=2, help="probes at once")
@@ -102,7 +105,14 @@ def probes_main(
         metavar="NAME",
         help="these probes, in this order (names as `show` prints them, quoted)",
     )
+    parser.add_argument("--updates", type=int, help="updates a probe trains (the module's)")
+    parser.add_argument("--every", type=int, help="updates between validations (the module's)")
     args = parser.parse_args(argv)
+    for flag in ("updates", "every"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            parser.error(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
+    common = with_length(common, args.updates, args.every)
+    updates = int(setting(common, "trainer.max_steps"))
     if args.only:
         by_name = {p.name: p for p in probes}
         unknown = [n for n in args.only if n not in by_name]
@@ -112,7 +122,9 @@ def probes_main(
     if args.what == "run":
 
         def probe(v: Variant) -> Path | None:
-            return run_variant(v, 1, args.threads, common, runs, records)
+            return run_variant(
+                v, 1, args.threads, common, runs / f"{updates}-updates", records, updates
+            )
 
         with ThreadPoolExecutor(args.jobs) as pool:
             for v, path in zip(probes, pool.map(probe, probes)):
@@ -121,6 +133,29 @@ def probes_main(
         size = f" ({rec['other_size']})" if rec.get("other_size") else ""
         print(f"{rec['variant']}{size}: flattens at {flattening(rec)} of {rec['updates']} updates")
     return 0
+
+
+def setting(overrides: Sequence[str], key: str) -> str:
+    """The value ``key=VALUE`` in ``overrides`` gives (KeyError when none does)."""
+    for item in overrides:
+        name, _, value = item.partition("=")
+        if name == key:
+            return value
+    raise KeyError(f"no {key}=... among {list(overrides)}")
+
+
+def with_length(common: tuple[str, ...], updates: int | None, every: int | None) -> tuple[str, ...]:
+    """``common`` with ``trainer.max_steps`` set to ``updates`` and ``trainer.val_every_steps``
+    to ``every`` (each where not None; it must be among ``common`` then)."""
+    new = {"trainer.max_steps": updates, "trainer.val_every_steps": every}
+    for key, value in new.items():
+        if value is not None:
+            setting(common, key)  # KeyError: a probe module without that setting
+    return tuple(
+        f"{key}={new[key]}" if new.get(key) is not None else item
+        for item in common
+        for key in [item.partition("=")[0]]
+    )
 
 
 def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:

@@ -78,12 +78,20 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
 
 
 def run_variant(
-    v: Variant, seed: int, threads: int, common: tuple[str, ...], runs: Path, records: Path
+    v: Variant,
+    seed: int,
+    threads: int,
+    common: tuple[str, ...],
+    runs: Path,
+    records: Path,
+    min_updates: int = 0,
 ) -> Path | None:
     """Train (variant, seed) with ``common`` + its overrides into ``runs``/<stem>, then write
-    its record to ``records``/<stem>.json; the record's path (None: training failed)."""
+    its record to ``records``/<stem>.json; the record's path (None: training failed). A
+    record of at least ``min_updates`` updates is kept and nothing runs; a shorter one is
+    replaced by the new run's when that succeeds (git history keeps the old)."""
     record = records / f"{v.stem(seed)}.json"
-    if record.is_file():
+    if record.is_file() and record_updates(record) >= min_updates:
         return record
     run = runs / v.stem(seed)
     started = time.time()
@@ -112,6 +120,12 @@ def run_variant(
         indent=1,
     )
     return record
+
+
+def record_updates(path: Path) -> int:
+    """The updates a record says its run made (0 when it does not say)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return int(data.get("updates") or 0) if isinstance(data, dict) else 0
 
 
 def provenance_fields(started: float, threads: int) -> dict[str, Any]:

@@ -3,12 +3,13 @@ rule, from one probe per row of the table."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from experiments import attention_protocol
+from experiments import attention_protocol, variant_runs
 from experiments import main_protocol as mp
 
 MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
@@ -58,9 +59,11 @@ def test_only_runs_the_named_probes_in_the_order_given(
 ) -> None:
     ran: list[tuple[str, int]] = []
 
-    def fake_run(v: Any, seed: int, threads: int, common: Any, runs: Path, records: Path) -> None:
+    def fake_run(
+        v: Any, seed: int, threads: int, common: Any, runs: Path, records: Path, least: int
+    ) -> None:
         ran.append((v.name, threads))
-        assert (seed, common) == (1, mp.COMMON)
+        assert (seed, common, least) == (1, mp.COMMON, mp.PROBE_UPDATES)
         return None
 
     monkeypatch.setattr(attention_protocol, "run_variant", fake_run)
@@ -72,6 +75,45 @@ def test_only_runs_the_named_probes_in_the_order_given(
     ran.clear()
     assert mp.main(["run", "--jobs", "1", "--threads", "2", "--only", wanted[0]]) == 0
     assert ran == [(wanted[0], 2)]
+
+
+def test_updates_and_every_lengthen_a_probe_and_replace_only_a_shorter_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--updates 12000 --every 500``: the probe trains 12,000 updates validated every 500
+    in its own run folder, and a record of fewer updates does not stop it; one of 12,000
+    does (a fake train.py: what run_variant asks for is what it checks)."""
+    asked: list[tuple[str, ...]] = []
+
+    def fake_train(overrides: Any, seed: int, run: Path, threads: int, out: Any) -> bool:
+        asked.append(tuple(overrides))
+        assert run.parent.name == "12000-updates"
+        return False  # nothing recorded: the test looks at what was asked for
+
+    monkeypatch.setattr(variant_runs, "train_run", fake_train)
+    monkeypatch.setattr(mp, "RECORDS", tmp_path / "records")
+    monkeypatch.setattr(mp, "RUNS", tmp_path / "runs")
+    stem = "bible_en_fr-rnn_bahdanau-seed1.json"
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / stem).write_text(json.dumps({"updates": 6000}))
+    argv = ["run", "--only", "bible_en_fr rnn_bahdanau", "--updates", "12000", "--every", "500"]
+    monkeypatch.setattr(attention_protocol, "read_all", lambda records: [])
+    assert mp.main(argv) == 0
+    (overrides,) = asked
+    assert "trainer.max_steps=12000" in overrides and "trainer.val_every_steps=500" in overrides
+    assert not any(o in overrides for o in mp.COMMON if "max_steps" in o or "val_every" in o)
+    (tmp_path / "records" / stem).write_text(json.dumps({"updates": 12000}))
+    assert mp.main(argv) == 0
+    assert len(asked) == 1  # a record as long as asked: nothing trains
+
+
+def test_with_length_needs_the_setting_it_replaces() -> None:
+    assert attention_protocol.with_length(("a=1", "trainer.max_steps=5"), 7, None) == (
+        "a=1",
+        "trainer.max_steps=7",
+    )
+    with pytest.raises(KeyError, match=r"trainer\.val_every_steps"):
+        attention_protocol.with_length(("trainer.max_steps=5",), None, 10)
 
 
 def test_only_names_the_probes_when_one_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
