@@ -173,16 +173,17 @@ def protocol_lines(
     every: int,
     command: str = "python -m experiments.attention_protocol run",
     config: str = "results_attention.yaml",
+    complete: bool = True,
+    rule: bool = True,
 ) -> list[str]:
     """docs/results.md's statement of a table's length: each probe's flattening step
-    (``command`` runs the probes; ``config`` sets the table's ``trainer.max_steps``)."""
+    (``command`` runs the probes; ``config`` sets the table's ``trainer.max_steps``;
+    ``complete``: every probe the table needs is among ``records``, else the length they
+    give is only a floor; ``rule``: state the rule first)."""
     if not records:
         return [f"No probe recorded yet (`{command}`)."]
     lines = [
-        f"The rule: the first validation L of a probe from which on the best validation NLL so "
-        f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
-        "every later validation of the probe (a pause in a falling curve does not count).",
-        "",
+        *([rule_line(), ""] if rule else []),
         "| probe (seed 1) | updates | flattens at | valid NLL there | valid NLL, test BLEU at "
         "the end | ms per update (threads) | machine |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -205,16 +206,32 @@ def protocol_lines(
             f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
         )
     chosen = table_updates(records, every)
-    verdict = (
-        f"The rule gives {chosen} updates (rounded up to the table's validation every {every}); "
-        f"the table trains {updates}."
-        if chosen is not None
-        else "A probe has not flattened: the table's length is not settled by the rule yet."
-    )
-    if chosen is not None and chosen != updates:
-        verdict += f" **They differ: set trainer.max_steps in {config}.**"
+    if chosen is None:
+        verdict = "A probe has not flattened: the table's length is not settled by the rule yet."
+    elif not complete:
+        verdict = (
+            f"The probes recorded so far give at least {chosen} updates (rounded up to the "
+            f"table's validation every {every}); the table trains {updates} until the rest "
+            "have run."
+        )
+    else:
+        verdict = (
+            f"The rule gives {chosen} updates (rounded up to the table's validation every "
+            f"{every}); the table trains {updates}."
+        )
+        if chosen != updates:
+            verdict += f" **They differ: set trainer.max_steps in {config}.**"
     notes = [f"{r['variant']}, {r['pace_note']}." for r in records if r.get("pace_note")]
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
+
+
+def rule_line() -> str:
+    """The flattening rule in words."""
+    return (
+        f"The rule: the first validation L of a probe from which on the best validation NLL so "
+        f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
+        "every later validation of the probe (a pause in a falling curve does not count)."
+    )
 
 
 def size_of(settings: dict[str, Any]) -> str:

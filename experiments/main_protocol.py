@@ -9,20 +9,25 @@ table's trainer settings) at seed 1, trained :data:`PROBE_UPDATES` updates and v
 every :data:`PROBE_EVERY` by experiments/variant_runs.py; its record (results/main_protocol/)
 keeps the validation curve, the minutes and the machine. The rule and the length it gives
 are experiments/attention_protocol.py's (:func:`~experiments.attention_protocol.flattening`,
-:func:`~experiments.attention_protocol.table_updates`): the latest flattening step of the
-probes, rounded up to one of the table's validations, is the table's ``trainer.max_steps``
-(configs/experiment/results_main.yaml). Probes run ``--threads`` each (1), ``--jobs`` at a
-time, ``--only`` those named; a probe with a record is not rerun, so the command goes on
-where the last one stopped.
+:func:`~experiments.attention_protocol.table_updates`), applied to each corpus on its own:
+the latest flattening step of a corpus's probes, rounded up to one of the table's
+validations, is the table's ``trainer.max_steps`` on that corpus
+(configs/table_length/results_main-<corpus>.yaml, which train.yaml applies after the
+experiment). One length for both corpora cannot follow the rule on both: a small corpus
+flattens and then overfits long before a large one has flattened. Probes run ``--threads``
+each (1), ``--jobs`` at a time, ``--only`` those named, ``--updates`` long (PROBE_UPDATES);
+a probe with a record that long is not rerun, so the command goes on where the last one
+stopped.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.attention_protocol import probes_main, protocol_lines
+from experiments.attention_protocol import probes_main, protocol_lines, rule_line, setting
 from experiments.variant_runs import Variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,21 +53,42 @@ PROBES = tuple(
 COMMAND = "python -m experiments.main_protocol run --jobs 2"
 
 
-def section(records: list[dict[str, Any]], updates: int, every: int) -> list[str]:
-    """docs/results.md's statement of the main table's length: the probes, where each
-    flattens, the length the rule gives against ``updates`` (the table's), and which probes
-    are still to run."""
-    lines = protocol_lines(records, updates, every, COMMAND, "results_main.yaml")
-    done = {r.get("variant") for r in records}
-    missing = [p.name for p in PROBES if p.name not in done]
-    if missing:
-        lines += [
-            "",
-            f"Probes not yet run ({len(missing)} of {len(PROBES)}, {PROBE_UPDATES} updates each, "
-            f"validated every {PROBE_EVERY}): {', '.join(missing)} (`{COMMAND}`). Until every "
-            "row's probe has flattened, the table's length is not the rule's.",
-        ]
-    return lines
+def length_config(corpus: str) -> str:
+    """The file that sets the main table's length on ``corpus``."""
+    return f"configs/table_length/results_main-{corpus}.yaml"
+
+
+def corpus_of(record: dict[str, Any]) -> str:
+    """The corpus a probe record trained on (its ``data=`` override; "?" without one)."""
+    try:
+        return setting(record.get("overrides", []), "data")
+    except KeyError:
+        return "?"
+
+
+def section(records: list[dict[str, Any]], lengths: Mapping[str, int], every: int) -> list[str]:
+    """docs/results.md's statement of the main table's length on each corpus of ``lengths``
+    (corpus -> the table's ``trainer.max_steps`` there): that corpus's probes, where each
+    flattens, the length the rule gives, and which probes are still to run."""
+    lines = [rule_line(), ""]
+    for corpus, updates in lengths.items():
+        own = [r for r in records if corpus_of(r) == corpus]
+        done = {r.get("variant") for r in own}
+        missing = [p.name for p in PROBES if p.name.startswith(f"{corpus} ") and p.name not in done]
+        lines += [f"On {corpus} (the table trains {updates} updates there):", ""]
+        lines += protocol_lines(
+            own, updates, every, COMMAND, length_config(corpus), not missing, rule=False
+        )
+        if missing:
+            lines += [
+                "",
+                f"Probes not yet run on {corpus} ({len(missing)}, {PROBE_UPDATES} updates each, "
+                f"validated every {PROBE_EVERY}): {', '.join(missing)} (`{COMMAND}`). Until "
+                f"every row's probe on {corpus} has flattened, the length there is not the "
+                "rule's.",
+            ]
+        lines.append("")
+    return lines[:-1]
 
 
 def main(argv: list[str] | None = None) -> int:

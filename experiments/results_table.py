@@ -120,6 +120,18 @@ def _trainer_int(plan: Plan, table: str, key: str) -> int | None:
     return one if isinstance(one, int) else None
 
 
+def main_lengths(plan: Plan) -> dict[str, int]:
+    """The main table's ``trainer.max_steps`` on each corpus, in grid order ({} when the
+    rows of one corpus disagree: the protocol then has no one length to judge there)."""
+    found: dict[str, set[Any]] = {}
+    for cell in (c for c in plan.cells if c.table == "main"):
+        steps = plan.settings[cell].get("trainer", {}).get("max_steps")
+        found.setdefault(cell.label["data"], set()).add(steps)
+    if any(len(v) != 1 or not isinstance(next(iter(v)), int) for v in found.values()):
+        return {}
+    return {corpus: int(next(iter(v))) for corpus, v in found.items()}
+
+
 def main_table(plan: Plan, records: list[Record], labels: dict[str, str]) -> list[str]:
     rows = [
         "| corpus | model | seeds | test BLEU | test chrF | parameters | updates "
@@ -309,10 +321,11 @@ def write_docs(
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
-    updates, every = (_trainer_int(plan, "main", k) for k in ("max_steps", "val_every_steps"))
+    every = _trainer_int(plan, "main", "val_every_steps")
+    lengths = main_lengths(plan)
     main_length = (
-        main_protocol.section(read_all(main_protocol_dir), updates, every)
-        if updates is not None and every is not None  # one length for every row
+        main_protocol.section(read_all(main_protocol_dir), lengths, every)
+        if lengths and every is not None  # one validation interval for every row
         else []
     )
     text = page(

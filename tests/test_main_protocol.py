@@ -4,10 +4,12 @@ rule, from one probe per row of the table."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from omegaconf import OmegaConf
 
 from experiments import attention_protocol, variant_runs
 from experiments import main_protocol as mp
@@ -18,7 +20,8 @@ MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
 def probe(name: str, nll: list[float], every: int = 250) -> dict[str, Any]:
     curve = [[every * (i + 1), v, 0.0] for i, v in enumerate(nll)]  # step, NLL, BLEU
     return {"variant": name, "curve": curve, "updates": curve[-1][0], "train_minutes": 10.0,
-            "test": {"bleu": 5.0}, "machine": MACHINE}  # fmt: skip
+            "test": {"bleu": 5.0}, "machine": MACHINE,
+            "overrides": [*mp.COMMON, f"data={name.split()[0]}"]}  # fmt: skip
 
 
 # best NLL so far flat from 1,250 on (by hand: 3.50 against 3.51 at 1,000 is 0.28%, while at
@@ -35,23 +38,65 @@ def test_every_row_of_the_table_has_a_probe_with_the_table_s_settings() -> None:
     assert f"trainer.max_steps={mp.PROBE_UPDATES}" in mp.COMMON
 
 
-def test_the_section_names_the_probes_still_to_run_and_the_rule_s_length() -> None:
-    none = "\n".join(mp.section([], 1500, 200))
-    assert "No probe recorded yet" in none and "Probes not yet run (6 of 6" in none
-    some = [probe(p.name, FLAT) for p in mp.PROBES[:5]]
-    text = "\n".join(mp.section(some, 1500, 200))
-    assert (
-        "Probes not yet run (1 of 6, 6000 updates each" in text and "bible_en_fr rnn_luong" in text
+def test_the_section_judges_each_corpus_by_its_own_probes() -> None:
+    """One length per corpus: ding's three probes flat from 1,250 give 1,400 there (rounded
+    up to the table's validation every 200) while bible's length is not settled by a probe
+    still falling, nor by one not yet run."""
+    lengths = {"ding_de_en": 1500, "bible_en_fr": 1500}
+    none = "\n".join(mp.section([], lengths, 200))
+    assert none.count("No probe recorded yet") == 2 and none.count("The rule: ") == 1
+    assert "Probes not yet run on ding_de_en (3," in none
+    assert "Probes not yet run on bible_en_fr (3," in none
+    ding = [probe(p.name, FLAT) for p in mp.PROBES if p.name.startswith("ding_de_en")]
+    bible = [probe("bible_en_fr transformer", FLAT), probe("bible_en_fr rnn_luong", FALLING)]
+    text = "\n".join(mp.section([*ding, *bible], lengths, 200))
+    on_ding, on_bible = text.split("On bible_en_fr")
+    assert "The rule gives 1400 updates (rounded up to the table's validation every 200)" in on_ding
+    assert f"set trainer.max_steps in {mp.length_config('ding_de_en')}" in on_ding
+    assert "not yet run" not in on_ding and "bible_en_fr" not in on_ding
+    assert "A probe has not flattened" in on_bible and "The rule gives" not in on_bible
+    assert "Probes not yet run on bible_en_fr (1, 6000 updates each" in on_bible
+    assert "bible_en_fr rnn_bahdanau" in on_bible
+    partial = "\n".join(mp.section(ding[:2], lengths, 200)).split("On bible_en_fr")[0]
+    assert "The probes recorded so far give at least 1400 updates" in partial
+    assert "The rule gives" not in partial and "They differ" not in partial
+    settled = "\n".join(mp.section(ding, {"ding_de_en": 1400}, 200))
+    assert "The rule gives 1400" in settled and "They differ" not in settled
+
+
+def test_a_record_s_corpus_is_its_data_override() -> None:
+    assert mp.corpus_of(probe("bible_en_fr transformer", FLAT)) == "bible_en_fr"
+    assert mp.corpus_of({"overrides": ["model=rnn_luong"]}) == "?"
+
+
+def test_the_table_length_file_sets_the_length_on_its_corpus_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """configs/table_length/results_main-<corpus>.yaml, applied after the experiment, is what
+    the main table's rows compose to; another experiment on that corpus keeps its own, and an
+    override on the command line still wins (a copy of configs/ with planted lengths)."""
+    from experiments import results_plan
+
+    for corpus in mp.CORPORA:
+        assert (results_plan.ROOT / mp.length_config(corpus)).is_file()
+    configs = tmp_path / "configs"
+    shutil.copytree(results_plan.CONFIGS, configs)
+    for corpus, steps in (("ding_de_en", 1234), ("bible_en_fr", 4321)):
+        path = tmp_path / mp.length_config(corpus)
+        path.write_text(path.read_text().replace("max_steps: ", f"max_steps: {steps} #"))
+    monkeypatch.setattr(results_plan, "CONFIGS", configs)
+    ding, bible, attention, given = results_plan.compose_settings(
+        [
+            ["experiment=results_main", "data=ding_de_en", "model=rnn_luong"],
+            ["experiment=results_main", "data=bible_en_fr"],
+            ["experiment=results_attention"],
+            ["experiment=results_main", "data=bible_en_fr", "trainer.max_steps=7"],
+        ]
     )
-    every = [*some, probe(mp.PROBES[5].name, FLAT)]
-    text = "\n".join(mp.section(every, 1500, 200))
-    # 1,250 rounded up to the table's validation every 200: 1,400
-    assert "The rule gives 1400 updates (rounded up to the table's validation every 200)" in text
-    assert "**They differ: set trainer.max_steps in results_main.yaml.**" in text
-    assert "not yet run" not in text and "Probes not yet run" not in text
-    assert "They differ" not in "\n".join(mp.section(every, 1400, 200))
-    late = "\n".join(mp.section([*some, probe(mp.PROBES[5].name, FALLING)], 1500, 200))
-    assert "A probe has not flattened" in late
+    assert (ding["trainer"]["max_steps"], bible["trainer"]["max_steps"]) == (1234, 4321)
+    attention_yaml = OmegaConf.load(configs / "experiment" / "results_attention.yaml")
+    assert attention["trainer"]["max_steps"] == attention_yaml["trainer"]["max_steps"]
+    assert given["trainer"]["max_steps"] == 7
 
 
 def test_only_runs_the_named_probes_in_the_order_given(
