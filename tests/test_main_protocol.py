@@ -95,7 +95,9 @@ def test_the_table_length_file_sets_the_length_on_its_corpus_only(
     )
     assert (ding["trainer"]["max_steps"], bible["trainer"]["max_steps"]) == (1234, 4321)
     attention_yaml = OmegaConf.load(configs / "experiment" / "results_attention.yaml")
-    assert attention["trainer"]["max_steps"] == attention_yaml["trainer"]["max_steps"]
+    assert attention["trainer"]["max_steps"] == OmegaConf.select(
+        attention_yaml, "trainer.max_steps"
+    )
     assert given["trainer"]["max_steps"] == 7
 
 
