@@ -192,9 +192,7 @@ def protocol_lines(
         step = flattening(rec)
         nll = next((p[1] for p in rec["curve"] if p[0] == step), None)
         cpu = rec["machine"]["cpu"]
-        pace = rec.get("pace_ms_per_update")
-        if pace is None:  # the probe's own wall clock
-            pace = 60_000 * float(rec["train_minutes"]) / max(int(rec["updates"]), 1)
+        pace = pace_ms(rec)
         name = rec["variant"] + (
             f" ({rec['other_size']}: not the table's)" if rec.get("other_size") else ""
         )
@@ -223,6 +221,15 @@ def protocol_lines(
             verdict += f" **They differ: set trainer.max_steps in {config}.**"
     notes = [f"{r['variant']}, {r['pace_note']}." for r in records if r.get("pace_note")]
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
+
+
+def pace_ms(record: dict[str, Any]) -> float:
+    """A probe's milliseconds per update: its ``pace_ms_per_update`` where it has one, else
+    its own wall clock (training minutes over updates, validations included)."""
+    pace = record.get("pace_ms_per_update")
+    if pace is None:
+        pace = 60_000 * float(record["train_minutes"]) / max(int(record["updates"]), 1)
+    return float(pace)
 
 
 def rule_line() -> str:

@@ -27,7 +27,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.attention_protocol import probes_main, protocol_lines, rule_line, setting
+from experiments.attention_protocol import (
+    pace_ms,
+    plan_hours,
+    probes_main,
+    protocol_lines,
+    rule_line,
+    setting,
+    table_updates,
+)
 from experiments.variant_runs import Variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,10 +74,41 @@ def corpus_of(record: dict[str, Any]) -> str:
         return "?"
 
 
-def section(records: list[dict[str, Any]], lengths: Mapping[str, int], every: int) -> list[str]:
+def cost_line(own: list[dict[str, Any]], corpus: str, every: int, seeds: int) -> str:
+    """What the table's runs on ``corpus`` would take at the length its probes ``own`` give
+    (or, while one is still falling, at least their longest): ``seeds`` runs of each probed
+    preset at that probe's ms per update, two at a time on one thread each
+    (:func:`~experiments.attention_protocol.plan_hours`)."""
+    if not own:
+        return f"No probe on {corpus} times a run yet."
+    length = table_updates(own, every)
+    floor = length is None
+    length = length or max(int(r["updates"]) for r in own)
+    minutes = [pace_ms(r) * length / 60_000 for r in own for _ in range(seeds)]
+    probed = ", ".join(str(r["variant"]).removeprefix(f"{corpus} ") for r in own)
+    return (
+        f"Time: at {'no fewer than ' if floor else ''}{length} updates, the {len(minutes)} runs "
+        f"({seeds} seeds of {probed}) take {'at least ' if floor else ''}"
+        f"{plan_hours(minutes, 2):.1f} hours on 2 cores, two at a time on one thread each, at "
+        "their probes' ms per update (their machines)"
+        + ("; the presets without a probe are not counted" if len(own) < len(PRESETS) else "")
+        + "".join(
+            f"; {r['variant']} was timed at {r['threads']} threads: beside another run it is "
+            "slower, so for it this is a floor"
+            for r in own
+            if int(r.get("threads", 1)) > 1
+        )
+        + "."
+    )
+
+
+def section(
+    records: list[dict[str, Any]], lengths: Mapping[str, int], every: int, seeds: int = 3
+) -> list[str]:
     """docs/results.md's statement of the main table's length on each corpus of ``lengths``
     (corpus -> the table's ``trainer.max_steps`` there): that corpus's probes, where each
-    flattens, the length the rule gives, and which probes are still to run."""
+    flattens, the length the rule gives, what the table's ``seeds`` runs a row take there,
+    and which probes are still to run."""
     lines = [rule_line(), ""]
     for corpus, updates in lengths.items():
         own = [r for r in records if corpus_of(r) == corpus]
@@ -79,6 +118,7 @@ def section(records: list[dict[str, Any]], lengths: Mapping[str, int], every: in
         lines += protocol_lines(
             own, updates, every, COMMAND, length_config(corpus), not missing, rule=False
         )
+        lines += ["", cost_line(own, corpus, every, seeds)]
         if missing:
             lines += [
                 "",

@@ -324,7 +324,9 @@ def write_docs(
     every = _trainer_int(plan, "main", "val_every_steps")
     lengths = main_lengths(plan)
     main_length = (
-        main_protocol.section(read_all(main_protocol_dir), lengths, every)
+        main_protocol.section(
+            read_all(main_protocol_dir), lengths, every, len(plan.seeds.get("main", [])) or 1
+        )
         if lengths and every is not None  # one validation interval for every row
         else []
     )

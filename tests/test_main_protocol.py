@@ -64,6 +64,28 @@ def test_the_section_judges_each_corpus_by_its_own_probes() -> None:
     assert "The rule gives 1400" in settled and "They differ" not in settled
 
 
+def test_the_time_line_packs_each_probed_row_s_seeds_at_the_rule_s_length() -> None:
+    """By hand: probe() says 10 minutes for its updates. FLAT (8 validations, 2,000 updates)
+    is 300 ms an update; at the rule's 1,400 updates a run takes 7 minutes. Three probed rows
+    × 3 seeds = 9 runs, two at a time: 5 rounds × 7 = 35 minutes = 0.6 hours. A falling probe
+    gives no length: its own 2,000 updates are a floor (10 minutes a run; 2 rows × 3 seeds,
+    3 rounds: 0.5 hours, at least)."""
+    ding = [probe(p.name, FLAT) for p in mp.PROBES if p.name.startswith("ding_de_en")]
+    line = mp.cost_line(ding, "ding_de_en", 200, 3)
+    assert line.startswith("Time: at 1400 updates, the 9 runs (3 seeds of transformer, rnn_b")
+    assert "take 0.6 hours on 2 cores" in line and line.endswith("(their machines).")
+    bible = [probe("bible_en_fr transformer", FLAT), probe("bible_en_fr rnn_luong", FALLING)]
+    line = mp.cost_line(bible, "bible_en_fr", 200, 3)
+    assert "at no fewer than 2000 updates, the 6 runs" in line and "take at least 0.5 hours" in line
+    assert line.endswith("the presets without a probe are not counted.")
+    two = {**bible[0], "threads": 2}
+    assert mp.cost_line([two], "bible_en_fr", 200, 3).endswith(
+        "; bible_en_fr transformer was timed at 2 threads: beside another run it is slower, "
+        "so for it this is a floor."
+    )
+    assert mp.cost_line([], "bible_en_fr", 200, 3) == "No probe on bible_en_fr times a run yet."
+
+
 def test_a_record_s_corpus_is_its_data_override() -> None:
     assert mp.corpus_of(probe("bible_en_fr transformer", FLAT)) == "bible_en_fr"
     assert mp.corpus_of({"overrides": ["model=rnn_luong"]}) == "?"
