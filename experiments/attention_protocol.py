@@ -146,16 +146,13 @@ def setting(overrides: Sequence[str], key: str) -> str:
 
 def with_length(common: tuple[str, ...], updates: int | None, every: int | None) -> tuple[str, ...]:
     """``common`` with ``trainer.max_steps`` set to ``updates`` and ``trainer.val_every_steps``
-    to ``every`` (each where not None; it must be among ``common`` then)."""
-    new = {"trainer.max_steps": updates, "trainer.val_every_steps": every}
-    for key, value in new.items():
+    to ``every`` (each where not None; it must be among ``common`` then: KeyError)."""
+    out = list(common)
+    for key, value in (("trainer.max_steps", updates), ("trainer.val_every_steps", every)):
         if value is not None:
-            setting(common, key)  # KeyError: a probe module without that setting
-    return tuple(
-        f"{key}={new[key]}" if new.get(key) is not None else item
-        for item in common
-        for key in [item.partition("=")[0]]
-    )
+            setting(common, key)
+            out = [f"{key}={value}" if o.partition("=")[0] == key else o for o in out]
+    return tuple(out)
 
 
 def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:

@@ -113,7 +113,9 @@ def section(
     for corpus, updates in lengths.items():
         own = [r for r in records if corpus_of(r) == corpus]
         done = {r.get("variant") for r in own}
-        missing = [p.name for p in PROBES if p.name.startswith(f"{corpus} ") and p.name not in done]
+        missing = [
+            p.name for p in PROBES if setting(p.overrides, "data") == corpus and p.name not in done
+        ]
         lines += [f"On {corpus} (the table trains {updates} updates there):", ""]
         lines += protocol_lines(
             own, updates, every, COMMAND, length_config(corpus), not missing, rule=False

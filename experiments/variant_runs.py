@@ -124,8 +124,7 @@ def run_variant(
 
 def record_updates(path: Path) -> int:
     """The updates a record says its run made (0 when it does not say)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return int(data.get("updates") or 0) if isinstance(data, dict) else 0
+    return int(read_one(path).get("updates") or 0)
 
 
 def provenance_fields(started: float, threads: int) -> dict[str, Any]:
@@ -140,28 +139,28 @@ def provenance_fields(started: float, threads: int) -> dict[str, Any]:
 
 
 def read_all(records: Path) -> list[dict[str, Any]]:
-    """Every record in ``records``, by file name; :class:`~attnmt.errors.DataError` naming
-    the file, line and column of one that is not a JSON object."""
-    out = []
-    for path in sorted(records.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(
-                f"{path}: not a record (invalid JSON at line {err.lineno}, column {err.colno}: "
-                f"{err.msg}); restore it (git checkout -- {path}) or move it aside"
-            ) from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise DataError(
-                f"{path}: cannot be read ({err}); restore it or move it aside"
-            ) from None
-        if not isinstance(data, dict):
-            raise DataError(
-                f"{path}: not a record (a JSON {type(data).__name__}, not an object); restore "
-                "it or move it aside"
-            )
-        out.append(data)
-    return out
+    """Every record in ``records``, by file name (:func:`read_one` each)."""
+    return [read_one(path) for path in sorted(records.glob("*.json"))]
+
+
+def read_one(path: Path) -> dict[str, Any]:
+    """The record at ``path``; :class:`~attnmt.errors.DataError` naming the file, line and
+    column of one that is not a JSON object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataError(
+            f"{path}: not a record (invalid JSON at line {err.lineno}, column {err.colno}: "
+            f"{err.msg}); restore it (git checkout -- {path}) or move it aside"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: cannot be read ({err}); restore it or move it aside") from None
+    if not isinstance(data, dict):
+        raise DataError(
+            f"{path}: not a record (a JSON {type(data).__name__}, not an object); restore "
+            "it or move it aside"
+        )
+    return data
 
 
 def at_step(rec: dict[str, Any], step: int, col: int) -> float | None:
