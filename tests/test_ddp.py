@@ -161,6 +161,17 @@ def test_two_ranks_with_dropout_resume_exactly_and_draw_their_own_masks(tmp_path
 
 
 @pytest.mark.slow
+def failure_excerpt(output: str, head: int = 4000, tail: int = 2000) -> str:
+    """What a failed torchrun printed, for the assertion message: from the first rank's
+    ``Traceback`` on (the rank's own error, which the launcher's summary at the end does not
+    repeat), then the summary's tail."""
+    start = output.find("Traceback")
+    if start < 0:
+        return output[-(head + tail) :]
+    cause = output[start : start + head]
+    return cause if start + head >= len(output) - tail else f"{cause}\n...\n{output[-tail:]}"
+
+
 def test_torchrun_train_py_two_cpu_ranks(tmp_path: Path) -> None:
     """The user's command: ``torchrun --standalone --nproc_per_node 2 train.py ...``."""
     import subprocess
@@ -193,10 +204,20 @@ def test_torchrun_train_py_two_cpu_ranks(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-3000:]
+    assert proc.returncode == 0, failure_excerpt(output)
     from attnmt.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     assert ckpt.step == 3
     # rank-0-only logging: every training log line appears once
-    assert output.count("step 2 |") == 1, output[-3000:]
+    assert output.count("step 2 |") == 1, failure_excerpt(output)
+
+
+def test_failure_excerpt_keeps_the_ranks_traceback_and_the_summary() -> None:
+    rank_error = "Traceback (most recent call last):\n  File x\nRuntimeError: rank 1 broke\n"
+    output = "log line\n" * 2000 + rank_error + "launcher " * 1000 + "ChildFailedError"
+    excerpt = failure_excerpt(output, head=200, tail=100)
+    assert excerpt.startswith("Traceback") and "rank 1 broke" in excerpt
+    assert excerpt.endswith("ChildFailedError") and "\n...\n" in excerpt
+    assert failure_excerpt("short " + rank_error) == rank_error
+    assert failure_excerpt("x" * 10, head=3, tail=2) == "x" * 5
