@@ -29,6 +29,7 @@ from experiments.ledger import (
     stale_reason,
     write_record,
 )
+from experiments.main_protocol import length_config
 from experiments.results_plan import (
     CONFIGS,
     FIRST_GUESS_MIN,
@@ -40,6 +41,8 @@ from experiments.results_plan import (
     make_plan,
 )
 from experiments.results_run import Runner, collect
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TEST = {
     "checkpoint": "best-4.pt",
@@ -141,7 +144,8 @@ def test_the_real_configs_plan_every_cell_with_distinct_keys() -> None:
     assert len({c.labels for c in attention}) == len(attention)
     assert plan.seeds["attention"] == seeds == [1, 2]
     first = plan.settings[plan.cells[0]]
-    assert first["trainer"]["max_steps"] == 1500 and first["trainer"]["time_budget_min"] == 0
+    length = OmegaConf.load(ROOT / length_config(first["data"]["name"])).max_steps
+    assert first["trainer"]["max_steps"] == length and first["trainer"]["time_budget_min"] == 0
     for cell in attention:
         trainer = plan.settings[cell]["trainer"]
         assert trainer["max_steps"] == config["trainer"]["max_steps"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
+from omegaconf import OmegaConf
 
 from attnmt.train.run_config import validate_config
 from experiments import attention_preset, attention_table
@@ -19,6 +20,7 @@ from experiments import results_table as rt
 from experiments.alignment_aer import UPDATES
 from experiments.comparison_stats import t_quantile
 from experiments.ledger import write_record
+from experiments.main_protocol import length_config
 from experiments.results_plan import CONFIGS, TRANSFORMER_LABELS, load_experiment, make_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,8 +145,9 @@ def test_every_attention_cell_is_a_valid_run_config() -> None:
                 assert run.model.attention.score == cell.label["score"]
                 assert run.model.attention.mode == cell.label["mode"]
                 assert run.model.hidden_size == run.model.emb_dim == 128
-            else:
-                assert run.trainer.max_steps == 1500 and run.trainer.time_budget_min == 0
+            else:  # the main table: its corpus's length file
+                length = OmegaConf.load(ROOT / length_config(run.data.name)).max_steps
+                assert run.trainer.max_steps == length and run.trainer.time_budget_min == 0
 
 
 def test_the_toy_align_grid_is_the_attention_tables_cells() -> None:
