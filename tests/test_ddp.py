@@ -160,7 +160,6 @@ def test_two_ranks_with_dropout_resume_exactly_and_draw_their_own_masks(tmp_path
         assert torch.equal(resumed[0]["params"][k], v), k
 
 
-@pytest.mark.slow
 def failure_excerpt(output: str, head: int = 4000, tail: int = 2000) -> str:
     """What a failed torchrun printed, for the assertion message: from the first rank's
     ``Traceback`` on (the rank's own error, which the launcher's summary at the end does not
@@ -172,6 +171,7 @@ def failure_excerpt(output: str, head: int = 4000, tail: int = 2000) -> str:
     return cause if start + head >= len(output) - tail else f"{cause}\n...\n{output[-tail:]}"
 
 
+@pytest.mark.slow
 def test_torchrun_train_py_two_cpu_ranks(tmp_path: Path) -> None:
     """The user's command: ``torchrun --standalone --nproc_per_node 2 train.py ...``."""
     import subprocess

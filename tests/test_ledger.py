@@ -42,8 +42,6 @@ from experiments.results_plan import (
 )
 from experiments.results_run import Runner, collect
 
-ROOT = Path(__file__).resolve().parents[1]
-
 TEST = {
     "checkpoint": "best-4.pt",
     "beam": 1,
@@ -144,7 +142,7 @@ def test_the_real_configs_plan_every_cell_with_distinct_keys() -> None:
     assert len({c.labels for c in attention}) == len(attention)
     assert plan.seeds["attention"] == seeds == [1, 2]
     first = plan.settings[plan.cells[0]]
-    length = OmegaConf.load(ROOT / length_config(first["data"]["name"])).max_steps
+    length = OmegaConf.load(CONFIGS.parent / length_config(first["data"]["name"])).max_steps
     assert first["trainer"]["max_steps"] == length and first["trainer"]["time_budget_min"] == 0
     for cell in attention:
         trainer = plan.settings[cell]["trainer"]
