@@ -275,7 +275,7 @@ def grid_means(cells: Sequence[CellMeasures], measure: str) -> dict[tuple[str, s
 def test_split(plan: Plan, root: Path) -> tuple[str, list[str], list[str]]:
     """(corpus name, test sources, test references) of the attention table's corpus
     (experiments/kept_outputs.py ``test_pairs``, prepared once under ``root``/data); empty
-    lists when none prepares."""
+    lists when the table names no corpus, ``CorpusUnavailable`` when it does not prepare."""
     cells = [c for c in plan.cells if c.table == "attention"]
     data = plan.settings.get(cells[0], {}).get("data") if cells else None
     data = data if isinstance(data, dict) else None

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import atomic_path
+from attnmt.errors import AttnmtError
 from experiments.ledger import Record
+
+
+class CorpusUnavailable(AttnmtError):
+    """A corpus whose kept test outputs a table scores does not prepare on this machine."""
 
 
 def keep_hypotheses(run: Path, target: Path) -> Path | None:
@@ -46,17 +51,18 @@ def kept_lines(record: Record, ledger: Path, sentences: int) -> list[str] | None
 
 def references(data: Mapping[str, Any] | None, root: Path) -> list[str]:
     """The test references of the corpus the ``data`` settings name (prepared under
-    ``root``/data, from the cache when it is there); [] when they name no corpus that
-    prepares."""
+    ``root``/data, from the cache when it is there); [] when they name no corpus; raises
+    :class:`CorpusUnavailable` when the named corpus does not prepare here."""
     return test_pairs(data, root)[1]
 
 
 def test_pairs(data: Mapping[str, Any] | None, root: Path) -> tuple[list[str], list[str]]:
     """(sources, references) of the test split of the corpus the ``data`` settings name,
-    as :func:`references` prepares it; ([], []) when none prepares."""
+    as :func:`references` prepares it; ([], []) when they name none. A named corpus that does
+    not prepare raises :class:`CorpusUnavailable`: a page generated without its test split
+    would silently drop the bootstraps that need it."""
     from attnmt.data.corpora import prepare_corpus
     from attnmt.data.textio import read_lines
-    from attnmt.errors import AttnmtError
 
     if not isinstance(data, Mapping) or "name" not in data:
         return [], []
@@ -64,5 +70,11 @@ def test_pairs(data: Mapping[str, Any] | None, root: Path) -> tuple[list[str], l
         corpus = prepare_corpus({**data, "root": str(root / "data")})
         src, tgt = corpus.files("test")
         return read_lines(src), read_lines(tgt)
-    except (AttnmtError, OSError):
-        return [], []
+    except (AttnmtError, OSError) as e:
+        name = data["name"]
+        raise CorpusUnavailable(
+            f"the test split of corpus {name!r} does not prepare under {root / 'data'}: {e}\n"
+            f"The tables' paired bootstraps need its references: prepare it (`python "
+            f"scripts/prepare_data.py data={name}`; `make setup` installs the packages the "
+            f"corpora need), then generate the page again. Nothing was written."
+        ) from e

