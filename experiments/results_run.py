@@ -327,14 +327,23 @@ def torch_threads() -> int:
     return int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
 
 
-def regenerate(ledger: Path, docs: Path | None, guide: Path | None, extra: Sequence[str]) -> None:
-    """The tables (``docs``) and the attention guide (``guide``) from the ledger."""
+def regenerate(ledger: Path, docs: Path | None, guide: Path | None, extra: Sequence[str]) -> bool:
+    """The tables (``docs``) and the attention guide (``guide``) from the ledger; False, with
+    the reason on stderr and neither page written, when a corpus the tables score does not
+    prepare here (the records stay: ``make results-docs`` writes the pages once it does)."""
     from experiments import attention_guide, results_table
+    from experiments.kept_outputs import CorpusUnavailable
 
     if docs is not None:
-        results_table.write_docs(ledger, docs, extra=extra)
+        try:
+            results_table.write_docs(ledger, docs, extra=extra)
+        except CorpusUnavailable as e:
+            print(f"results: the records are kept; the pages are not regenerated: {e}",
+                  file=sys.stderr)  # fmt: skip
+            return False
     if guide is not None:
         attention_guide.write_guide(ledger, guide, extra=extra)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -398,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     print(report(outcome), flush=True)
-    regenerate(args.ledger, args.docs, args.guide, extra)
+    if not regenerate(args.ledger, args.docs, args.guide, extra):
+        return 2
     return 0 if not outcome.failed and not outcome.interrupted else 1
 
 

@@ -292,3 +292,24 @@ def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
     assert err.startswith("results_table: error: the test split of corpus '")
     assert "its package is not installed" in err and "Traceback" not in err
     assert list(out.parent.iterdir()) == []
+
+
+def test_make_results_keeps_its_records_and_says_why_the_pages_are_not_regenerated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After its runs, ``make results`` regenerates the pages; a corpus that does not prepare
+    then ends it with the reason (no traceback) and neither page written."""
+    import attnmt.data.corpora
+    from attnmt.errors import DataError
+    from experiments.results_run import regenerate
+
+    def missing(cfg: Any) -> Any:
+        raise DataError(f"corpus {cfg['name']}: its package is not installed")
+
+    monkeypatch.setattr(attnmt.data.corpora, "prepare_corpus", missing)
+    ledger = Path(__file__).resolve().parents[1] / "results" / "runs"
+    docs, guide = tmp_path / "results.md", tmp_path / "attention.md"
+    assert regenerate(ledger, docs, guide, []) is False
+    err = capsys.readouterr().err
+    assert "results: the records are kept; the pages are not regenerated: the test split" in err
+    assert list(tmp_path.iterdir()) == []
