@@ -269,24 +269,32 @@ def test_references_of_a_corpus_that_does_not_prepare_is_an_error_not_an_empty_l
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
 
 
-def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``python -m experiments.results_table docs`` over the repository's ledger, on a machine
-    where no corpus prepares (as on a GPU host without bible_en_fr's wheel): exit 2, the error
-    on stderr, and neither the page nor its curve PNGs written."""
+LEDGER = Path(__file__).resolve().parents[1] / "results" / "runs"
+
+
+@pytest.fixture
+def no_corpus_prepares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every corpus fails to prepare, as bible_en_fr does on a host without its wheel."""
     import attnmt.data.corpora
     from attnmt.errors import DataError
-    from experiments import results_table
 
     def missing(cfg: Any) -> Any:
         raise DataError(f"corpus {cfg['name']}: its package is not installed")
 
     monkeypatch.setattr(attnmt.data.corpora, "prepare_corpus", missing)
+
+
+def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
+    tmp_path: Path, no_corpus_prepares: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m experiments.results_table docs`` over the repository's ledger, on a machine
+    where no corpus prepares (as on a GPU host without bible_en_fr's wheel): exit 2, the error
+    on stderr, and neither the page nor its curve PNGs written."""
+    from experiments import results_table
+
     out = tmp_path / "docs" / "results.md"
     out.parent.mkdir()
-    ledger = Path(__file__).resolve().parents[1] / "results" / "runs"
-    code = results_table.main(["docs", "--ledger", str(ledger), "--out", str(out)])
+    code = results_table.main(["docs", "--ledger", str(LEDGER), "--out", str(out)])
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("results_table: error: the test split of corpus '")
@@ -295,21 +303,14 @@ def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
 
 
 def test_make_results_keeps_its_records_and_says_why_the_pages_are_not_regenerated(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, no_corpus_prepares: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """After its runs, ``make results`` regenerates the pages; a corpus that does not prepare
     then ends it with the reason (no traceback) and neither page written."""
-    import attnmt.data.corpora
-    from attnmt.errors import DataError
     from experiments.results_run import regenerate
 
-    def missing(cfg: Any) -> Any:
-        raise DataError(f"corpus {cfg['name']}: its package is not installed")
-
-    monkeypatch.setattr(attnmt.data.corpora, "prepare_corpus", missing)
-    ledger = Path(__file__).resolve().parents[1] / "results" / "runs"
     docs, guide = tmp_path / "results.md", tmp_path / "attention.md"
-    assert regenerate(ledger, docs, guide, []) is False
+    assert regenerate(LEDGER, docs, guide, []) is False
     err = capsys.readouterr().err
     assert "results: the records are kept; the pages are not regenerated: the test split" in err
     assert list(tmp_path.iterdir()) == []

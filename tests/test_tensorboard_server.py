@@ -87,6 +87,11 @@ def short_run(outputs: Path, data_root: Path) -> dict[str, Any]:
     return train(cfg, run_dir)
 
 
+def tail(log: Path, chars: int = 2000) -> str:
+    """The end of the server's log, for a failure message."""
+    return log.read_text(encoding="utf-8", errors="replace")[-chars:]
+
+
 def wait_for_scalar(
     base: str, tag: str, deadline: float, proc: subprocess.Popen[bytes], log: Path
 ) -> tuple[str, list[list[float]]]:
@@ -95,8 +100,7 @@ def wait_for_scalar(
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
-            raise AssertionError(f"tensorboard exited with {proc.returncode}:\n{tail}")
+            raise AssertionError(f"tensorboard exited with {proc.returncode}:\n{tail(log)}")
         try:
             tags = get_json(f"{base}/data/plugin/scalars/tags")
             runs = [run for run, run_tags in tags.items() if tag in run_tags]
@@ -106,8 +110,7 @@ def wait_for_scalar(
         except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError) as e:
             last_error = e
         time.sleep(0.5)
-    tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
-    raise AssertionError(f"tensorboard never served {tag} (last error: {last_error}):\n{tail}")
+    raise AssertionError(f"tensorboard never served {tag} (last error: {last_error}):\n{tail(log)}")
 
 
 @pytest.mark.slow
