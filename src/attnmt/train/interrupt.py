@@ -39,8 +39,11 @@ def exit_code(signum: int) -> int:
 class StopFlag:
     """Context manager: ``requested`` becomes True on the first SIGINT or SIGTERM, and
     ``signum`` says which; a second SIGINT raises KeyboardInterrupt, a second SIGTERM is
-    logged and ignored (the sender's SIGKILL ends the process if it must).
+    ignored (the sender's SIGKILL ends the process if it must).
 
+    The handler only records; :meth:`poll`, called where the loop reads the flag, logs
+    what it recorded. A handler that logged itself could land inside a log handler's own
+    write and re-enter it (logging then prints "--- Logging error ---" and a traceback).
     Outside the main thread (where Python cannot install signal handlers) it is inert
     and Ctrl-C raises KeyboardInterrupt as usual.
     """
@@ -49,19 +52,26 @@ class StopFlag:
         self.requested = False
         self.signum: int = signal.SIGINT
         self._previous: dict[int, Any] = {}
+        self._unlogged: list[str] = []
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested and signum == signal.SIGTERM:  # a copy (SLURM and torchrun)
-            log.warning("SIGTERM again: already stopping after this update")
+            self._unlogged.append("SIGTERM again: already stopping after this update")
             return
         if self.requested:  # a second Ctrl-C: stop now
             raise KeyboardInterrupt
         self.requested, self.signum = True, signum
-        log.warning(
-            "%s: stopping after this update and saving checkpoints/last.pt "
-            "(Ctrl-C, SIGINT, now aborts at once)",
-            "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        self._unlogged.append(
+            f"{name}: stopping after this update and saving checkpoints/last.pt "
+            "(Ctrl-C, SIGINT, now aborts at once)"
         )
+
+    def poll(self) -> bool:
+        """``requested``, after logging (once each) the messages the handler recorded."""
+        while self._unlogged:
+            log.warning(self._unlogged.pop(0))
+        return self.requested
 
     def __enter__(self) -> StopFlag:
         if threading.current_thread() is threading.main_thread():
@@ -78,6 +88,7 @@ class StopFlag:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous.clear()
+        self.poll()  # a signal after the loop's last poll is still logged
 
 
 class TrainingInterrupted(KeyboardInterrupt):

@@ -123,9 +123,7 @@ class Trainer:
         self.resume_point = (self.parts.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
         self.stop_flag = StopFlag()
-        self.parts.translator.should_stop = lambda: (
-            self.stop_flag.requested
-        )  # long decodes stop too
+        self.parts.translator.should_stop = self.stop_flag.poll  # long decodes stop too
         self.mid_update = False  # True from the first backward until the step is recorded
         self.record = self._open_record(parts) if self.parts.dist.is_main else None
         log.info(
@@ -301,7 +299,7 @@ class Trainer:
         this process) leaves the time budget out."""
         t = self.tcfg
         reason = None
-        if self.stop_flag.requested:
+        if self.stop_flag.poll():
             reason = "interrupted"
         elif self.state.bad_updates >= t.max_bad_updates:
             reason = "non_finite"
