@@ -30,9 +30,10 @@ from experiments.recipe import (
     CORPORA,
     CORPORA_MARKS,
     CORPORA_MINUTES,
+    DATA_BUILDS,
     DEFAULT,
     DING,
-    ES_EN,
+    LOOSE,
     NO_SAMPLING,
     RECIPE,
     RECORDS,
@@ -214,6 +215,29 @@ def curve_facts(rec: Rec) -> tuple[str, str]:
     return f"{best[3]:.2f} ({best[1]:.0f} min)", flat_text
 
 
+def test_differences(
+    recs: Records, run: PlannedRun, against: PlannedRun
+) -> list[float | None] | None:
+    """Test BLEU of ``run`` minus ``against``'s at each corpora mark (None where either lacks
+    that test); None when the two records are not comparable (one missing, or different CPU
+    kinds)."""
+    pair = [recs.get(run.stem), recs.get(against.stem)]
+    if not comparable(*pair):
+        return None
+    diffs: list[float | None] = []
+    for m in (*CORPORA_MARKS, CORPORA_MINUTES):
+        a, b = (test_at(r, m) for r in pair)
+        diffs.append(None if a is None or b is None else a["bleu"] - b["bleu"])
+    return diffs
+
+
+def diff_cells(diffs: list[float | None] | None, n: int) -> list[str]:
+    """The table cells of :func:`test_differences`' result."""
+    if diffs is None:
+        return [NOT_COMPARED] * n
+    return [num(d, sign=True) for d in diffs]
+
+
 def corpora_section(recs: Records, figure: str | None) -> list[str]:
     marks = (*CORPORA_MARKS, CORPORA_MINUTES)
     lines = [
@@ -231,7 +255,10 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
         "training minute from which the best validation NLL gains less than 1% over the last "
         "20% of the updates, and stays so. "
         f"*{NO_SAMPLING.name}* (ding_de_en only): the recipe with "
-        f"`{NO_SAMPLING.overrides[-1]}`, whether subword sampling pays over two hours.",
+        f"`{NO_SAMPLING.overrides[-1]}`, whether subword sampling pays over two hours. "
+        f"*{LOOSE.name}* (ding_de_en only): the recipe trained on the larger Ding "
+        f"(`{LOOSE.overrides[-1]}`, [ding_loose.md](ding_loose.md): the same valid and test "
+        "pairs), whether more pairs of the same dictionary pay over two hours.",
         "",
     ]
     runs = corpora_runs()
@@ -269,20 +296,23 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
     ]
     verdicts = []
     for corpus in CORPORA:
-        pair = [recs.get(corpora_run(v, corpus).stem) for v in (RECIPE, DEFAULT)]
-        if not comparable(*pair):
-            lines.append(f"| {corpus.name} | " + " | ".join([NOT_COMPARED] * len(marks)) + " |")
-            continue
-        diffs = []
-        for m in marks:
-            a, b = (test_at(r, m) for r in pair)
-            diffs.append(None if a is None or b is None else a["bleu"] - b["bleu"])
-        lines.append(f"| {corpus.name} | " + " | ".join(num(d, sign=True) for d in diffs) + " |")
-        if all(d is not None for d in diffs):
+        diffs = test_differences(recs, corpora_run(RECIPE, corpus), corpora_run(DEFAULT, corpus))
+        lines.append(f"| {corpus.name} | " + " | ".join(diff_cells(diffs, len(marks))) + " |")
+        if diffs is not None and all(d is not None for d in diffs):
             ahead = all(d is not None and d > 0 for d in diffs)
             verdicts.append(
                 f"{corpus.name}: {'ahead at every mark' if ahead else 'not ahead at every mark'}"
             )
+    lines += [
+        "",
+        "On ding_de_en, test BLEU of the recipe's variants minus the recipe's:",
+        "",
+        "| settings | " + " | ".join(f"{m:g} min" for m in marks) + " |",
+        "|---|" + "---:|" * len(marks),
+    ]
+    for variant in (NO_SAMPLING, LOOSE):
+        diffs = test_differences(recs, corpora_run(variant, DING), corpora_run(RECIPE, DING))
+        lines.append(f"| {variant.name} | " + " | ".join(diff_cells(diffs, len(marks))) + " |")
     ding = test_at(recs.get(corpora_run(RECIPE, DING).stem), CORPORA_MINUTES)
     lines.append("")
     if ding is not None:
@@ -472,7 +502,7 @@ def commands_section() -> list[str]:
         "",
         "```bash",
         *(r.command(Path(".")) for r in compare),
-        f"python scripts/make_custom_example.py --out {ES_EN.example_dir}",
+        *(" ".join(b.command()) for b in DATA_BUILDS),
         *(r.command(Path(".")) for r in corpora),
         f"python evaluate.py ckpt={shot}/snapshots/best-at-30min.pt split=test "
         f"out_dir={shot}/snapshots/eval-30min   # + the run's decode settings",

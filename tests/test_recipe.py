@@ -65,11 +65,14 @@ def test_the_stages_fix_their_runs_and_seeds_in_advance() -> None:
     assert [(r.variant, r.corpus) for r in corpora] == [
         ("recipe", "ding_de_en"),
         ("recipe-no-sampling", "ding_de_en"),
+        ("recipe-loose", "ding_de_en"),
         ("default", "ding_de_en"),
         *((v, c) for c in ("bible_en_fr", "es_en_nt") for v in ("recipe", "default")),
     ]
     no_sampling = set(corpora[1].overrides) - set(corpora[0].overrides)
     assert no_sampling == {"data.tokenizer.sampling.enabled=false"}
+    loose = set(corpora[2].overrides) - set(corpora[0].overrides)
+    assert loose == {"data.path=data/ding_loose/ding_de_en.tsv.xz"}
     assert all(r.seed == 1 and r.minutes == 120 and r.marks == (30, 60) and r.test for r in corpora)
     defaults = [r for r in corpora if r.variant == "default"]
     assert all("trainer.early_stopping_patience=0" in r.overrides for r in defaults)
@@ -84,7 +87,7 @@ def test_the_stages_fix_their_runs_and_seeds_in_advance() -> None:
     assert isinstance(seeds[-1], PlannedEnsemble) and seeds[-1].members == tuple(members)
 
     stems = [e.stem for s in recipe.STAGES for e in plan(s) if e.stage == s]
-    assert len(stems) == len(set(stems)) == 6 + 7 + 3
+    assert len(stems) == len(set(stems)) == 6 + 8 + 3
 
 
 def test_every_planned_command_composes_with_the_settings_it_claims() -> None:
@@ -100,6 +103,8 @@ def test_every_planned_command_composes_with_the_settings_it_claims() -> None:
                 assert (cfg.model.d_model, cfg.model.d_ff, cfg.model.n_heads) == (384, 1536, 2)
             if run.variant == "recipe-no-sampling":
                 assert cfg.data.tokenizer.sampling.enabled is False
+            if run.variant == "recipe-loose":
+                assert cfg.data.path == recipe.LOOSE_FILE and cfg.data.name == "ding_de_en"
             layers = {"default": 2, "layers4": 4}.get(run.variant, 3)  # the recipe's: 3+3
             assert (cfg.model.enc_layers, cfg.model.dec_layers) == (layers, layers)
             if run.variant == "default":
@@ -129,6 +134,52 @@ class FakeRunner(Runner):
         self.clock[0] += 60.0 * (run.minutes + 3)
         _write(run.record_path(self.root), record(run, run.minutes + 3))
         return run.record_path(self.root)
+
+
+def test_the_data_a_run_reads_is_built_once_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loose = corpora_run(recipe.LOOSE, DING)
+    es_en = corpora_run(RECIPE, recipe.ES_EN)
+    assert [b.path for b in recipe.builds_of(loose)] == [recipe.LOOSE_FILE]
+    assert [b.path for b in recipe.builds_of(es_en)] == [recipe.ES_EN_DIR]
+    assert recipe.builds_of(corpora_run(RECIPE, DING)) == []
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str], log: TextIO) -> int:  # writes what the script would
+        calls.append(cmd)
+        out = Path(cmd[cmd.index("--out") + 1])
+        if cmd[1].endswith("rebuild_ding.py"):
+            out.parent.mkdir(parents=True)
+            out.write_bytes(b"xz")
+        else:
+            out.mkdir(parents=True)
+            (out / "train.es").write_text("hola\n")
+        return 0
+
+    runner = Runner(tmp_path)
+    monkeypatch.setattr(runner, "call", call)
+    assert recipe.make_data(loose, tmp_path, runner) and recipe.make_data(es_en, tmp_path, runner)
+    assert [c[1:] for c in calls] == [
+        [str(ROOT / "scripts/rebuild_ding.py"), "--filter", "loose",
+         "--out", str(tmp_path / recipe.LOOSE_FILE)],
+        [str(ROOT / "scripts/make_custom_example.py"), "--out", str(tmp_path / recipe.ES_EN_DIR)],
+    ]  # fmt: skip
+    assert recipe.make_data(loose, tmp_path, runner) and recipe.make_data(es_en, tmp_path, runner)
+    assert len(calls) == 2  # built once
+
+
+def test_a_data_build_that_fails_names_its_log_and_its_run_does_not_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loose = corpora_run(recipe.LOOSE, DING)
+    clock = [0.0]
+    runner = FakeRunner(tmp_path, clock)
+    monkeypatch.setattr(runner, "call", lambda cmd, log: 0)  # exit 0, yet nothing written
+    assert recipe.run_entries([loose], runner, clock=lambda: clock[0]) == 1
+    assert runner.started == []
+    log = tmp_path / recipe.RUNS / "rebuild_ding.log"
+    assert f"could not write {tmp_path / recipe.LOOSE_FILE}: see {log}" in capsys.readouterr().out
 
 
 def test_an_existing_record_is_skipped_and_the_hours_rule_starts_only_what_fits(
@@ -553,6 +604,8 @@ def planted() -> dict[str, dict[str, Any]]:
              test_at=_tests((3.5, 20.0), (5.5, 23.5), (6.7, 25.8))),
         _rec(corpora_run(DEFAULT, DING), _curve((30, 5.0), (60, 5.5), (119, 5.6)),
              test_at=_tests((4.2, 22.0), (4.8, 23.9), (4.9, 24.0))),
+        _rec(corpora_run(recipe.LOOSE, DING), _curve((30, 3.0), (60, 5.0), (119, 8.0)),
+             test_at=_tests((3.0, 19.0), (5.25, 23.0), (7.9, 27.0))),
         _rec(seeds[1], _curve((119, 7.2)), test={"bleu": 6.9, "chrf": 26.1}),
         _rec(seeds[2], _curve((119, 7.1)), test={"bleu": 6.2, "chrf": 25.0}),
         {"kind": "ensemble", "stage": "seeds", "stem": plan("seeds")[-1].stem, "seeds": [1, 2, 3],
@@ -581,6 +634,9 @@ def test_the_page_holds_the_planted_figures_and_the_differences() -> None:
                                                            "4.90 / 24.00"]  # fmt: skip
     assert _row(text, "| ding_de_en | -0.70 |") == ["ding_de_en", "-0.70", "+0.70", "+1.80"]
     assert _row(text, "| bible_en_fr | –") == ["bible_en_fr", "–", "–", "–"]
+    # the recipe's variants on ding_de_en minus the recipe: planted loose, no-sampling missing
+    assert _row(text, "| recipe-loose | -0.50") == ["recipe-loose", "-0.50", "-0.25", "+1.20"]
+    assert _row(text, "| recipe-no-sampling | –") == ["recipe-no-sampling", "–", "–", "–"]
     assert "ding_de_en test BLEU ≥ 10 within 120 minutes: 6.70, not reached." in text
     assert "ding_de_en: not ahead at every mark" in text
     assert (
