@@ -231,11 +231,23 @@ def test_differences(
     return diffs
 
 
-def diff_cells(diffs: list[float | None] | None, n: int) -> list[str]:
-    """The table cells of :func:`test_differences`' result."""
-    if diffs is None:
-        return [NOT_COMPARED] * n
-    return [num(d, sign=True) for d in diffs]
+def difference_table(
+    title: str, column: str, rows: list[tuple[str, list[float | None] | None]]
+) -> list[str]:
+    """A table of :func:`test_differences` results, one row per (label, differences), a
+    column per corpora mark."""
+    marks = (*CORPORA_MARKS, CORPORA_MINUTES)
+    lines = [
+        "",
+        title,
+        "",
+        f"| {column} | " + " | ".join(f"{m:g} min" for m in marks) + " |",
+        "|---|" + "---:|" * len(marks),
+    ]
+    for label, diffs in rows:
+        cells = [NOT_COMPARED] * len(marks) if diffs is None else [num(d, sign=True) for d in diffs]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def corpora_section(recs: Records, figure: str | None) -> list[str]:
@@ -287,32 +299,26 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
                 precision_text(rec),
             ]
         lines.append(f"| {run.corpus} | {run.variant} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "Test BLEU of the recipe minus the default's:",
-        "",
-        "| corpus | " + " | ".join(f"{m:g} min" for m in marks) + " |",
-        "|---|" + "---:|" * len(marks),
+    against_default = [
+        (c.name, test_differences(recs, corpora_run(RECIPE, c), corpora_run(DEFAULT, c)))
+        for c in CORPORA
     ]
+    lines += difference_table(
+        "Test BLEU of the recipe minus the default's:", "corpus", against_default
+    )
     verdicts = []
-    for corpus in CORPORA:
-        diffs = test_differences(recs, corpora_run(RECIPE, corpus), corpora_run(DEFAULT, corpus))
-        lines.append(f"| {corpus.name} | " + " | ".join(diff_cells(diffs, len(marks))) + " |")
+    for name, diffs in against_default:
         if diffs is not None and all(d is not None for d in diffs):
             ahead = all(d is not None and d > 0 for d in diffs)
-            verdicts.append(
-                f"{corpus.name}: {'ahead at every mark' if ahead else 'not ahead at every mark'}"
-            )
-    lines += [
-        "",
+            verdicts.append(f"{name}: {'' if ahead else 'not '}ahead at every mark")
+    lines += difference_table(
         "On ding_de_en, test BLEU of the recipe's variants minus the recipe's:",
-        "",
-        "| settings | " + " | ".join(f"{m:g} min" for m in marks) + " |",
-        "|---|" + "---:|" * len(marks),
-    ]
-    for variant in (NO_SAMPLING, LOOSE):
-        diffs = test_differences(recs, corpora_run(variant, DING), corpora_run(RECIPE, DING))
-        lines.append(f"| {variant.name} | " + " | ".join(diff_cells(diffs, len(marks))) + " |")
+        "settings",
+        [
+            (v.name, test_differences(recs, corpora_run(v, DING), corpora_run(RECIPE, DING)))
+            for v in (NO_SAMPLING, LOOSE)
+        ],
+    )
     ding = test_at(recs.get(corpora_run(RECIPE, DING).stem), CORPORA_MINUTES)
     lines.append("")
     if ding is not None:
