@@ -192,3 +192,13 @@ def test_the_rnn_step_split_times_every_section(name: str) -> None:
     transformer = {"name": "transformer", "d_model": 16, "n_heads": 2, "d_ff": 16}
     assert split.marks_for(build_model(transformer, 12, 12, True), torch.device("cpu")) is None
     assert split.marks_for(model, torch.device("meta")) is None
+
+
+@pytest.mark.slow
+def test_ddp_exit_stress_ends_every_group_in_attnmt_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import ddp_exit_stress
+
+    assert ddp_exit_stress.main(["--iterations", "3", "--pairs", "1", "--stall", "120"]) == 0
+    assert "pair 0: attnmt: 3 of 3 groups; ended every group" in capsys.readouterr().out

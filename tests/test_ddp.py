@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +62,19 @@ def train_and_dump(cfg: dict[str, Any], run_dir: Path, out: Path) -> None:
     torch.set_num_threads(1)
     steps: list[dict[str, float]] = []
     trainer = Trainer(OmegaConf.create(cfg), run_dir, on_step=lambda s, fig: steps.append(fig))
+    finished = False
     try:
         result = trainer.run()
-        params = {k: v.detach().cpu().clone() for k, v in trainer.parts.model.state_dict().items()}
-        torch.save({"params": params, "steps": steps, "result": result}, out)
+        finished = True
     finally:
+        wrapper, wrapped = weakref.ref(trainer.net), type(trainer.net).__name__
         trainer.close()
-        ddp.cleanup()
+        ddp.cleanup(together=finished)
+    params = {k: v.detach().cpu().clone() for k, v in trainer.parts.model.state_dict().items()}
+    # whether close() let the DDP wrapper (and its reducer's hold on the group) go
+    released = wrapper() is None
+    dump = {"params": params, "steps": steps, "result": result, "wrapped": wrapped}
+    torch.save({**dump, "wrapper_released": released}, out)
 
 
 def rank_worker(rank: int, port: int, cfg: dict[str, Any], run_dir: str, out_dir: str) -> None:
@@ -99,6 +106,9 @@ def test_two_ranks_match_one_process_with_the_combined_batch(tmp_path: Path) -> 
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
     assert r0["result"]["step"] == r1["result"]["step"] == STEPS
+    # Trainer.close() let each rank's DDP wrapper go, so the group ended in ddp.cleanup
+    assert [r["wrapped"] for r in (r0, r1)] == ["DistributedDataParallel"] * WORLD
+    assert r0["wrapper_released"] and r1["wrapper_released"]
 
     # both replicas identical, bit for bit
     assert r0["params"].keys() == r1["params"].keys()

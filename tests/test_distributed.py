@@ -97,6 +97,43 @@ def test_helpers_are_noops_when_single(no_torchrun_env: None) -> None:
     assert shard([1, 2, 3], info) == [1, 2, 3]
 
 
+class FakeWork:
+    """A collective's work that notes when it is waited on and released."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def wait(self) -> None:
+        self.calls.append("wait")
+
+    def __del__(self) -> None:
+        self.calls.append("work released")
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_cleanup_holds_the_last_barrier_until_the_group_is_gone(
+    monkeypatch: pytest.MonkeyPatch, together: bool
+) -> None:
+    # a gloo worker releasing the last work needs the GIL that the group's destruction
+    # holds while it joins the workers: the work must outlive the group
+    from attnmt.train import distributed as ddp
+
+    calls: list[str] = []
+
+    def fake_barrier(async_op: bool = False) -> FakeWork:
+        calls.append(f"barrier async_op={async_op}")
+        return FakeWork(calls)
+
+    monkeypatch.setattr(ddp, "is_enabled", lambda: True)
+    monkeypatch.setattr(ddp.dist, "barrier", fake_barrier)
+    monkeypatch.setattr(ddp.dist, "destroy_process_group", lambda: calls.append("destroy"))
+    ddp.cleanup(together=together)
+    if together:
+        assert calls == ["barrier async_op=True", "wait", "destroy", "work released"]
+    else:  # an error on one rank: the others may never come to a barrier
+        assert calls == ["destroy"]
+
+
 def test_shard_drops_the_ragged_tail() -> None:
     items = list(range(7))
     r0 = DistInfo(rank=0, world_size=2, local_rank=0, is_main=True, enabled=True)

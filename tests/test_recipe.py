@@ -37,7 +37,7 @@ from experiments.recipe import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-MACHINE = {
+MACHINE: dict[str, Any] = {
     "cpu": {"name": "AMD EPYC", "vendor": "AuthenticAMD", "family": 26, "model": 2,
             "stepping": 1, "flags": ["avx2"]},
     "torch_version": "2.13.0+cpu", "threads": 2, "cuda": None, "kernels": "AVX2",
@@ -345,7 +345,12 @@ def test_a_run_folder_another_cpu_kind_trained_in_is_moved_aside_not_resumed(
     folder = run.run_dir(tmp_path)
     calls: list[list[str]] = []
     runner = Runner(tmp_path, kind=HERE)
-    monkeypatch.setattr(runner, "call", lambda cmd, log: calls.append(cmd) or 0)
+
+    def call(cmd: list[str], log: TextIO) -> int:
+        calls.append(cmd)
+        return 0
+
+    monkeypatch.setattr(runner, "call", call)
     monkeypatch.setattr(recipe, "trained", lambda folder: (30.0, 900))
     _run_folder(folder, [(500, 15.0, 4.0, 2.0, 20.0)], 30.0, start={"machine": MACHINE})
     assert recipe.folder_kinds(folder) == {HERE}

@@ -299,10 +299,26 @@ def barrier() -> None:
         dist.barrier()
 
 
-def cleanup() -> None:
-    """Leave and destroy the process group (safe to call when single or twice)."""
-    if is_enabled():
-        dist.destroy_process_group()
+def cleanup(together: bool = False) -> None:
+    """Leave and destroy the process group (safe to call when single or twice).
+
+    ``together``: every rank calls it here (a run that finished); each first waits for the
+    others, and holds that barrier's work until the group is destroyed. Destroying a gloo
+    group joins its worker threads while holding the GIL, and a worker that is still
+    releasing the last collective's work needs the GIL to release its tensors: the two
+    would wait for each other forever (torch 2.13). A held work is not released by a
+    worker, so the join finds the workers idle. The DDP wrapper must be gone by then
+    (``Trainer.close``), so that the group's last reference is the one dropped here.
+    Without ``together`` (an error on one rank: the others may never arrive) there is no
+    barrier.
+    """
+    if not is_enabled():
+        return
+    last = dist.barrier(async_op=True) if together else None
+    if last is not None:
+        last.wait()
+    dist.destroy_process_group()
+    del last  # after the group: see above
 
 
 def wrap_ddp(

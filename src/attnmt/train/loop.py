@@ -219,8 +219,10 @@ class Trainer:
         return self.state.wall_s / 60.0
 
     def close(self) -> None:
-        """Close the TensorBoard writer, detach the resumed run's own log file and release
-        the run directory."""
+        """Close the TensorBoard writer, detach the resumed run's own log file, release the
+        run directory and drop the DDP wrapper (its reducer holds the process group, which
+        :func:`~attnmt.train.distributed.cleanup` must be the one to end)."""
+        self.net = self.parts.model
         self.tb.close()
         if self.parts.lock is not None:
             self.parts.lock.release()
@@ -396,7 +398,6 @@ class Trainer:
                 raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
         self.end_record("finished", reason)
-        ddp.barrier()
         return result
 
     # ------------------------------------------------------------------ validation
@@ -650,10 +651,12 @@ def train(
     Returns {"step", "epoch", "stop_reason", "best_val_bleu", "run_dir", "test_bleu", ...}.
     A KeyboardInterrupt saves ``checkpoints/last.pt`` and is re-raised.
     """
-    trainer = None
+    trainer, finished = None, False
     try:
         trainer = Trainer(cfg, Path(run_dir), on_step, explicit)
-        return trainer.run()
+        result = trainer.run()
+        finished = True  # every rank gets here
+        return result
     except BaseException as err:
         if trainer is not None:
             try:
@@ -664,4 +667,4 @@ def train(
     finally:
         if trainer is not None:
             trainer.close()
-        ddp.cleanup()
+        ddp.cleanup(together=finished)
