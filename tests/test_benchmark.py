@@ -158,7 +158,11 @@ def test_options_and_the_report_header() -> None:
         [256],
         ["transformer_tiny", "rnn_luong"],
     )
-    meta = {"started": "2026-01-01T00:00:00", "seconds": 1.0, "machine": benchmark.machine_info()}
+    meta: dict[str, Any] = {
+        "started": "2026-01-01T00:00:00",
+        "seconds": 1.0,
+        "machine": benchmark.machine_info(),
+    }
     head = benchmark.markdown(meta, []).splitlines()[2]
     assert head.startswith(f"- machine: {meta['machine']['summary']} (")
 

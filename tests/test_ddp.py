@@ -51,7 +51,9 @@ def run_config(root: Path, accum_steps: int, *extra: str) -> dict[str, Any]:
     ]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
-    return OmegaConf.to_container(cfg, resolve=True)
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    return {str(k): v for k, v in container.items()}
 
 
 def train_and_dump(cfg: dict[str, Any], run_dir: Path, out: Path) -> None:

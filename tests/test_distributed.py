@@ -295,7 +295,7 @@ def test_two_gloo_ranks_match_one_process_on_the_combined_batch(tmp_path: Path) 
     for step in range(STEPS):
         opt.zero_grad()
         parts = [summed_loss(model, *batches[step * WORLD + r]) for r in range(WORLD)]
-        total = sum(s for s, _ in parts)
+        total = torch.stack([s for s, _ in parts]).sum()  # S_0 + S_1 + ...
         n = sum(c for _, c in parts)
         (total / n).backward()
         opt.step()
