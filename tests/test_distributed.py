@@ -134,6 +134,24 @@ def test_cleanup_holds_the_last_barrier_until_the_group_is_gone(
         assert calls == ["destroy"]
 
 
+def test_cleanup_destroys_the_group_when_the_last_barrier_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a rank that is already gone: gloo's barrier raises (DistBackendError, a RuntimeError)
+    from attnmt.train import distributed as ddp
+
+    calls: list[str] = []
+
+    def failing_barrier(async_op: bool = False) -> FakeWork:
+        raise RuntimeError("Connection closed by peer")
+
+    monkeypatch.setattr(ddp, "is_enabled", lambda: True)
+    monkeypatch.setattr(ddp.dist, "barrier", failing_barrier)
+    monkeypatch.setattr(ddp.dist, "destroy_process_group", lambda: calls.append("destroy"))
+    ddp.cleanup(together=True)
+    assert calls == ["destroy"]
+
+
 def test_shard_drops_the_ragged_tail() -> None:
     items = list(range(7))
     r0 = DistInfo(rank=0, world_size=2, local_rank=0, is_main=True, enabled=True)

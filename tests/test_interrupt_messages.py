@@ -173,3 +173,13 @@ def test_a_signal_while_a_validation_is_reported_keeps_its_record_and_best_check
     assert (run / "checkpoints" / "best-2.pt").is_file()
     last = load_checkpoint(run / "checkpoints" / "last.pt").training
     assert last is not None and last.trainer["best_step"] == last.trainer["val_step"] == 2
+
+
+def test_only_a_stop_every_rank_saved_for_waits_for_the_others_at_the_end(tmp_path: Path) -> None:
+    # ddp.cleanup(together=...) waits for every rank: only where every rank leaves alike
+    saved = TrainingInterrupted(8, tmp_path / "last.pt", True, signal.SIGTERM)
+    aborted = TrainingInterrupted(8, None, False, signal.SIGINT)  # inside an update, one rank
+    final_test = FinalTestInterrupted(8, tmp_path, signal.SIGTERM)
+    assert loop._every_rank_ends_so(saved) and loop._every_rank_ends_so(final_test)
+    for err in (aborted, KeyboardInterrupt(), OSError("disk full"), RuntimeError("peer gone")):
+        assert not loop._every_rank_ends_so(err), err

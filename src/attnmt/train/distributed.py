@@ -302,21 +302,26 @@ def barrier() -> None:
 def cleanup(together: bool = False) -> None:
     """Leave and destroy the process group (safe to call when single or twice).
 
-    ``together``: every rank calls it here (a run that finished); each first waits for the
-    others, and holds that barrier's work until the group is destroyed. Destroying a gloo
-    group joins its worker threads while holding the GIL, and a worker that is still
-    releasing the last collective's work needs the GIL to release its tensors: the two
-    would wait for each other forever (torch 2.13). A held work is not released by a
-    worker, so the join finds the workers idle. The DDP wrapper must be gone by then
-    (``Trainer.close``), so that the group's last reference is the one dropped here.
-    Without ``together`` (an error on one rank: the others may never arrive) there is no
-    barrier.
+    ``together``: every rank calls it here (a run that finished, or a stop every rank agreed
+    on); each first waits for the others, and holds that barrier's work until the group is
+    destroyed. Destroying a gloo group joins its worker threads while holding the GIL, and
+    a worker that is still releasing the last collective's work needs the GIL to release
+    its tensors: the two would wait for each other forever (torch 2.13). A held work is not
+    released by a worker, so the join finds the workers idle. The DDP wrapper must be gone
+    by then (``Trainer.close``), so that the group's last reference is the one dropped
+    here. A barrier that fails (a rank already gone) is let be: the group is destroyed all
+    the same. Without ``together`` (an error on one rank: the others may never arrive)
+    there is no barrier.
     """
     if not is_enabled():
         return
-    last = dist.barrier(async_op=True) if together else None
-    if last is not None:
-        last.wait()
+    last = None
+    if together:
+        try:
+            last = dist.barrier(async_op=True)
+            last.wait()
+        except RuntimeError as err:  # gloo's DistBackendError: a peer closed its end
+            log.debug("the last barrier failed (%s); destroying the group without it", err)
     dist.destroy_process_group()
     del last  # after the group: see above
 

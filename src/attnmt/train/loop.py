@@ -629,6 +629,13 @@ def _bar_safe_logging(progress_bar: bool) -> contextlib.AbstractContextManager[A
     return logging_redirect_tqdm() if progress_bar else contextlib.nullcontext()
 
 
+def _every_rank_ends_so(err: BaseException) -> bool:
+    """Whether every rank of the run leaves training by ``err`` too: a stop they agreed on
+    and saved last.pt for together (:class:`TrainingInterrupted` with ``saved``, the final
+    test's :class:`FinalTestInterrupted`). Not an update aborted on one rank, nor an error."""
+    return isinstance(err, TrainingInterrupted) and err.saved
+
+
 def _ending(err: BaseException) -> tuple[str, str, str | None]:
     """(status, reason, error message) of the run record for a run that ``err`` ended."""
     if isinstance(err, FinalTestInterrupted):
@@ -651,13 +658,14 @@ def train(
     Returns {"step", "epoch", "stop_reason", "best_val_bleu", "run_dir", "test_bleu", ...}.
     A KeyboardInterrupt saves ``checkpoints/last.pt`` and is re-raised.
     """
-    trainer, finished = None, False
+    trainer, together = None, False
     try:
         trainer = Trainer(cfg, Path(run_dir), on_step, explicit)
         result = trainer.run()
-        finished = True  # every rank gets here
+        together = True  # every rank gets here
         return result
     except BaseException as err:
+        together = _every_rank_ends_so(err)
         if trainer is not None:
             try:
                 trainer.end_record(*_ending(err))
@@ -667,4 +675,4 @@ def train(
     finally:
         if trainer is not None:
             trainer.close()
-        ddp.cleanup(together=finished)
+        ddp.cleanup(together=together)
