@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
+import os
 import queue
 import shutil
 import socket
@@ -47,22 +47,24 @@ def free_port() -> int:
 
 
 def rank_loop(rank: int, ports: list[int], order: str, done: Queue) -> None:
-    """One rank: ``len(ports)`` groups, one after another; rank 0 reports each one ended."""
+    """One rank: ``len(ports)`` groups, one after another, each joined and wrapped as the
+    trainer does (torchrun's variables, :func:`~attnmt.train.distributed.init_distributed`,
+    :func:`~attnmt.train.distributed.wrap_ddp`); rank 0 reports each one ended."""
     torch.set_num_threads(1)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
     for i, port in enumerate(ports):
-        timeout = datetime.timedelta(seconds=60)
-        store = dist.TCPStore("127.0.0.1", port, 2, rank == 0, timeout=timeout)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=2)
-        net: nn.Module | None = nn.parallel.DistributedDataParallel(nn.Linear(8, 8))
-        assert net is not None
+        os.environ["MASTER_PORT"] = str(port)
+        info = ddp.init_distributed("cpu", timeout_s=60.0)
+        net = ddp.wrap_ddp(nn.Linear(8, 8), info, "cpu")
         net(torch.randn(4, 8)).sum().backward()
         dist.all_reduce(torch.tensor([rank]))
         if order == "unsafe":
             dist.barrier()
             dist.destroy_process_group()
-            net = None  # the reducer drops the group's last reference here
+            del net  # the reducer drops the group's last reference here
         else:
-            net = None
+            del net
             ddp.cleanup(together=True)
         if rank == 0:
             done.put(i)

@@ -110,12 +110,9 @@ class FakeWork:
         self.calls.append("work released")
 
 
-@pytest.mark.parametrize("together", [True, False])
-def test_cleanup_holds_the_last_barrier_until_the_group_is_gone(
-    monkeypatch: pytest.MonkeyPatch, together: bool
-) -> None:
-    # a gloo worker releasing the last work needs the GIL that the group's destruction
-    # holds while it joins the workers: the work must outlive the group
+@pytest.fixture
+def group_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A process group that notes the barriers and destruction cleanup() asks of it."""
     from attnmt.train import distributed as ddp
 
     calls: list[str] = []
@@ -127,29 +124,34 @@ def test_cleanup_holds_the_last_barrier_until_the_group_is_gone(
     monkeypatch.setattr(ddp, "is_enabled", lambda: True)
     monkeypatch.setattr(ddp.dist, "barrier", fake_barrier)
     monkeypatch.setattr(ddp.dist, "destroy_process_group", lambda: calls.append("destroy"))
-    ddp.cleanup(together=together)
+    return calls
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_cleanup_holds_the_last_barrier_until_the_group_is_gone(
+    group_calls: list[str], together: bool
+) -> None:
+    # a gloo worker releasing the last work needs the GIL that the group's destruction
+    # holds while it joins the workers: the work must outlive the group
+    cleanup(together=together)
     if together:
-        assert calls == ["barrier async_op=True", "wait", "destroy", "work released"]
+        assert group_calls == ["barrier async_op=True", "wait", "destroy", "work released"]
     else:  # an error on one rank: the others may never come to a barrier
-        assert calls == ["destroy"]
+        assert group_calls == ["destroy"]
 
 
 def test_cleanup_destroys_the_group_when_the_last_barrier_fails(
-    monkeypatch: pytest.MonkeyPatch,
+    group_calls: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a rank that is already gone: gloo's barrier raises (DistBackendError, a RuntimeError)
     from attnmt.train import distributed as ddp
 
-    calls: list[str] = []
-
     def failing_barrier(async_op: bool = False) -> FakeWork:
         raise RuntimeError("Connection closed by peer")
 
-    monkeypatch.setattr(ddp, "is_enabled", lambda: True)
     monkeypatch.setattr(ddp.dist, "barrier", failing_barrier)
-    monkeypatch.setattr(ddp.dist, "destroy_process_group", lambda: calls.append("destroy"))
-    ddp.cleanup(together=True)
-    assert calls == ["destroy"]
+    cleanup(together=True)
+    assert group_calls == ["destroy"]
 
 
 def test_shard_drops_the_ragged_tail() -> None:
