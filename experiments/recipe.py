@@ -1,7 +1,7 @@
 """The small-data recipe's comparisons (issue 34, item 2): the plan, the runner, the records.
 
     python -m experiments.recipe run --stage compare --hours 6 [--minutes 45] [--dry-run]
-    python -m experiments.recipe run --stage corpora --hours 8
+    python -m experiments.recipe run --stage corpora --hours 8 [--only default-bible]
     python -m experiments.recipe run --stage seeds --hours 5
     python -m experiments.recipe table [--out docs/recipe.md]    # + docs/recipe_minutes.png
 
@@ -49,15 +49,20 @@ train for m + M minutes. So the runner resumes it with ``trainer.time_budget_min
 (final validation, averaging, test). A folder without a readable checkpoint is moved aside
 and the run starts afresh.
 
-**One CPU kind a comparison.** A stage compares runs at equal minutes, and minutes buy
+**One CPU kind a comparison.** Runs are compared at equal minutes, and minutes buy
 different numbers of updates on different CPUs (vendor, family, model, SIMD flags, torch:
-:func:`cpu_kind`). So the runs a stage compares are all of one kind: the compare stage's,
-and the corpora and seeds stages' together (the seeds stage reuses the corpora stage's
-seed-1 run). The runner refuses to start such a stage's runs on a kind other than its
-records' (:func:`kind_refusal`, exit 2, nothing started or moved), and does not resume a run
-folder that another kind trained in (it is moved aside, ``<stem>.other-cpu-<time>``, and the
-run starts afresh); the page marks a difference between records of different kinds as not
-comparable rather than give it.
+:func:`cpu_kind`). So what is compared is measured on one kind: in the compare stage each
+change and the recipe run it is compared with (on a kind other than the recipe record's,
+the runner runs the recipe once more first, its stem ending with the kind,
+``recipe-ding_de_en-seed1-45min-cpu25.1``: :func:`compare_baseline`); in the corpora and
+seeds stages the runs on one corpus (the recipe against the default, ding_de_en's variants
+and seeds against its recipe run). The runner does not start a run whose comparison was
+measured on another kind (:func:`kind_refusal`: the others still start; exit 2 when none
+can), and does not resume a run folder that another kind trained in (it is moved aside,
+``<stem>.other-cpu-<time>``, and the run starts afresh); the page marks a difference
+between records of different kinds as not comparable rather than give it. ``--only TEXT``
+runs only the entries whose stem contains TEXT (in the compare stage with the recipe run
+its changes need).
 
 **The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
 left plus its overhead (data preparation, validation past the budget, averaging, test
@@ -68,10 +73,10 @@ validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stag
 No run starts while another process on this machine trains one of the stage's runs (a
 second runner, or a train.py whose runner was killed): they would share the cores. The
 runner exits 0 when the stage is done or the next run does not fit (one line says what is
-left), 1 when a run failed (the others still ran), 2 when the CPU kind refuses the stage,
-130 when SIGINT/SIGTERM stopped it
-(passed on to train.py, which saves last.pt: the next invocation resumes it; no child
-starts after the signal). Nothing is committed: commit each record as it comes.
+left), 1 when a run failed (the others still ran), 2 when the CPU kind refuses every run
+left, 130 when SIGINT/SIGTERM stopped it (passed on to train.py, which saves last.pt: the
+next invocation resumes it; no child starts after the signal). Nothing is committed: commit
+each record as it comes.
 """
 
 from __future__ import annotations
@@ -86,7 +91,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -104,15 +109,13 @@ from attnmt.run_record import RecordError, read_record
 from attnmt.train.run_lock import live_owner
 from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
 from experiments import die_with_parent
-from experiments.variant_runs import Variant, provenance_fields, read_all, scores_entry
+from experiments.variant_runs import Variant, provenance_fields, read_all, read_one, scores_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = Path("results") / "recipe"
 RUNS = Path("outputs") / "recipe"
 STAGES = ("compare", "corpora", "seeds")
 THREADS = 2
-KIND_GROUPS = (("compare",), ("corpora", "seeds"))
-"""Stages whose runs are compared with each other's at equal minutes: one CPU kind each."""
 COMPARE_MINUTES = 45.0
 COMPARE_MARKS = (15.0, 30.0, 45.0)
 """The compare table's columns: the best valid BLEU by these training minutes."""
@@ -227,10 +230,14 @@ class PlannedRun:
     minutes: float
     overrides: tuple[str, ...]
     marks: tuple[float, ...] = ()
+    tag: str = ""
+    """Set on the compare stage's recipe run on a second CPU kind (:func:`kind_tag`), which
+    the stem ends with: the same settings, another run."""
 
     @property
     def stem(self) -> str:
-        return f"{self.variant}-{self.corpus}-seed{self.seed}-{self.minutes:g}min"
+        stem = f"{self.variant}-{self.corpus}-seed{self.seed}-{self.minutes:g}min"
+        return f"{stem}-{self.tag}" if self.tag else stem
 
     @property
     def test(self) -> bool:
@@ -380,24 +387,69 @@ def folder_kinds(folder: Path) -> set[str]:
     return {cpu_kind(e["machine"]) for e in starts if isinstance(e.get("machine"), dict)}
 
 
-def group_of(stage: str) -> tuple[str, ...]:
-    """The stages compared with ``stage`` (:data:`KIND_GROUPS`)."""
-    return next(g for g in KIND_GROUPS if stage in g)
+def kind_tag(machine: Mapping[str, Any]) -> str:
+    """A CPU kind's short name in a stem, ``cpu<family>.<model>`` (e.g. ``cpu25.1``; x where
+    the CPU does not say). Two kinds of one family and model (other flags or torch) share it:
+    the second is refused rather than given a run of its own (:func:`kind_refusal`)."""
+    cpu = machine.get("cpu") or {}
+    ids = ("x" if cpu.get(k) is None else cpu[k] for k in ("family", "model"))
+    return "cpu" + ".".join(map(str, ids))
 
 
-def kind_refusal(stage: str, root: Path, here: str) -> str | None:
-    """Why ``stage``'s runs must not start on a CPU of kind ``here``: its group's run records
-    were measured on another kind (module docstring); None when they were not."""
-    group = group_of(stage)
-    records = [r for s in group for r in read_all(root / RECORDS / s) if r.get("kind") == "run"]
+def compare_baseline(root: Path, here: str, tag: str, minutes: float) -> PlannedRun:
+    """The recipe run that the compare stage's changes measured on CPU kind ``here`` are
+    compared with: the stage's own (plan("compare")[0]) unless its record was measured on
+    another kind; then the recipe once more on this kind, its stem ending ``-<tag>``."""
+    first = plan("compare", minutes)[0]
+    assert isinstance(first, PlannedRun)
+    path = first.record_path(root)
+    if not path.is_file() or record_kinds(read_one(path)) <= {here}:  # none named: unknown
+        return first
+    return replace(first, tag=tag)
+
+
+def stage_entries(
+    stage: str, root: Path, here: str, tag: str, minutes: float = COMPARE_MINUTES
+) -> list[Entry]:
+    """What ``stage`` runs on a CPU of kind ``here`` (``tag``: :func:`kind_tag`): its plan,
+    and in the compare stage, where a change is still to be measured and the recipe's record
+    is of another kind, the recipe once more on this one (:func:`compare_baseline`) first."""
+    entries = plan(stage, minutes)
+    if stage != "compare":
+        return entries
+    base = compare_baseline(root, here, tag, minutes)
+    changes = entries[1:]
+    if not base.tag or all(c.record_path(root).is_file() for c in changes):
+        return entries
+    return [entries[0], base, *changes]
+
+
+def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None:
+    """Why ``run`` must not start on a CPU of kind ``here``: the records it is compared with
+    at equal minutes were measured on another kind (module docstring); None when they were
+    not. A compare-stage change is compared with :func:`compare_baseline`'s run; a
+    corpora- or seeds-stage run with the other runs of both stages on its corpus."""
+    if run.stage == "compare":
+        base = compare_baseline(root, here, tag, run.minutes)
+        path = base.record_path(root)
+        records = [read_one(path)] if path.is_file() else []
+        what, where = f"the recipe run {base.stem} was", shown(path, root)
+    else:
+        records = [
+            r
+            for s in ("corpora", "seeds")
+            for r in read_all(root / RECORDS / s)
+            if r.get("kind") == "run" and r.get("corpus") == run.corpus
+        ]
+        what = f"the corpora and seeds stages' runs on {run.corpus} were"
+        where = f"their records in {shown(root / RECORDS, root)}/corpora and seeds"
     others = sorted({k for r in records for k in record_kinds(r)} - {here})
     if not others:
         return None
-    folders = " and ".join(shown(root / RECORDS / s, root) for s in group)
     return (
-        f"the {'/'.join(group)} stage's records were measured on {'; '.join(others)}, and "
-        f"this machine is {here}: minutes do not compare across CPU kinds. Run it on that "
-        f"kind, or move {folders} aside (keeping them in git) to measure the stage afresh here."
+        f"{what} measured on {'; '.join(others)}, and this machine is {here}: minutes do "
+        f"not compare across CPU kinds. Run it on that kind, or move {where} aside (keeping "
+        "them in git) to measure afresh here."
     )
 
 
@@ -595,6 +647,14 @@ def decode_settings(folder: Path) -> dict[str, Any]:
 # --- the runner ----------------------------------------------------------------------------
 
 
+def set_aside(folder: Path, tag: str, why: str) -> Path:
+    """Move run ``folder`` aside to ``<name>.<tag>-<time>`` (kept, not resumed), saying why."""
+    aside = folder.with_name(f"{folder.name}.{tag}-{int(time.time())}")
+    folder.rename(aside)
+    print(f"{folder.name}: {why}; moved to {aside.name}, starting afresh")
+    return aside
+
+
 @dataclass
 class Runner:
     """Runs planned entries one at a time (subprocesses with ``threads`` threads each)."""
@@ -606,6 +666,8 @@ class Runner:
     child: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     kind: str = field(default_factory=lambda: cpu_kind(this_machine().to_dict()))
     """This machine's CPU kind (:func:`cpu_kind`)."""
+    tag: str = field(default_factory=lambda: kind_tag(this_machine().to_dict()))
+    """Its short name in a stem (:func:`kind_tag`)."""
 
     def env(self) -> dict[str, str]:
         n = str(self.threads)
@@ -652,15 +714,15 @@ class Runner:
         done = trained(folder)
         others = folder_kinds(folder) - {self.kind} if done is not None else set()
         if (done is None or others) and folder.exists():
-            why, tag = (
-                (f"trained on another CPU kind ({'; '.join(sorted(others))})", "other-cpu")
-                if others
-                else ("no readable checkpoint in its folder", "abandoned")
-            )
-            aside = folder.with_name(f"{folder.name}.{tag}-{int(time.time())}")
-            folder.rename(aside)
+            if others:
+                set_aside(
+                    folder,
+                    "other-cpu",
+                    f"trained on another CPU kind ({'; '.join(sorted(others))})",
+                )
+            else:
+                set_aside(folder, "abandoned", "no readable checkpoint in its folder")
             done = None
-            print(f"{run.stem}: {why}; moved to {aside.name}, starting afresh")
         py = [sys.executable, str(ROOT / "train.py")]
         if done is None:
             cmd = [*py, *run.train_args(), f"hydra.run.dir={folder}"]
@@ -782,6 +844,13 @@ class Runner:
         # resumed: not trained start to end here, so this record's minutes do not measure it
         started, resumed = time.time(), True
         with (folder.parent / f"{run.stem}.log").open("a") as log:
+            others = folder_kinds(folder) - {self.kind} if finished(folder) else set()
+            if others:  # its minutes are another kind's: the record would compare them here
+                set_aside(
+                    folder,
+                    "other-cpu",
+                    f"finished on another CPU kind ({'; '.join(sorted(others))})",
+                )
             if not finished(folder):
                 ok, resumed = self.train(run, log)
                 if not ok or self.stopping or not finished(folder):
@@ -850,14 +919,26 @@ def make_data(run: PlannedRun, root: Path, runner: Runner) -> bool:
 
 
 def show_plan(
-    title: str, todo: Sequence[Todo], total: int, hours: float, note: str, root: Path
+    title: str,
+    todo: Sequence[Todo],
+    total: int,
+    hours: float,
+    note: str,
+    root: Path,
+    refused: frozenset[str] = frozenset(),
 ) -> None:
-    """The plan: each entry without a record, what it needs, and what fits in ``hours``."""
+    """The plan: each entry without a record, what it needs, and what fits in ``hours``
+    (``refused``: stems that do not start on this CPU kind, listed apart, not counted)."""
+    shut = [t.entry.stem for t in todo if t.entry.stem in refused]
+    todo = [t for t in todo if t.entry.stem not in refused]
     need = sum(t.estimate_min for t in todo)
     print(
-        f"{title}: {total} planned, {total - len(todo)} recorded, {len(todo)} left, "
-        f"~{need:.0f} min ({note})"
+        f"{title}: {total} planned, {total - len(todo) - len(shut)} recorded, "
+        f"{len(todo)} left here, ~{need:.0f} min ({note})"
+        + (f"; {len(shut)} not on this CPU kind" if shut else "")
     )
+    for stem in shut:
+        print(f"  {'refused':<8} {stem}")
     for t in todo:
         command = t.entry.command(root) if t.state in ("new", "waiting") else ""
         print(f"  {t.describe()}" + (f"\n           {command}" if command else ""))
@@ -878,26 +959,35 @@ def run_entries(
     dry_run: bool = False,
     clock: Callable[[], float] = time.time,
 ) -> int:
-    """Run what ``entries`` lack, in order, while it fits in ``hours`` (0: no limit), unless
-    a stage's records are of a CPU kind other than the runner's: then exit 2 with
-    :func:`kind_refusal`'s reason, nothing started."""
+    """Run what ``entries`` lack, in order, while it fits in ``hours`` (0: no limit), but
+    not a run whose comparison was measured on a CPU kind other than the runner's
+    (:func:`kind_refusal`, its reason printed): exit 2 when that leaves nothing to start."""
     root = runner.root
     stages = sorted({e.stage for e in entries if isinstance(e, PlannedRun)})
     notes = []
     for stage in stages:
         minutes, how = overhead(stage, root)
         notes.append(f"{stage} runs' overhead {minutes:.0f} min: {how}")
-    groups = dict.fromkeys(group_of(stage) for stage in stages)  # seeds plans corpora's run
-    refusals = [why for g in groups if (why := kind_refusal(g[0], root, runner.kind))]
-    show_plan(title, todos(entries, root), len(entries), hours, "; ".join(notes), root)
-    for why in refusals:
-        print(f"{title}: {'would not start' if dry_run else 'not started'}: {why}")
+    refused: dict[str, list[str]] = {}  # reason: the stems it keeps from starting
+    for e in entries:
+        if isinstance(e, PlannedRun) and not e.record_path(root).is_file():
+            why = kind_refusal(e, root, runner.kind, runner.tag)
+            if why is not None:
+                refused.setdefault(why, []).append(e.stem)
+    tried = {stem for stems in refused.values() for stem in stems}
+    show_plan(
+        title, todos(entries, root), len(entries), hours, "; ".join(notes), root, frozenset(tried)
+    )
+    for why, stems in refused.items():
+        print(
+            f"{title}: {', '.join(stems)}: {'would not start' if dry_run else 'not started'}: {why}"
+        )
     if dry_run:
         return 0
-    if refusals:
+    startable = [t for t in todos(entries, root) if t.entry.stem not in tried]
+    if refused and all(t.state == "waiting" for t in startable):  # an ensemble of refused runs
         return 2
     deadline = clock() + hours * 3600.0 if hours > 0 else None
-    tried: set[str] = set()
     failed: list[str] = []
     recorded: list[str] = []
     end = ""
@@ -943,6 +1033,8 @@ def run_entries(
         end = "stopped by a signal; the same command resumes it"
     rest = todos(entries, root)
     failures = f", failed: {', '.join(failed)}" if failed else ""
+    if refused:
+        failures += f", not on this CPU kind: {sum(map(len, refused.values()))}"
     print(
         f"{title}: {len(recorded)} recorded now, {len(rest)} left "
         f"(~{sum(t.estimate_min for t in rest):.0f} min){failures}; {end}"
@@ -962,6 +1054,12 @@ def main(argv: list[str] | None = None) -> int:
         "--minutes", type=float, help=f"compare only: minutes a run (default {COMPARE_MINUTES:g})"
     )
     run.add_argument("--threads", type=int, default=THREADS)
+    run.add_argument(
+        "--only",
+        metavar="TEXT",
+        help="only the planned entries whose stem contains TEXT (and in the compare stage the "
+        "recipe run its changes are compared with)",
+    )
     run.add_argument("--dry-run", action="store_true", help="print the plan, start nothing")
     table = sub.add_parser("table", help="write the page (and its figure) from the records")
     table.add_argument("--out", type=Path, default=ROOT / "docs" / "recipe.md")
@@ -985,8 +1083,20 @@ def command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--minutes is the compare stage's; corpora and seeds train 120 minutes")
     if args.minutes is not None and args.minutes <= 0:
         parser.error("--minutes must be positive")
-    entries = plan(args.stage, args.minutes or COMPARE_MINUTES)
     runner = Runner(ROOT, args.threads)
+    entries = stage_entries(
+        args.stage, ROOT, runner.kind, runner.tag, args.minutes or COMPARE_MINUTES
+    )
+    if args.only is not None:
+        chosen = [e for e in entries if args.only in e.stem]
+        if not chosen:
+            stems = ", ".join(e.stem for e in entries)
+            parser.error(f"--only {args.only!r} is in no stem of the {args.stage} stage: {stems}")
+        if args.stage == "compare":  # a change is measured against the recipe on its kind
+            entries = [e for e in entries if e.stem not in {c.stem for c in chosen}]
+            needed = [e for e in entries if isinstance(e, PlannedRun) and e.variant == RECIPE.name]
+            chosen = [*needed, *chosen]
+        entries = chosen
     title = f"recipe {args.stage} ({args.threads} threads a run)"
     if not args.dry_run:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -45,7 +45,6 @@ from experiments.recipe import (
     corpora_run,
     corpora_runs,
     corpora_variants,
-    group_of,
     machines_of,
     plan,
     record_kinds,
@@ -130,8 +129,22 @@ def comparable(a: Rec | None, b: Rec | None) -> bool:
     same (experiments.recipe ``record_kinds``): only that kind compares at equal minutes."""
     if a is None or b is None:
         return True
+    return same_kind(a, b)
+
+
+def same_kind(a: Rec, b: Rec) -> bool:
+    """Whether both records' minutes were measured on one CPU kind, the same."""
     kinds = record_kinds(a)
     return len(kinds) == 1 and kinds == record_kinds(b)
+
+
+def is_baseline(rec: Rec, budget: float) -> bool:
+    """A compare-stage recipe run of ``budget`` minutes (the first, or one on another kind)."""
+    return (
+        rec.get("kind") == "run"
+        and rec.get("variant", str(rec.get("stem")).split("-")[0]) == RECIPE.name
+        and float(rec["budget_minutes"]) == budget
+    )
 
 
 def test_cell(scores: Rec | None) -> str:
@@ -152,7 +165,9 @@ def compare_section(recs: Records) -> list[str]:
         f"Each row trains `{RECIPE.overrides[0]}` with one change for the same minutes (seed 1, "
         "early stopping off, no test decode: the valid split decides). *by m min*: the best "
         "validation BLEU (greedy, the whole valid split) among the validations by training "
-        "minute m; *Δ*: that at the budget minus the recipe's. One seed each: a difference "
+        "minute m; *Δ*: that at the budget minus the recipe's on the same CPU kind (on a "
+        "kind other than its first record's, the recipe is run once more: the row *recipe "
+        "· cpu<family>.<model>*). One seed each: a difference "
         f"below {NOT_RESOLVED_BLEU} BLEU, the seed-to-seed standard deviation measured so far "
         "(0.2–0.4), is marked *not resolved*. The last valid NLL is per piece of the run's "
         "own vocabulary, so the 2,000-piece row's does not compare with the others.",
@@ -163,8 +178,10 @@ def compare_section(recs: Records) -> list[str]:
     for budget in budgets:
         marks = compare_marks(budget)
         runs = [e for e in plan("compare", budget) if isinstance(e, PlannedRun)]
-        base_rec = recs.get(runs[0].stem)
-        base = bleu_at(base_rec, budget)
+        bases = sorted(  # the first recipe run before those on other kinds
+            (r for r in recs.of_stage("compare") if is_baseline(r, budget)),
+            key=lambda r: (r["stem"] != runs[0].stem, str(r["stem"])),
+        )
         lines += [
             f"{budget:g} minutes a run:",
             "",
@@ -173,17 +190,24 @@ def compare_section(recs: Records) -> list[str]:
             + f" | Δ by {budget:g} min | last valid NLL | updates | params | precision |",
             "|---|---|" + "---:|" * len(marks) + "---|---:|---:|---:|---|",
         ]
-        for run in runs:
-            rec = recs.get(run.stem)
+        extra = [str(r["stem"]) for r in bases if r["stem"] != runs[0].stem]
+        rows = [(runs[0].variant, runs[0].variant, runs[0].stem)]
+        rows += [(f"{RECIPE.name} · {stem.rsplit('-', 1)[1]}", RECIPE.name, stem) for stem in extra]
+        rows += [(run.variant, run.variant, run.stem) for run in runs[1:]]
+        for name, variant, stem in rows:
+            rec = recs.get(stem)
             if rec is None:
                 cells = ["not measured yet", *["–"] * (len(marks) + 4)]
             else:
-                if run.variant == RECIPE.name:
+                if any(rec is b for b in bases):
                     delta = "–"
-                elif comparable(rec, base_rec):
-                    delta = diff_text(bleu_at(rec, budget), base)
                 else:
-                    delta = NOT_COMPARED
+                    base = next((b for b in bases if same_kind(rec, b)), None)
+                    delta = (
+                        NOT_COMPARED
+                        if base is None
+                        else diff_text(bleu_at(rec, budget), bleu_at(base, budget))
+                    )
                 cells = [
                     *(num(bleu_at(rec, m)) for m in marks),
                     delta,
@@ -192,9 +216,7 @@ def compare_section(recs: Records) -> list[str]:
                     f"{rec['params'] / 1e6:.2f}M" if rec.get("params") else "–",
                     precision_text(rec),
                 ]
-            lines.append(
-                f"| {run.variant} | {CHANGE.get(run.variant, '')} | " + " | ".join(cells) + " |"
-            )
+            lines.append(f"| {name} | {CHANGE.get(variant, '')} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
 
@@ -466,14 +488,22 @@ def provenance_section(recs: Records) -> list[str]:
         )
     if len(lines) == 2:
         lines.append("No records yet.")
-    for group in dict.fromkeys(group_of(stage) for stage in STAGES):
-        runs = [r for stage in group for r in recs.of_stage(stage) if r.get("kind") == "run"]
-        kinds = sorted({k for r in runs for k in record_kinds(r)})
+    compared = [r for r in recs.of_stage("compare") if r.get("kind") == "run"]
+    kinds = sorted({k for r in compared for k in record_kinds(r)})
+    if len(kinds) > 1:
+        lines.append(
+            f"- compare: measured on {len(kinds)} CPU kinds ({'; '.join(kinds)}); each change "
+            "is compared with the recipe run on its own kind (minutes buy different updates "
+            "on each)."
+        )
+    later = [r for s in ("corpora", "seeds") for r in recs.of_stage(s) if r.get("kind") == "run"]
+    for corpus in dict.fromkeys(str(r.get("corpus")) for r in later):
+        kinds = sorted({k for r in later if r.get("corpus") == corpus for k in record_kinds(r)})
         if len(kinds) > 1:
             lines.append(
-                f"- **Not one CPU kind**: the {'/'.join(group)} stage's runs were measured on "
-                f"{'; '.join(kinds)}; their differences are not given (minutes buy different "
-                "updates on each)."
+                f"- **Not one CPU kind**: the corpora and seeds stages' runs on {corpus} were "
+                f"measured on {'; '.join(kinds)}; their differences are not given (minutes "
+                "buy different updates on each)."
             )
     return [*lines, ""]
 
@@ -488,11 +518,12 @@ def commands_section() -> list[str]:
         "",
         "One run at a time on otherwise idle cores, 2 threads each; each run's record is "
         "written to results/recipe/ when it is done (commit it then), and a run cut off is "
-        "resumed with what is left of its budget (experiments/recipe.py says how). The runs "
-        "a stage compares at equal minutes are all of one CPU kind (vendor, family/model, SIMD "
-        "flags, torch): the compare stage's, and the corpora and seeds stages' together; the "
-        "runner does not start them on another kind, and this page gives no difference "
-        "between records of different kinds.",
+        "resumed with what is left of its budget (experiments/recipe.py says how). Runs "
+        "compared at equal minutes are of one CPU kind (vendor, family/model, SIMD flags, "
+        "torch): a change and the recipe run on its kind (the compare stage runs the recipe "
+        "once more on each new kind), and the corpora and seeds stages' runs on one corpus; "
+        "the runner does not start a run whose comparison is of another kind, and this page "
+        "gives no difference between records of different kinds.",
         "",
         "```bash",
         f"python -m experiments.recipe run --stage compare --hours 6  # {len(compare)} runs, "
@@ -500,6 +531,7 @@ def commands_section() -> list[str]:
         f"python -m experiments.recipe run --stage corpora --hours 8  # {len(corpora)} runs, "
         f"{CORPORA_MINUTES:g} min each",
         "python -m experiments.recipe run --stage seeds --hours 5    # seeds 2, 3, the ensemble",
+        "python -m experiments.recipe run --stage corpora --only default-bible  # stems with it",
         "python -m experiments.recipe run --stage seeds --dry-run    # the plan: what is left",
         "python -m experiments.recipe table                          # this page, its figure",
         "```",
@@ -508,6 +540,8 @@ def commands_section() -> list[str]:
         "",
         "```bash",
         *(r.command(Path(".")) for r in compare),
+        f"# on a CPU kind other than the first recipe record's, the recipe once more first: "
+        f"hydra.run.dir={compare[0].run_dir(Path('.'))}-cpu<family>.<model>",
         *(" ".join(b.command()) for b in DATA_BUILDS),
         *(r.command(Path(".")) for r in corpora),
         f"python evaluate.py ckpt={shot}/snapshots/best-at-30min.pt split=test "

@@ -123,16 +123,23 @@ def record(run: PlannedRun, minutes: float, resumed: bool = False) -> dict[str, 
 
 
 class FakeRunner(Runner):
-    """Writes a record instead of training, and moves a fake clock on by the budget."""
+    """Writes a record instead of training (of ``machine``, where given), and moves a fake
+    clock on by the budget."""
 
-    def __init__(self, root: Path, clock: list[float]) -> None:
+    def __init__(
+        self, root: Path, clock: list[float], machine: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(root)
         self.clock, self.started = clock, []  # type: list[float], list[str]
+        self.machine = machine
 
     def execute(self, run: PlannedRun) -> Path | None:
         self.started.append(run.stem)
         self.clock[0] += 60.0 * (run.minutes + 3)
-        _write(run.record_path(self.root), record(run, run.minutes + 3))
+        rec = record(run, run.minutes + 3) | {"corpus": run.corpus}
+        _write(
+            run.record_path(self.root), rec | ({"machine": self.machine} if self.machine else {})
+        )
         return run.record_path(self.root)
 
 
@@ -243,32 +250,127 @@ def test_a_cpu_kind_is_vendor_family_model_flags_and_torch() -> None:
     assert recipe.record_kinds({"kind": "run"}) == set()
 
 
-def test_a_stage_measured_on_another_cpu_kind_is_refused_and_nothing_starts(
+def test_a_kind_tag_names_family_and_model() -> None:
+    assert recipe.kind_tag(MACHINE) == "cpu26.2" and recipe.kind_tag(OTHER) == "cpu6.207"
+    assert recipe.kind_tag({}) == "cpux.x"
+    assert recipe.kind_tag({"cpu": {"family": None, "model": 0}}) == "cpux.0"  # as to_dict has it
+
+
+def _kind_runner(root: Path, machine: dict[str, Any]) -> tuple[FakeRunner, list[float]]:
+    clock = [0.0]
+    runner = FakeRunner(root, clock, machine)
+    runner.kind, runner.tag = recipe.cpu_kind(machine), recipe.kind_tag(machine)
+    return runner, clock
+
+
+def test_on_another_cpu_kind_the_compare_stage_runs_the_recipe_once_more_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    compare, corpora, seeds = runs("compare"), runs("corpora"), plan("seeds")
+    """A change is compared at equal minutes with the recipe run on its own CPU kind: where
+    the recipe's record is of another kind, the recipe is run again here first, under its own
+    stem; the first record stays, and where every change has its record nothing more runs."""
+    compare = runs("compare")
     _write(compare[0].record_path(tmp_path), record(compare[0], 50.0) | {"machine": OTHER})
-    clock = [0.0]
-    runner = FakeRunner(tmp_path, clock)
-    runner.kind = HERE
-    assert recipe.run_entries(compare, runner, 0, clock=lambda: clock[0]) == 2
-    out = capsys.readouterr().out
-    assert runner.started == [] and "not started: the compare stage's records" in out
-    assert "GenuineIntel 6/207" in out and "move results/recipe/compare aside" in out
-    assert recipe.run_entries(compare, runner, 0, dry_run=True) == 0
-    assert "would not start" in capsys.readouterr().out
-    # the kind of the records goes on; the corpora stage has none: it starts here
+    _write(compare[1].record_path(tmp_path), record(compare[1], 50.0) | {"machine": OTHER})
+    here = recipe.stage_entries("compare", tmp_path, HERE, "cpu26.2")
+    base = recipe.compare_baseline(tmp_path, HERE, "cpu26.2", 45.0)
+    assert base.stem == "recipe-ding_de_en-seed1-45min-cpu26.2" and base.tag == "cpu26.2"
+    assert base.train_args() == compare[0].train_args()  # the same settings, another run
+    assert base.run_dir(tmp_path).name == base.stem != compare[0].run_dir(tmp_path).name
+    assert here == [compare[0], base, *compare[1:]]
+    # on the records' own kind: the plan as it is
     other = recipe.cpu_kind(OTHER)
-    runner.kind = other
-    assert recipe.run_entries(compare[:2], runner, 0, clock=lambda: clock[0]) == 0
-    assert runner.started == [compare[1].stem]
-    runner.kind = HERE
-    assert recipe.run_entries(corpora[:1], runner, 0, clock=lambda: clock[0]) == 0
-    _write(corpora[0].record_path(tmp_path), record(corpora[0], 150.0) | {"machine": MACHINE})
-    # seeds reuses the corpora stage's run: it is held to the corpora stage's kind
-    assert recipe.kind_refusal("seeds", tmp_path, HERE) is None
-    assert "corpora/seeds stage's records" in str(recipe.kind_refusal("seeds", tmp_path, other))
-    assert seeds[0].stem == corpora_run(RECIPE, DING).stem
+    assert recipe.stage_entries("compare", tmp_path, other, "cpu6.207") == compare
+    assert recipe.compare_baseline(tmp_path, other, "cpu6.207", 45.0) == compare[0]
+
+    runner, clock = _kind_runner(tmp_path, MACHINE)
+    assert recipe.run_entries(here[:4], runner, 0, clock=lambda: clock[0]) == 0
+    assert runner.started == [base.stem, compare[2].stem]  # compare[1] was measured there
+    assert recipe.kind_refusal(compare[3], tmp_path, HERE, "cpu26.2") is None
+    # every change measured: no second recipe run is planned
+    for run in compare[2:]:
+        _write(run.record_path(tmp_path), record(run, 50.0) | {"machine": OTHER})
+    assert recipe.stage_entries("compare", tmp_path, "a third kind", "cpu1.1") == compare
+    capsys.readouterr()
+
+
+def test_a_change_whose_recipe_run_is_of_another_kind_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two kinds with one tag (the same family and model, other flags or torch): the tagged
+    recipe record is not this kind's, so the changes here are refused, nothing starts."""
+    compare = runs("compare")
+    newer = {**MACHINE, "torch_version": "2.14.0+cpu"}
+    base = recipe.compare_baseline(tmp_path, HERE, "cpu26.2", 45.0)
+    assert base == compare[0]  # no record yet: the first is this kind's
+    _write(compare[0].record_path(tmp_path), record(compare[0], 50.0) | {"machine": OTHER})
+    base = recipe.compare_baseline(tmp_path, HERE, "cpu26.2", 45.0)
+    _write(base.record_path(tmp_path), record(base, 50.0) | {"machine": newer})
+    runner, clock = _kind_runner(tmp_path, MACHINE)
+    entries = recipe.stage_entries("compare", tmp_path, HERE, "cpu26.2")
+    assert recipe.run_entries(entries, runner, 0, clock=lambda: clock[0]) == 2
+    out = capsys.readouterr().out
+    assert runner.started == [] and f"{compare[1].stem}, {compare[2].stem}" in out
+    assert f"not started: the recipe run {base.stem} was measured on" in out
+    assert "torch 2.14.0+cpu" in out and f"move results/recipe/compare/{base.stem}.json" in out
+    assert recipe.run_entries(entries, runner, 0, dry_run=True) == 0
+    assert "would not start" in capsys.readouterr().out
+
+
+def test_the_corpora_and_seeds_stages_hold_each_corpus_to_one_cpu_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runs on one corpus are compared with each other (the recipe against the default,
+    ding_de_en's variants and seeds against its recipe run): another corpus may be measured
+    on another kind."""
+    corpora, seeds = runs("corpora"), plan("seeds")
+    monkeypatch.setattr(recipe, "make_data", lambda run, root, runner: True)
+    ding = corpora_run(DEFAULT, DING)
+    _write(
+        ding.record_path(tmp_path), record(ding, 150.0) | {"machine": OTHER, "corpus": DING.name}
+    )
+    runner, clock = _kind_runner(tmp_path, MACHINE)
+    assert recipe.run_entries(corpora, runner, 0, clock=lambda: clock[0]) == 0
+    assert runner.started == [r.stem for r in corpora if r.corpus != DING.name]
+    out = capsys.readouterr().out
+    assert "not started: the corpora and seeds stages' runs on ding_de_en were measured on" in out
+    assert "not on this CPU kind: 3" in out
+    # seeds: every run is on ding_de_en; nothing can start here
+    assert recipe.run_entries(seeds, runner, 0, clock=lambda: clock[0]) == 2
+    assert len(runner.started) == 4
+    runner, clock = _kind_runner(tmp_path, OTHER)  # the records' kind goes on
+    assert recipe.run_entries(seeds[:2], runner, 0, clock=lambda: clock[0]) == 0
+    assert runner.started == [seeds[0].stem, seeds[1].stem]
+    assert seeds[0].stem == corpora_run(RECIPE, DING).stem  # seeds reuses corpora's seed-1 run
+
+
+def test_only_picks_entries_by_stem_and_keeps_the_recipe_run_a_change_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(recipe, "ROOT", tmp_path)
+    monkeypatch.setattr(recipe, "this_machine", lambda: _Machine(MACHINE))
+    assert recipe.main(["run", "--stage", "corpora", "--only", "default-bible", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "1 planned, 0 recorded, 1 left" in out and "default-bible_en_fr-seed1-120min" in out
+    compare = runs("compare")
+    _write(compare[0].record_path(tmp_path), record(compare[0], 50.0) | {"machine": OTHER})
+    assert recipe.main(["run", "--stage", "compare", "--only", "dropout", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "3 planned, 1 recorded, 2 left" in out
+    assert "new      recipe-ding_de_en-seed1-45min-cpu26.2" in out
+    assert "new      dropout0.2-ding_de_en-seed1-45min" in out and "tokens2048" not in out
+    with pytest.raises(SystemExit) as exc:
+        recipe.main(["run", "--stage", "seeds", "--only", "nothing", "--dry-run"])
+    assert exc.value.code == 2
+    assert "--only 'nothing' is in no stem of the seeds stage:" in capsys.readouterr().err
+
+
+class _Machine:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
 
 
 def test_no_run_starts_beside_one_that_another_process_trains(
@@ -362,6 +464,24 @@ def test_a_run_folder_another_cpu_kind_trained_in_is_moved_aside_not_resumed(
     assert len(list(folder.parent.glob(f"{folder.name}.other-cpu-*"))) == 1
     assert not folder.exists()  # the fake call trained nothing there
     assert recipe.folder_kinds(tmp_path / "nothing") == set()
+
+
+def test_a_finished_run_folder_of_another_cpu_kind_gives_no_record_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its minutes are another kind's: a record written here would be compared with this
+    kind's runs. It is moved aside and the run trains afresh."""
+    run = runs("compare")[1]
+    folder = run.run_dir(tmp_path)
+    _run_folder(folder, [(500, 45.0, 4.0, 2.0, 20.0)], 45.1, "finished", start={"machine": OTHER})
+    runner = Runner(tmp_path, kind=HERE)
+    trains: list[str] = []
+    monkeypatch.setattr(
+        runner, "train", lambda run, log: (trains.append(run.stem), (False, False))[1]
+    )
+    assert runner.execute(run) is None and trains == [run.stem]
+    assert not folder.exists() and len(list(folder.parent.glob(f"{folder.name}.other-cpu-*"))) == 1
+    assert not run.record_path(tmp_path).exists()
 
 
 def test_a_signal_to_the_runner_stops_its_child_and_what_would_come_next(tmp_path: Path) -> None:
@@ -555,7 +675,8 @@ def test_the_record_names_every_process_that_trained_the_run(
              "device": "cpu", "machine": other, "commit": "def5678"}  # fmt: skip
     _run_folder(folder, VALID, 50.1, "finished", minutes=50.4, precision="fp32", start=first,
                 events=[again, _event("test", 2600, 50.3, **TEST)])  # fmt: skip
-    runner = Runner(tmp_path)
+    runner = Runner(tmp_path, kind=HERE)  # the folder's kind: its record is written here
+    monkeypatch.setattr(runner, "train", lambda *a: pytest.fail("a finished run is not trained"))
     monkeypatch.setattr(runner, "evaluate", lambda *a: {"bleu": 1.0, "chrf": 2.0})
     rec = json.loads(runner.execute(run).read_text())  # type: ignore[union-attr]
     iso = [datetime.fromtimestamp(t).isoformat(timespec="seconds") for t in (1e9, 2e9)]
@@ -582,8 +703,9 @@ def _curve(*points: tuple[float, float]) -> list[list[float]]:
 
 
 def _rec(run: PlannedRun, curve: list[list[float]], **more: Any) -> dict[str, Any]:
-    return {"kind": "run", "stage": run.stage, "stem": run.stem, "budget_minutes": run.minutes,
-            "curve": curve, "updates": curve[-1][0], "params": 9_870_000, "precision": "bf16",
+    return {"kind": "run", "stage": run.stage, "stem": run.stem, "variant": run.variant,
+            "corpus": run.corpus, "budget_minutes": run.minutes, "curve": curve,
+            "updates": curve[-1][0], "params": 9_870_000, "precision": "bf16",
             "machine": MACHINE, "threads": 2, "commit": "abc1234",
             "recorded": "2026-12-01T10:00:00", **more}  # fmt: skip
 
@@ -673,9 +795,23 @@ def test_the_page_compares_only_records_of_one_cpu_kind() -> None:
     assert _row(text, "| dropout0.2 |")[5] == "-0.20 (not resolved)"  # still one kind
     assert _row(text, "| ding_de_en | other")[1:] == ["other CPU kind: not compared"] * 3
     assert "ding_de_en: not ahead" not in text and "ding_de_en: ahead" not in text
-    assert "**Not one CPU kind**: the compare stage's runs" in text
-    assert "**Not one CPU kind**: the corpora/seeds stage's runs" in text
+    assert "- compare: measured on 2 CPU kinds" in text
+    assert "**Not one CPU kind**: the corpora and seeds stages' runs on ding_de_en" in text
+    assert text.count("**Not one CPU kind**") == 1  # ding_de_en's only
     assert "**Not one CPU kind**" not in recipe_page.page(recipe_page.Records(planted()), None)
+    # the recipe run once more on d384's kind: d384 is compared with it, its row follows
+    # the first recipe's
+    base = PlannedRun(**{**vars(runs("compare")[0]), "tag": "cpu6.207"})
+    curve = _curve((14, 1.5), (29, 3.0), (44.5, 4.0))
+    recs[base.stem] = _rec(base, curve, machine=OTHER)
+    text = recipe_page.page(recipe_page.Records(recs), None)
+    assert _row(text, "| recipe · cpu6.207 |")[1:6] == [
+        "none: the recipe as shipped", "1.50", "3.00", "4.00", "–"
+    ]  # fmt: skip
+    assert _row(text, "| d384 |")[5] == "+2.50"  # 6.50 - 4.00, not 6.50 - 5.50
+    assert _row(text, "| dropout0.2 |")[5] == "-0.20 (not resolved)"
+    rows = [li.split("|")[1].strip() for li in text.splitlines() if li.startswith("| recipe")]
+    assert rows[:2] == ["recipe", "recipe · cpu6.207"]
 
 
 def test_the_page_without_records_says_nothing_was_measured(tmp_path: Path) -> None:
