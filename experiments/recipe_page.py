@@ -45,6 +45,7 @@ from experiments.recipe import (
     corpora_run,
     corpora_runs,
     corpora_variants,
+    kind_tag,
     machines_of,
     plan,
     record_kinds,
@@ -170,7 +171,8 @@ def compare_section(recs: Records) -> list[str]:
         "· cpu<family>.<model>*). One seed each: a difference "
         f"below {NOT_RESOLVED_BLEU} BLEU, the seed-to-seed standard deviation measured so far "
         "(0.2–0.4), is marked *not resolved*. The last valid NLL is per piece of the run's "
-        "own vocabulary, so the 2,000-piece row's does not compare with the others.",
+        "own vocabulary, so the 2,000-piece row's does not compare with the others. *CPU*: "
+        "the kind it ran on, `cpu<family>.<model>` (the section below names it in full).",
         "",
     ]
     if not budgets:
@@ -187,8 +189,8 @@ def compare_section(recs: Records) -> list[str]:
             "",
             "| variant | change | "
             + " | ".join(f"by {m:g} min" for m in marks)
-            + f" | Δ by {budget:g} min | last valid NLL | updates | params | precision |",
-            "|---|---|" + "---:|" * len(marks) + "---|---:|---:|---:|---|",
+            + f" | Δ by {budget:g} min | last valid NLL | updates | params | precision | CPU |",
+            "|---|---|" + "---:|" * len(marks) + "---|---:|---:|---:|---|---|",
         ]
         extra = [str(r["stem"]) for r in bases if r["stem"] != runs[0].stem]
         rows = [(runs[0].variant, runs[0].variant, runs[0].stem)]
@@ -197,7 +199,7 @@ def compare_section(recs: Records) -> list[str]:
         for name, variant, stem in rows:
             rec = recs.get(stem)
             if rec is None:
-                cells = ["not measured yet", *["–"] * (len(marks) + 4)]
+                cells = ["not measured yet", *["–"] * (len(marks) + 5)]
             else:
                 if any(rec is b for b in bases):
                     delta = "–"
@@ -215,6 +217,12 @@ def compare_section(recs: Records) -> list[str]:
                     str(rec.get("updates", "–")),
                     f"{rec['params'] / 1e6:.2f}M" if rec.get("params") else "–",
                     precision_text(rec),
+                    "+".join(
+                        dict.fromkeys(
+                            kind_tag(m["machine"]) for m in machines_of(rec) if m.get("machine")
+                        )
+                    )
+                    or "–",
                 ]
             lines.append(f"| {name} | {CHANGE.get(variant, '')} | " + " | ".join(cells) + " |")
         lines.append("")

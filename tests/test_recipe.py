@@ -809,6 +809,7 @@ def test_the_page_compares_only_records_of_one_cpu_kind() -> None:
         "none: the recipe as shipped", "1.50", "3.00", "4.00", "–"
     ]  # fmt: skip
     assert _row(text, "| d384 |")[5] == "+2.50"  # 6.50 - 4.00, not 6.50 - 5.50
+    assert _row(text, "| d384 |")[-1] == "cpu6.207" and _row(text, "| recipe |")[-1] == "cpu26.2"
     assert _row(text, "| dropout0.2 |")[5] == "-0.20 (not resolved)"
     rows = [li.split("|")[1].strip() for li in text.splitlines() if li.startswith("| recipe")]
     assert rows[:2] == ["recipe", "recipe · cpu6.207"]
