@@ -707,22 +707,25 @@ class Runner:
         if self.child is not None:
             self.child.send_signal(signal.SIGTERM)
 
+    def set_aside_foreign(self, folder: Path) -> bool:
+        """Move ``folder`` aside when another CPU kind trained in it (:func:`folder_kinds`):
+        its minutes are not this kind's. Whether it did."""
+        others = folder_kinds(folder) - {self.kind}
+        if others:
+            set_aside(
+                folder, "other-cpu", f"trained on another CPU kind ({'; '.join(sorted(others))})"
+            )
+        return bool(others)
+
     def train(self, run: PlannedRun, log: TextIO) -> tuple[bool, bool]:
         """Train ``run`` (resumed where its folder holds a checkpoint, see the module's
         docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
         folder = run.run_dir(self.root)
         done = trained(folder)
-        others = folder_kinds(folder) - {self.kind} if done is not None else set()
-        if (done is None or others) and folder.exists():
-            if others:
-                set_aside(
-                    folder,
-                    "other-cpu",
-                    f"trained on another CPU kind ({'; '.join(sorted(others))})",
-                )
-            else:
-                set_aside(folder, "abandoned", "no readable checkpoint in its folder")
+        if done is not None and self.set_aside_foreign(folder):
             done = None
+        elif done is None and folder.exists():
+            set_aside(folder, "abandoned", "no readable checkpoint in its folder")
         py = [sys.executable, str(ROOT / "train.py")]
         if done is None:
             cmd = [*py, *run.train_args(), f"hydra.run.dir={folder}"]
@@ -844,13 +847,8 @@ class Runner:
         # resumed: not trained start to end here, so this record's minutes do not measure it
         started, resumed = time.time(), True
         with (folder.parent / f"{run.stem}.log").open("a") as log:
-            others = folder_kinds(folder) - {self.kind} if finished(folder) else set()
-            if others:  # its minutes are another kind's: the record would compare them here
-                set_aside(
-                    folder,
-                    "other-cpu",
-                    f"finished on another CPU kind ({'; '.join(sorted(others))})",
-                )
+            if finished(folder):  # of another kind: its record would compare its minutes here
+                self.set_aside_foreign(folder)
             if not finished(folder):
                 ok, resumed = self.train(run, log)
                 if not ok or self.stopping or not finished(folder):
