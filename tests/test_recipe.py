@@ -57,6 +57,13 @@ def test_the_stages_fix_their_runs_and_seeds_in_advance() -> None:
     assert {r.seed for r in compare} == {1} and {r.minutes for r in compare} == {45.0}
     for run, change in zip(compare[1:], CHANGES):
         assert set(run.overrides) - set(compare[0].overrides) == set(change.overrides)
+        keys = [o.split("=")[0] for o in run.overrides]
+        assert len(keys) == len(set(keys)), keys  # a change replaces a key, never repeats it
+    # the baseline the records measured, pinned whatever small_data.yaml says now
+    assert {"model.dropout=0.3", "trainer.max_tokens=1024"} <= set(compare[0].overrides)
+    both = next(r for r in compare if r.variant == "dropout0.2-tokens2048")
+    assert {"model.dropout=0.2", "trainer.max_tokens=2048"} <= set(both.overrides)
+    assert "model.dropout=0.3" not in both.overrides
     assert all(not r.test and "trainer.early_stopping_patience=0" in r.overrides for r in compare)
     assert all(r.marks == () for r in compare)
     assert runs("compare", 30)[0].stem == "recipe-ding_de_en-seed1-30min"
@@ -87,7 +94,7 @@ def test_the_stages_fix_their_runs_and_seeds_in_advance() -> None:
     assert isinstance(seeds[-1], PlannedEnsemble) and seeds[-1].members == tuple(members)
 
     stems = [e.stem for s in recipe.STAGES for e in plan(s) if e.stage == s]
-    assert len(stems) == len(set(stems)) == 6 + 8 + 3
+    assert len(stems) == len(set(stems)) == 7 + 8 + 3
 
 
 def test_every_planned_command_composes_with_the_settings_it_claims() -> None:
@@ -96,8 +103,11 @@ def test_every_planned_command_composes_with_the_settings_it_claims() -> None:
             cfg = compose("train", overrides=list(run.train_args()))
             validate_config(cfg)
             assert cfg.seed == run.seed and cfg.trainer.time_budget_min == run.minutes
-            recipe_run = run.variant != DEFAULT.name
-            assert (cfg.trainer.max_tokens == 1024) == (recipe_run and run.variant != "tokens2048")
+            if run.stage == "compare":  # the recipe as the stage measured it, one change
+                assert cfg.trainer.max_tokens == (2048 if "tokens2048" in run.variant else 1024)
+                assert cfg.model.dropout == (0.2 if "dropout0.2" in run.variant else 0.3)
+            elif run.variant != DEFAULT.name:  # small_data.yaml: it took both winners
+                assert (cfg.trainer.max_tokens, cfg.model.dropout) == (2048, 0.2)
             assert cfg.data.name == {"es_en_nt": "custom"}.get(run.corpus, run.corpus)
             if run.variant == "d384":
                 assert (cfg.model.d_model, cfg.model.d_ff, cfg.model.n_heads) == (384, 1536, 2)
@@ -206,7 +216,7 @@ def test_an_existing_record_is_skipped_and_the_hours_rule_starts_only_what_fits(
     # overhead stays the largest measured: 5 min), then 6 min are left
     assert recipe.run_entries(compare, runner, 1.7, clock=lambda: clock[0]) == 0
     assert runner.started == [compare[1].stem, compare[2].stem]
-    assert "2 recorded now, 3 left" in capsys.readouterr().out
+    assert "2 recorded now, 4 left" in capsys.readouterr().out
 
 
 def test_the_overhead_is_measured_by_the_stage_s_records(tmp_path: Path) -> None:
@@ -354,7 +364,7 @@ def test_only_picks_entries_by_stem_and_keeps_the_recipe_run_a_change_needs(
     assert "1 planned, 0 recorded, 1 left" in out and "default-bible_en_fr-seed1-120min" in out
     compare = runs("compare")
     _write(compare[0].record_path(tmp_path), record(compare[0], 50.0) | {"machine": OTHER})
-    assert recipe.main(["run", "--stage", "compare", "--only", "dropout", "--dry-run"]) == 0
+    assert recipe.main(["run", "--stage", "compare", "--only", "dropout0.2-ding", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "3 planned, 1 recorded, 2 left" in out
     assert "new      recipe-ding_de_en-seed1-45min-cpu26.2" in out
@@ -688,10 +698,30 @@ def test_the_record_names_every_process_that_trained_the_run(
     assert "AMD EPYC" in text and "Intel Xeon" in text
 
 
+def test_a_change_replaces_the_keys_it_sets_in_place() -> None:
+    base = ("experiment=small_data", "model.dropout=0.3", "trainer.max_tokens=1024")
+    assert recipe.with_change(base, ("trainer.max_tokens=2048", "model.d_ff=1536")) == (
+        "experiment=small_data", "model.dropout=0.3", "trainer.max_tokens=2048", "model.d_ff=1536"
+    )  # fmt: skip
+    assert recipe.with_change(base, ()) == base
+
+
 def test_best_by_a_minute() -> None:
     curve = [list(v) for v in VALID]
     assert [recipe.best_by(curve, m) for m in (15, 30, 45, 52, 53)] == [1.0, 3.0, 5.0, 5.0, None]
     assert recipe.compare_marks(45) == (15, 30, 45) and recipe.compare_marks(20) == (15, 20)
+
+
+def test_a_run_its_budget_stopped_counts_its_final_validation_at_the_budget() -> None:
+    # a 45-minute run validates at 44.1 and, stopped between updates, once more at 45.04
+    curve = [[4500, 44.1, 3.7, 3.9, 20.0], [4600, 45.04, 3.6, 4.8, 21.0]]
+    best = recipe.best_in_run
+    assert [best(curve, m, 45.0, "time_budget") for m in (30, 45)] == [None, 4.8]
+    assert recipe.best_by(curve, 45) == 3.9  # the plain rule: only validations by minute 45
+    # stopped early (or a longer mark of a shorter run): the plain rule
+    assert best(curve, 45, 45.0, "early_stopping") == 3.9
+    assert best(curve, 44.5, 45.0, "time_budget") == 3.9
+    assert best([], 45, 45.0, "time_budget") is None
 
 
 # --- the page -------------------------------------------------------------------------------
@@ -806,7 +836,7 @@ def test_the_page_compares_only_records_of_one_cpu_kind() -> None:
     recs[base.stem] = _rec(base, curve, machine=OTHER)
     text = recipe_page.page(recipe_page.Records(recs), None)
     assert _row(text, "| recipe · cpu6.207 |")[1:6] == [
-        "none: the recipe as shipped", "1.50", "3.00", "4.00", "–"
+        recipe.COMPARED.isolates, "1.50", "3.00", "4.00", "–"
     ]  # fmt: skip
     assert _row(text, "| d384 |")[5] == "+2.50"  # 6.50 - 4.00, not 6.50 - 5.50
     assert _row(text, "| d384 |")[-1] == "cpu6.207" and _row(text, "| recipe |")[-1] == "cpu26.2"
