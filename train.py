@@ -15,7 +15,12 @@ from attnmt.cli.common import run_cli
 from attnmt.cli.run_folder import claimed
 from attnmt.errors import AttnmtError
 from attnmt.train.continuation import explicit_keys
-from attnmt.train.interrupt import TrainingInterrupted, interrupted_exit_code, signals_interrupt
+from attnmt.train.interrupt import (
+    TrainingInterrupted,
+    interrupted_exit_code,
+    signals_interrupt,
+    stop_under_way,
+)
 from attnmt.train.loop import train
 
 
@@ -53,7 +58,11 @@ def main(cfg: DictConfig) -> float:
     except TrainingInterrupted as err:
         print(err.message(), file=sys.stderr)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (signals_interrupt), before training
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (signals_interrupt)
+        stop = stop_under_way(err)  # a second signal while a stop was ending
+        if stop is not None:
+            print(stop.message(), file=sys.stderr)
+            sys.exit(stop.exit_code)
         print("interrupted before training started; nothing was saved", file=sys.stderr)
         sys.exit(interrupted_exit_code(err))
     return float(result["best_val_bleu"])

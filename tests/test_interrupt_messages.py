@@ -28,6 +28,7 @@ from attnmt.train.interrupt import (
     TrainingInterrupted,
     interrupted_exit_code,
     signals_interrupt,
+    stop_under_way,
 )
 
 
@@ -183,3 +184,25 @@ def test_only_a_stop_every_rank_saved_for_waits_for_the_others_at_the_end(tmp_pa
     assert loop._every_rank_ends_so(saved) and loop._every_rank_ends_so(final_test)
     for err in (aborted, KeyboardInterrupt(), OSError("disk full"), RuntimeError("peer gone")):
         assert not loop._every_rank_ends_so(err), err
+
+
+def test_a_signal_during_a_stop_s_ending_is_reported_as_that_stop(tmp_path: Path) -> None:
+    # a second SIGTERM (torchrun's agent forwarding its own) lands while TrainingInterrupted
+    # goes out (the last barrier, the run folder's release): train.py reports the stop
+    stop = TrainingInterrupted(8, None, True, signal.SIGTERM, main_host="node0")
+    with pytest.raises(Interrupted) as info, signals_interrupt():
+        try:
+            raise stop
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert stop_under_way(info.value) is stop
+    assert stop.message().startswith("interrupted at step 8 with every rank: rank 0, on host node0")
+    assert stop.exit_code == 143
+    assert stop_under_way(KeyboardInterrupt()) is None  # before training: nothing under way
+    try:
+        try:
+            raise OSError("disk full")
+        except OSError:
+            raise Interrupted(signal.SIGTERM) from None
+    except Interrupted as err:
+        assert stop_under_way(err) is None

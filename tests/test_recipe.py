@@ -37,6 +37,30 @@ from experiments.recipe import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+REAL_CALL = Runner.call
+
+
+@pytest.fixture(autouse=True)
+def _no_real_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test here starts a real train.py or evaluate.py (one once began a 120-minute run)
+    unless it asks for :func:`real_runs`; the others patch ``call`` on their runner."""
+
+    def guarded(self: Runner, cmd: list[str], log: Any) -> int:
+        if any(Path(part).name in ("train.py", "evaluate.py") for part in cmd):
+            pytest.fail(f"a test started a real run: {' '.join(cmd)}")
+        return REAL_CALL(self, cmd, log)
+
+    monkeypatch.setattr(Runner, "call", guarded)
+
+
+@pytest.fixture
+def real_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner may start train.py and evaluate.py (the toy run end to end)."""
+    monkeypatch.setattr(Runner, "call", REAL_CALL)
+
+
 MACHINE: dict[str, Any] = {
     "cpu": {"name": "AMD EPYC", "vendor": "AuthenticAMD", "family": 26, "model": 2,
             "stepping": 1, "flags": ["avx2"]},
@@ -876,7 +900,9 @@ def test_the_docs_figure_is_there_exactly_when_the_page_shows_it() -> None:
 # --- one toy run end to end -----------------------------------------------------------------
 
 
-def test_a_toy_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_toy_run_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_runs: None
+) -> None:
     """train.py on toy_reverse for 3 seconds with a snapshot at 0.6 s, evaluate.py on it,
     the record; then the plan says it is done."""
     toy = [

@@ -84,3 +84,23 @@ def test_a_second_ctrl_c_still_aborts_at_once() -> None:
         os.kill(os.getpid(), signal.SIGINT)
         for _ in range(1000):
             pass
+
+
+def test_nested_blocks_keep_the_handlers_until_the_outermost_ends() -> None:
+    # loop.train holds the trainer's flag around Trainer.run's own block, so a SIGTERM copy
+    # that reaches a rank waiting in the last barrier is one stop, not a new KeyboardInterrupt
+    before = signal.getsignal(signal.SIGTERM)
+    flag = StopFlag()
+    with flag:
+        with flag:
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert flag.poll() and flag.signum == signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) == flag._handle  # the inner end: still ours
+        os.kill(os.getpid(), signal.SIGTERM)  # the copy, after Trainer.run's block: no raise
+        for _ in range(1000):
+            pass
+    assert signal.getsignal(signal.SIGTERM) == before
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with flag:  # and it installs again
+        assert signal.getsignal(signal.SIGTERM) == flag._handle
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -45,7 +45,8 @@ class StopFlag:
     what it recorded. A handler that logged itself could land inside a log handler's own
     write and re-enter it (logging then prints "--- Logging error ---" and a traceback).
     Outside the main thread (where Python cannot install signal handlers) it is inert
-    and Ctrl-C raises KeyboardInterrupt as usual.
+    and Ctrl-C raises KeyboardInterrupt as usual. ``with`` blocks may nest: the outermost
+    installs the handlers and restores the previous ones.
     """
 
     def __init__(self) -> None:
@@ -53,6 +54,7 @@ class StopFlag:
         self.signum: int = signal.SIGINT
         self._previous: dict[int, Any] = {}
         self._unlogged: list[str] = []
+        self._depth = 0  # nested ``with``: the outermost installs and restores
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested and signum == signal.SIGTERM:  # a copy (SLURM and torchrun)
@@ -74,7 +76,8 @@ class StopFlag:
         return self.requested
 
     def __enter__(self) -> StopFlag:
-        if threading.current_thread() is threading.main_thread():
+        self._depth += 1
+        if self._depth == 1 and threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
@@ -85,9 +88,11 @@ class StopFlag:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-        self._previous.clear()
+        self._depth -= 1
+        if self._depth == 0:
+            for sig, previous in self._previous.items():
+                signal.signal(sig, previous)
+            self._previous.clear()
         self.poll()  # a signal after the loop's last poll is still logged
 
 
@@ -177,3 +182,18 @@ def signals_interrupt() -> Iterator[None]:
 def interrupted_exit_code(err: KeyboardInterrupt) -> int:
     """128 + the signal that raised ``err`` (SIGINT for a plain KeyboardInterrupt)."""
     return exit_code(getattr(err, "signum", signal.SIGINT))
+
+
+def stop_under_way(err: BaseException) -> TrainingInterrupted | None:
+    """The training stop that ``err`` interrupted, if any: a signal that arrives while a
+    :class:`TrainingInterrupted` is on its way out (the process group's last barrier, the
+    run folder's release) raises inside its handling, so it is in ``err``'s context chain.
+    Its message, not "interrupted before training started", is the one that is true."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, TrainingInterrupted):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__
+    return None

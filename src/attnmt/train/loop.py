@@ -658,21 +658,27 @@ def train(
     Returns {"step", "epoch", "stop_reason", "best_val_bleu", "run_dir", "test_bleu", ...}.
     A KeyboardInterrupt saves ``checkpoints/last.pt`` and is re-raised.
     """
-    trainer, together = None, False
     try:
         trainer = Trainer(cfg, Path(run_dir), on_step, explicit)
-        result = trainer.run()
-        together = True  # every rank gets here
-        return result
-    except BaseException as err:
-        together = _every_rank_ends_so(err)
-        if trainer is not None:
+    except BaseException:
+        ddp.cleanup()
+        raise
+    together = False
+    # The stop flag's handlers stay until the process group is gone: a stop's SIGTERM can
+    # reach a rank again while it waits in the last barrier (torchrun's agent forwards its
+    # own, SLURM signals every process); it is a copy of the stop under way, not a new one.
+    with trainer.stop_flag:
+        try:
+            result = trainer.run()
+            together = True  # every rank gets here
+            return result
+        except BaseException as err:
+            together = _every_rank_ends_so(err)
             try:
                 trainer.end_record(*_ending(err))
             except OSError as record_err:  # the run's own error is the one to report
                 log.warning("the run record's end was not written: %s", record_err)
-        raise
-    finally:
-        if trainer is not None:
+            raise
+        finally:
             trainer.close()
-        ddp.cleanup(together=together)
+            ddp.cleanup(together=together)
