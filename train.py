@@ -16,7 +16,6 @@ from attnmt.cli.run_folder import claimed
 from attnmt.errors import AttnmtError
 from attnmt.train.continuation import explicit_keys
 from attnmt.train.interrupt import (
-    TrainingInterrupted,
     interrupted_exit_code,
     signals_interrupt,
     stop_under_way,
@@ -55,11 +54,8 @@ def main(cfg: DictConfig) -> float:
                     return math.nan
             else:
                 result = run_cli(job)
-    except TrainingInterrupted as err:
-        print(err.message(), file=sys.stderr)
-        sys.exit(err.exit_code)
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (signals_interrupt)
-        stop = stop_under_way(err)  # a second signal while a stop was ending
+        stop = stop_under_way(err)  # the stop itself, or the one a later signal interrupted
         if stop is not None:
             print(stop.message(), file=sys.stderr)
             sys.exit(stop.exit_code)

@@ -185,10 +185,11 @@ def interrupted_exit_code(err: KeyboardInterrupt) -> int:
 
 
 def stop_under_way(err: BaseException) -> TrainingInterrupted | None:
-    """The training stop that ``err`` interrupted, if any: a signal that arrives while a
-    :class:`TrainingInterrupted` is on its way out (the process group's last barrier, the
-    run folder's release) raises inside its handling, so it is in ``err``'s context chain.
-    Its message, not "interrupted before training started", is the one that is true."""
+    """``err`` when it is a training stop, else the one it interrupted, if any: a signal
+    that arrives while a :class:`TrainingInterrupted` is on its way out (the process
+    group's last barrier, the run folder's release) raises inside its handling, so it is
+    in ``err``'s context chain. Its message, not "interrupted before training started",
+    is the one that is true."""
     seen: set[int] = set()
     cause: BaseException | None = err
     while cause is not None and id(cause) not in seen:
