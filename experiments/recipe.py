@@ -578,22 +578,13 @@ def todos(entries: Sequence[Entry], root: Path) -> list[Todo]:
 # --- records -------------------------------------------------------------------------------
 
 
-def best_by(curve: Sequence[Sequence[float]], mark: float) -> float | None:
-    """The best validation BLEU by training minute ``mark`` of a curve of (step, minutes,
-    NLL, BLEU, chrF) (:func:`attnmt.run_curves.best_by`)."""
-    return run_curves.best_by(((p[1], p[3]) for p in curve), mark)
-
-
-def best_in_run(
-    curve: Sequence[Sequence[float]], mark: float, budget: float, reason: str | None
+def best_by(
+    curve: Sequence[Sequence[float]], mark: float, budget_stop: float | None = None
 ) -> float | None:
-    """:func:`best_by`, except that a run its time budget stopped (``reason``
-    ``time_budget``) counts its final validation at the budget's mark and after: the
-    trainer checks the budget between updates, so that validation comes just past it
-    (45.04-45.16 minutes of a 45-minute run), yet it is the budget's own."""
-    if reason == "time_budget" and mark >= budget and curve:
-        return max(p[3] for p in curve)
-    return best_by(curve, mark)
+    """The best validation BLEU by training minute ``mark`` of a curve of (step, minutes,
+    NLL, BLEU, chrF); ``budget_stop``: the budget that stopped the run, whose final
+    validation counts at its mark (:func:`attnmt.run_curves.best_by`)."""
+    return run_curves.best_by(((p[1], p[3]) for p in curve), mark, budget_stop)
 
 
 def compare_marks(minutes: float) -> tuple[float, ...]:
@@ -641,7 +632,8 @@ def run_record(
         "train_minutes": summary.get("minutes"),
         "curve": curve,
         "best_by": {
-            f"{m:g}": best_in_run(curve, m, run.minutes, summary.get("reason")) for m in marks
+            f"{m:g}": best_by(curve, m, run_curves.budget_stop(summary.get("reason"), run.minutes))
+            for m in marks
         },
         "average": {k: average[-1].get(k) for k in ("bleu", "chrf", "nll", "kept")}
         if average

@@ -21,6 +21,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from attnmt import run_curves
 from attnmt.atomic import atomic_path, write_text
 from experiments.comparison_stats import flattened_at, mean_std
 from experiments.ledger import tested_row
@@ -41,7 +42,7 @@ from experiments.recipe import (
     STAGES,
     PlannedEnsemble,
     PlannedRun,
-    best_in_run,
+    best_by,
     compare_marks,
     corpora_run,
     corpora_runs,
@@ -103,11 +104,12 @@ def diff_text(value: float | None, base: float | None) -> str:
 
 
 def bleu_at(rec: Rec | None, mark: float) -> float | None:
-    """The best validation BLEU by ``mark`` minutes of a run record's curve (at its
-    budget: its final validation too, :func:`best_in_run`)."""
+    """The best validation BLEU by ``mark`` minutes of a run record's curve (at the budget
+    that stopped it: its final validation too, :func:`best_by`)."""
     if rec is None:
         return None
-    return best_in_run(rec["curve"], mark, float(rec["budget_minutes"]), rec.get("stop_reason"))
+    stop = run_curves.budget_stop(rec.get("stop_reason"), float(rec["budget_minutes"]))
+    return best_by(rec["curve"], mark, stop)
 
 
 def test_at(rec: Rec | None, mark: float) -> Rec | None:
@@ -492,7 +494,7 @@ def provenance_section(recs: Records) -> list[str]:
             continue
         dates = sorted(datetime.fromisoformat(r["recorded"]).date().isoformat() for r in rs)
         lines.append(
-            f"- {stage} ({len(rs)} records): "
+            f"- {stage} ({len(rs)} record{'s' if len(rs) != 1 else ''}): "
             + "; ".join(sorted({machine_line(m) for r in rs for m in machines_of(r)}))
             + f"; threads {', '.join(sorted({str(r['threads']) for r in rs}))}"
             + f"; commits {', '.join(sorted({r['commit'] for r in rs}))}"

@@ -7,7 +7,9 @@
 
 Everything is read from each run's record (``metrics.jsonl`` and ``summary.json``,
 attnmt.run_record): the validation events (step, training minutes, BLEU, chrF) and the final
-test (BLEU, chrF with the sacrebleu signature, beam). Runs that differ only in ``seed``
+test (BLEU, chrF with the sacrebleu signature, beam); and, for a run its time budget stopped,
+the budget (``.hydra/config.yaml``): its final validation, which comes just past the budget,
+counts at the budget's mark. Runs that differ only in ``seed``
 (their Hydra overrides, ``.hydra/overrides.yaml``) form one group: the table gives the
 mean ± standard deviation of the test scores over its seeds.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from omegaconf import OmegaConf
 
 from attnmt import run_curves
 from attnmt.run_curves import Curve, validation_figure
@@ -40,6 +43,7 @@ class Run:
     test: dict[str, float] = field(default_factory=dict)  # "bleu", "chrf"
     signature: str = ""
     beam: int = 0
+    budget_stop: float | None = None  # the time budget that stopped it (minutes), if one did
 
     @property
     def best_valid_bleu(self) -> float:
@@ -77,6 +81,17 @@ def overrides_label(run: Path) -> str:
     return " ".join(keep) or "defaults"
 
 
+def time_budget(config_yaml: Path) -> float | None:
+    """``trainer.time_budget_min`` of a run's composed config, or None without one."""
+    if not config_yaml.is_file():
+        return None
+    try:
+        budget = OmegaConf.select(OmegaConf.load(config_yaml), "trainer.time_budget_min")
+    except Exception as err:  # a yaml or OmegaConf error: the file is not a config
+        raise SystemExit(f"error: {config_yaml}: unreadable ({err})") from None
+    return float(budget) if isinstance(budget, (int, float)) else None
+
+
 def read_run(path: Path) -> Run:
     """Read the run record of ``path``."""
     try:
@@ -85,6 +100,9 @@ def read_run(path: Path) -> Run:
         raise SystemExit(f"error: {err}") from None
     run = Run(path, overrides_label(path))
     run.valid = [(e["step"], e["minutes"], e["bleu"], e["chrf"]) for e in record.valid]
+    run.budget_stop = run_curves.budget_stop(
+        (record.summary or {}).get("reason"), time_budget(RunDir(path).config_yaml)
+    )
     if (test := record.test) is not None:
         run.test = {"bleu": test["bleu"], "chrf": test["chrf"]}
         run.signature, run.beam = test["bleu_signature"], test["beam"]
@@ -129,9 +147,10 @@ def table(runs: list[Run]) -> str:
 
 
 def best_by(run: Run, minutes: float) -> float | None:
-    """The best validation BLEU ``run`` had reached ``minutes`` into training, or None if
-    it ran shorter (:func:`attnmt.run_curves.best_by`)."""
-    return run_curves.best_by(((v[1], v[2]) for v in run.valid), minutes)
+    """The best validation BLEU ``run`` had reached ``minutes`` into training (at the budget
+    that stopped it: its final validation too), or None if it ran shorter
+    (:func:`attnmt.run_curves.best_by`)."""
+    return run_curves.best_by(((v[1], v[2]) for v in run.valid), minutes, run.budget_stop)
 
 
 def minutes_table(runs: list[Run], marks: list[float]) -> str:

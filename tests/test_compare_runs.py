@@ -66,9 +66,16 @@ def test_no_runs_is_a_clear_error(tmp_path: Path) -> None:
         compare.main([str(tmp_path)])
 
 
-def _recorded_run(root: Path, name: str, seed: int, valid: list[tuple[str, float]]) -> Path:
+def _recorded_run(
+    root: Path,
+    name: str,
+    seed: int,
+    valid: list[tuple[str, float]],
+    stop: tuple[str, float] | None = None,
+) -> Path:
     """A run directory whose record holds validations at training time ``MM:SS`` with a
-    BLEU each, as the trainer writes them."""
+    BLEU each, as the trainer writes them; ``stop``: the reason it finished and its
+    ``trainer.time_budget_min`` (in .hydra/config.yaml)."""
     run = root / name
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "overrides.yaml").write_text(f"- seed={seed}\n- model=transformer\n")
@@ -78,6 +85,10 @@ def _recorded_run(root: Path, name: str, seed: int, valid: list[tuple[str, float
         minutes, seconds = map(int, clock.split(":"))
         at = minutes + seconds / 60
         writer.event("valid", 200 * i, epoch=0, minutes=at, nll=3.5, bleu=bleu, chrf=20.0)
+    if stop is not None:
+        reason, budget = stop
+        (run / ".hydra" / "config.yaml").write_text(f"trainer:\n  time_budget_min: {budget}\n")
+        writer.update(status="finished", reason=reason)
     return run
 
 
@@ -98,6 +109,26 @@ def test_best_validation_bleu_by_wall_clock_marks(tmp_path: Path) -> None:
         compare.main([str(runs), "--out", str(out), "--minutes", "0"])
 
 
+def test_a_run_its_budget_stopped_counts_its_final_validation_at_the_budget(
+    tmp_path: Path,
+) -> None:
+    # 30-minute runs validate at 29:00 and, stopped between updates, once more at 30:05
+    valid = [("15:00", 1.0), ("29:00", 2.0), ("30:05", 4.0)]
+    budget = _recorded_run(tmp_path / "a", "budget", 1, valid, ("time_budget", 30))
+    early = _recorded_run(tmp_path / "b", "early", 1, valid, ("early_stopping", 30))
+    plain = _recorded_run(tmp_path / "c", "plain", 1, valid)  # no summary reason, no config
+    best = {
+        name: [compare.best_by(compare.read_run(run), m) for m in (15, 29.5, 30, 60)]
+        for name, run in (("budget", budget), ("early", early), ("plain", plain))
+    }
+    assert compare.read_run(budget).budget_stop == 30.0
+    assert best["budget"] == [1.0, 2.0, 4.0, 4.0]  # from the budget's mark on: every validation
+    assert best["early"] == best["plain"] == [1.0, 2.0, 2.0, None]  # 30:05 came after minute 30
+    (budget / ".hydra" / "config.yaml").write_text("trainer: [unclosed\n")
+    with pytest.raises(SystemExit, match=r"config\.yaml: unreadable"):
+        compare.read_run(budget)
+
+
 def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_recipe() -> None:
     points = [(4.0, 1.0), (9.8, 3.0), (15.0, 2.0)]  # (training minutes, valid BLEU)
     assert [run_curves.best_by(points, m) for m in (5, 10, 15, 15.7, 15.8)] == [
@@ -113,3 +144,7 @@ def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_recipe() -> Non
     curve = [[100, m, 5.0, b, 0.0] for m, b in points]  # the recipe's (step, min, NLL, B, C)
     for mark in (5, 10, 15.7, 15.8):
         assert compare.best_by(run, mark) == recipe.best_by(curve, mark)
+    run.budget_stop = 14.0  # its budget stopped it at 14 minutes (its last check at 15)
+    for mark in (5, 10, 14, 15.8):
+        assert compare.best_by(run, mark) == recipe.best_by(curve, mark, 14.0)
+    assert recipe.best_by(curve, 14, 14.0) == 3.0 and recipe.best_by(curve, 13.9, 14.0) == 3.0

@@ -19,6 +19,7 @@ import pytest
 from helpers.toy_train import TOY_OVERRIDES
 from hydra import compose, initialize_config_dir
 
+from attnmt import run_curves
 from attnmt.errors import WriteError
 from attnmt.train.run_config import validate_config
 from attnmt.train.run_lock import owner_record
@@ -739,13 +740,15 @@ def test_best_by_a_minute() -> None:
 def test_a_run_its_budget_stopped_counts_its_final_validation_at_the_budget() -> None:
     # a 45-minute run validates at 44.1 and, stopped between updates, once more at 45.04
     curve = [[4500, 44.1, 3.7, 3.9, 20.0], [4600, 45.04, 3.6, 4.8, 21.0]]
-    best = recipe.best_in_run
-    assert [best(curve, m, 45.0, "time_budget") for m in (30, 45)] == [None, 4.8]
+    stop = run_curves.budget_stop
+    assert stop("time_budget", 45.0) == 45.0 and stop("early_stopping", 45.0) is None
+    assert stop("time_budget", 0.0) is None and stop(None, 45.0) is None  # 0: no budget
+    assert [recipe.best_by(curve, m, 45.0) for m in (30, 45, 60)] == [None, 4.8, 4.8]
     assert recipe.best_by(curve, 45) == 3.9  # the plain rule: only validations by minute 45
-    # stopped early (or a longer mark of a shorter run): the plain rule
-    assert best(curve, 45, 45.0, "early_stopping") == 3.9
-    assert best(curve, 44.5, 45.0, "time_budget") == 3.9
-    assert best([], 45, 45.0, "time_budget") is None
+    # stopped otherwise (or a mark before the budget): the plain rule
+    assert recipe.best_by(curve, 45, stop("early_stopping", 45.0)) == 3.9
+    assert recipe.best_by(curve, 44.5, 45.0) == 3.9
+    assert recipe.best_by([], 45, 45.0) is None
 
 
 # --- the page -------------------------------------------------------------------------------
