@@ -587,6 +587,15 @@ def best_by(
     return run_curves.best_by(((p[1], p[3]) for p in curve), mark, budget_stop)
 
 
+def best_of_run(
+    curve: Sequence[Sequence[float]], mark: float, stop_reason: str | None, budget: float
+) -> float | None:
+    """:func:`best_by` for a run that stopped for ``stop_reason`` with a budget of
+    ``budget`` minutes: its final validation counts at the budget's mark when the budget
+    stopped it (:func:`attnmt.run_curves.budget_stop`)."""
+    return best_by(curve, mark, run_curves.budget_stop(stop_reason, budget))
+
+
 def compare_marks(minutes: float) -> tuple[float, ...]:
     return tuple(sorted({m for m in COMPARE_MARKS if m <= minutes} | {minutes}))
 
@@ -632,8 +641,7 @@ def run_record(
         "train_minutes": summary.get("minutes"),
         "curve": curve,
         "best_by": {
-            f"{m:g}": best_by(curve, m, run_curves.budget_stop(summary.get("reason"), run.minutes))
-            for m in marks
+            f"{m:g}": best_of_run(curve, m, summary.get("reason"), run.minutes) for m in marks
         },
         "average": {k: average[-1].get(k) for k in ("bleu", "chrf", "nll", "kept")}
         if average

@@ -21,7 +21,6 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attnmt import run_curves
 from attnmt.atomic import atomic_path, write_text
 from experiments.comparison_stats import flattened_at, mean_std
 from experiments.ledger import tested_row
@@ -42,7 +41,7 @@ from experiments.recipe import (
     STAGES,
     PlannedEnsemble,
     PlannedRun,
-    best_by,
+    best_of_run,
     compare_marks,
     corpora_run,
     corpora_runs,
@@ -105,11 +104,10 @@ def diff_text(value: float | None, base: float | None) -> str:
 
 def bleu_at(rec: Rec | None, mark: float) -> float | None:
     """The best validation BLEU by ``mark`` minutes of a run record's curve (at the budget
-    that stopped it: its final validation too, :func:`best_by`)."""
+    that stopped it: its final validation too, :func:`best_of_run`)."""
     if rec is None:
         return None
-    stop = run_curves.budget_stop(rec.get("stop_reason"), float(rec["budget_minutes"]))
-    return best_by(rec["curve"], mark, stop)
+    return best_of_run(rec["curve"], mark, rec.get("stop_reason"), float(rec["budget_minutes"]))
 
 
 def test_at(rec: Rec | None, mark: float) -> Rec | None:

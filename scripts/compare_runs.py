@@ -24,8 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from attnmt import run_curves
 from attnmt.run_curves import Curve, validation_figure
@@ -87,7 +89,7 @@ def time_budget(config_yaml: Path) -> float | None:
         return None
     try:
         budget = OmegaConf.select(OmegaConf.load(config_yaml), "trainer.time_budget_min")
-    except Exception as err:  # a yaml or OmegaConf error: the file is not a config
+    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError, OSError) as err:
         raise SystemExit(f"error: {config_yaml}: unreadable ({err})") from None
     return float(budget) if isinstance(budget, (int, float)) else None
 

@@ -124,7 +124,11 @@ def test_a_run_its_budget_stopped_counts_its_final_validation_at_the_budget(
     assert compare.read_run(budget).budget_stop == 30.0
     assert best["budget"] == [1.0, 2.0, 4.0, 4.0]  # from the budget's mark on: every validation
     assert best["early"] == best["plain"] == [1.0, 2.0, 2.0, None]  # 30:05 came after minute 30
-    (budget / ".hydra" / "config.yaml").write_text("trainer: [unclosed\n")
+    for bad in ("trainer: [unclosed\n", "- a list\n", "trainer:\n  time_budget_min: ${nope}\n"):
+        (budget / ".hydra" / "config.yaml").write_text(bad)
+        with pytest.raises(SystemExit, match=r"config\.yaml: unreadable"):
+            compare.read_run(budget)
+    (budget / ".hydra" / "config.yaml").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(SystemExit, match=r"config\.yaml: unreadable"):
         compare.read_run(budget)
 
