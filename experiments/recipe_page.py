@@ -385,11 +385,11 @@ def corpora_section(recs: Records, figure: str | None) -> list[str]:
             if (bleu := test_bleu_at(recs.get(corpora_run(v, DING).stem), CORPORA_MINUTES))
             is not None
         ]
-        best = max(variants, key=lambda nv: nv[1], default=None)
+        top = max(variants, key=lambda nv: nv[1], default=None)
         lines.append(
             f"Goal (issue 34): ding_de_en test BLEU ≥ {GOAL_BLEU:g} within {CORPORA_MINUTES:g} "
             f"minutes: {ding['bleu']:.2f}, {reached}"
-            + (f" (its best variant, {best[0]}: {best[1]:.2f})." if best else ".")
+            + (f" (its best variant, {top[0]}: {top[1]:.2f})." if top else ".")
         )
     if verdicts:
         lines.append(
