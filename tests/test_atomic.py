@@ -60,6 +60,23 @@ def test_read_only_directory(tmp_path: Path) -> None:
         d.chmod(0o700)
 
 
+def test_the_write_check_removes_the_folders_it_created_unless_kept(
+    tmp_path: Path, monkeypatch
+) -> None:
+    atomic.check_writable_dir(tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []
+    atomic.check_writable_dir(tmp_path / "a" / "b", keep=True)
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*")] == [Path("a"), Path("a/b")]
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", full)
+    with pytest.raises(WriteError, match="no space left"):
+        atomic.check_writable_dir(tmp_path / "c" / "d", keep=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # a failed check keeps none
+
+
 def test_atomic_dir_replaces_an_old_directory(tmp_path: Path) -> None:
     target = tmp_path / "cache"
     target.mkdir()

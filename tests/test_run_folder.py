@@ -161,6 +161,26 @@ def test_an_unwritable_run_dir_is_one_line_and_nothing_is_created(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+def test_the_run_dir_check_keeps_a_folder_another_start_is_opening_its_log_in(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two train.py started at once on a new folder: while one checks that the folder can
+    be written, the other's Hydra creates it (exists_ok) and then opens train.log there.
+    The check must not remove the folder between the two (a raw FileNotFoundError from
+    logging.config, not the loser's one-line refusal, was what CI saw)."""
+    run = tmp_path / "shared"
+    write = os.write
+
+    def hydra_of_the_other_start_creates_it(fd: int, data: bytes) -> int:
+        run.mkdir(parents=True, exist_ok=True)
+        return write(fd, data)
+
+    monkeypatch.setattr(atomic.os, "write", hydra_of_the_other_start_creates_it)
+    run_folder._writable(run, f"hydra.run.dir={run}")
+    (run / "train.log").write_text("the other start's log\n")  # its FileHandler opens it
+    assert [p.name for p in run.iterdir()] == ["train.log"]  # the check's file is gone
+
+
 def _can_unshare(*flags: str) -> bool:
     if shutil.which("unshare") is None:
         return False

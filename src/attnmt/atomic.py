@@ -124,13 +124,19 @@ def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
         _fsync_dir(path.parent)
 
 
-def check_writable_dir(path: str | Path, setting: str = "") -> Path:
+def check_writable_dir(path: str | Path, setting: str = "", keep: bool = False) -> Path:
     """Before any long work that would write into ``path``: create it (with its parents),
     write and remove a small file in it, and remove again the directories this created;
     :class:`WriteError` naming ``path`` (and the ``setting`` that chooses it, if given)
-    when that fails (read-only filesystem, full disk, no permission)."""
+    when that fails (read-only filesystem, full disk, no permission).
+
+    ``keep``: a check that passes keeps the directories it created, for a caller that
+    creates them next anyway (Hydra's run folder). Another process may have created the
+    same folder meanwhile and be about to open a file in it; removing it then would pull
+    the folder from under that process."""
     path = Path(path)
     created = [p for p in [path, *path.parents] if not p.exists()]
+    passed = False
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=path)
@@ -139,11 +145,12 @@ def check_writable_dir(path: str | Path, setting: str = "") -> Path:
         finally:
             os.close(fd)
             os.unlink(name)
+        passed = True
     except OSError as err:
         message = str(write_error(path, err)).replace(" (nothing there was changed)", "")
         raise WriteError(f"{message}{f' ({setting})' if setting else ''}") from None
     finally:
-        for directory in created:  # deepest first
+        for directory in [] if passed and keep else created:  # deepest first
             try:
                 directory.rmdir()
             except OSError:

@@ -158,9 +158,10 @@ def _given_on_command_line(config: DictConfig, key: str) -> bool:
 
 
 def _writable(folder: Path, setting: str) -> None:
-    """``folder`` can be created and written (nothing is left behind by the check)."""
+    """``folder`` can be created and written; a folder the check created is kept (Hydra
+    creates it next, and a second train.py started at once on it may already have)."""
     try:
-        check_writable_dir(folder)
+        check_writable_dir(folder, keep=True)
     except WriteError as err:
         advice = "" if ";" in str(err) else "; choose a writable folder"
         raise WriteError(f"{setting}: {err}{advice}") from None
@@ -182,10 +183,10 @@ def check_run_dir(config: DictConfig) -> None:
         run_dir, setting = folder, f"resume={resume}"
     if not is_main_rank():
         return
-    _writable(run_dir, setting)
     check_free(folder)
     if not continues:
         check_fresh(folder)
+    _writable(run_dir, setting)  # last: it keeps the folder it creates
 
 
 def check_sweep_dir(config: DictConfig) -> None:
