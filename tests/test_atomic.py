@@ -77,6 +77,38 @@ def test_the_write_check_removes_the_folders_it_created_unless_kept(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # a failed check keeps none
 
 
+def test_the_write_check_creates_again_a_folder_another_check_removed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two first preparations into one new data.root: the other's check removes the folder
+    it created (and this one had just created too) before this one's probe file is made.
+    That is a race, not an unwritable folder: the check creates it again and passes."""
+    folder = tmp_path / "data"
+    mkstemp = atomic.tempfile.mkstemp
+    probes: list[bool] = []
+
+    def the_other_check_removes_it_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not probes:
+            folder.rmdir()
+        probes.append(folder.is_dir())
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", the_other_check_removes_it_first)
+    assert atomic.check_writable_dir(folder, "data.root=data") == folder
+    assert probes == [False, True]  # the first probe found no folder, the second one did
+    assert list(tmp_path.iterdir()) == []  # and what it created is removed as before
+
+    def always_gone(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if folder.is_dir():
+            folder.rmdir()
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", always_gone)
+    with pytest.raises(WriteError, match=r"data.*\(data\.root=data\)"):
+        atomic.check_writable_dir(folder, "data.root=data")  # bounded: it gives up
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_atomic_dir_replaces_an_old_directory(tmp_path: Path) -> None:
     target = tmp_path / "cache"
     target.mkdir()

@@ -43,6 +43,8 @@ STALE_TMP_AGE_S = 10.0
 STALE_DIR_AGE_S = 3600.0
 """A staging directory with anything in it changed more recently may still be being filled
 (an extraction or an encoding writes steadily, but a process may pause between files)."""
+WRITE_CHECK_TRIES = 3
+"""How often the write check creates again a new folder that vanished before its probe."""
 
 _ADVICE = {
     errno.ENOSPC: "no space left on device; free some space or write elsewhere",
@@ -133,13 +135,24 @@ def check_writable_dir(path: str | Path, setting: str = "", keep: bool = False) 
     ``keep``: a check that passes keeps the directories it created, for a caller that
     creates them next anyway (Hydra's run folder). Another process may have created the
     same folder meanwhile and be about to open a file in it; removing it then would pull
-    the folder from under that process."""
+    the folder from under that process.
+
+    A folder that vanishes between its creation and the probe (another start's check of the
+    same new folder removing what it created) is created again, up to ``WRITE_CHECK_TRIES``
+    times: that is a race between two checks, not an unwritable folder."""
     path = Path(path)
     created = [p for p in [path, *path.parents] if not p.exists()]
     passed = False
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=path)
+        for attempt in range(1, WRITE_CHECK_TRIES + 1):
+            path.mkdir(parents=True, exist_ok=True)
+            try:
+                fd, name = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=path)
+            except FileNotFoundError:
+                if attempt == WRITE_CHECK_TRIES:
+                    raise
+                continue
+            break
         try:
             os.write(fd, b"attnmt write check\n")
         finally:
