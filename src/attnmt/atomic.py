@@ -144,15 +144,14 @@ def check_writable_dir(path: str | Path, setting: str = "", keep: bool = False) 
     created = [p for p in [path, *path.parents] if not p.exists()]
     passed = False
     try:
-        for attempt in range(1, WRITE_CHECK_TRIES + 1):
+        for tries_left in reversed(range(WRITE_CHECK_TRIES)):
             path.mkdir(parents=True, exist_ok=True)
             try:
                 fd, name = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=path)
+                break
             except FileNotFoundError:
-                if attempt == WRITE_CHECK_TRIES:
+                if not tries_left:
                     raise
-                continue
-            break
         try:
             os.write(fd, b"attnmt write check\n")
         finally:
