@@ -31,7 +31,10 @@ Three stages, their seeds fixed here in advance (:func:`plan`):
 ``seeds``
     the recipe on ding_de_en at seeds 1, 2 and 3, 120 minutes (seed 1 is the corpora stage's
     run: the same settings, reused, not rerun), then the three runs' best checkpoints decoded
-    as one ensemble on test (``python evaluate.py ckpt=[R1,R2,R3]``).
+    as one ensemble on test (``python evaluate.py ckpt=[R1,R2,R3]``). On a CPU kind other
+    than those runs' records, all three seeds once more on this kind, their stems and the
+    ensemble's ending with the kind (``recipe-ding_de_en-seed1-120min-cpu26.2``:
+    :func:`seeds_entries`): a kind's seeds are compared with each other only.
 
 One run at a time, each with ``--threads`` (2) threads: time-budgeted runs must not share
 cores. A run trains in outputs/recipe/<stage>/<stem>/ (its log beside it) and gets its
@@ -56,13 +59,14 @@ change and the recipe run it is compared with (on a kind other than the recipe r
 the runner runs the recipe once more first, its stem ending with the kind,
 ``recipe-ding_de_en-seed1-45min-cpu25.1``: :func:`compare_baseline`); in the corpora and
 seeds stages the runs on one corpus (the recipe against the default, ding_de_en's variants
-and seeds against its recipe run). The runner does not start a run whose comparison was
-measured on another kind (:func:`kind_refusal`: the others still start; exit 2 when none
-can), and does not resume a run folder that another kind trained in (it is moved aside,
-``<stem>.other-cpu-<time>``, and the run starts afresh); the page marks a difference
-between records of different kinds as not comparable rather than give it. ``--only TEXT``
-runs only the entries whose stem contains TEXT (in the compare stage with the recipe run
-its changes need).
+and seeds against its recipe run), except that the seeds stage's runs tagged with a kind
+(:func:`seeds_entries`) are compared only with each other. The runner does not start a run
+whose comparison was measured on another kind (:func:`kind_refusal`: the others still start;
+exit 2 when none can), and does not resume a run folder that another kind trained in (it
+is moved aside, ``<stem>.other-cpu-<time>``, and the run starts afresh); the page marks a
+difference between records of different kinds as not comparable rather than give it.
+``--only TEXT`` runs only the entries whose stem contains TEXT (in the compare stage with
+the recipe run its changes need).
 
 **The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
 left plus its overhead (data preparation, validation past the budget, averaging, test
@@ -255,8 +259,9 @@ class PlannedRun:
     overrides: tuple[str, ...]
     marks: tuple[float, ...] = ()
     tag: str = ""
-    """Set on the compare stage's recipe run on a second CPU kind (:func:`kind_tag`), which
-    the stem ends with: the same settings, another run."""
+    """A CPU kind's (:func:`kind_tag`), which the stem ends with: set on the compare stage's
+    recipe run on a second kind (the same settings, another run) and on the seeds stage's
+    runs on a kind other than seed 1's (:func:`seeds_entries`)."""
 
     @property
     def stem(self) -> str:
@@ -293,7 +298,8 @@ class PlannedEnsemble:
     def stem(self) -> str:
         first = self.members[0]
         seeds = "-".join(str(m.seed) for m in self.members)
-        return f"ensemble-{first.variant}-{first.corpus}-seeds{seeds}-{first.minutes:g}min"
+        stem = f"ensemble-{first.variant}-{first.corpus}-seeds{seeds}-{first.minutes:g}min"
+        return f"{stem}-{first.tag}" if first.tag else stem
 
     def record_path(self, root: Path) -> Path:
         return root / RECORDS / self.stage / f"{self.stem}.json"
@@ -370,15 +376,22 @@ def plan(stage: str, minutes: float = COMPARE_MINUTES) -> list[Entry]:
     if stage == "corpora":
         return list(corpora_runs())
     if stage == "seeds":
-        first = corpora_run(RECIPE, DING)
-        others = [
-            PlannedRun("seeds", RECIPE.name, DING.name, s, CORPORA_MINUTES, first.overrides)
-            for s in SEEDS
-            if s != first.seed
-        ]
-        members = (first, *others)
-        return [*members, PlannedEnsemble("seeds", members)]
+        return seeds_plan()
     raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
+
+
+def seeds_plan(tag: str = "") -> list[Entry]:
+    """The seeds stage's runs and their ensemble: untagged, seed 1 is the corpora stage's
+    recipe run on ding_de_en; with a CPU kind's ``tag`` (:func:`kind_tag`), all three seeds
+    are the seeds stage's own runs, their stems and the ensemble's ending ``-<tag>``."""
+    first = corpora_run(RECIPE, DING)
+    others = [
+        PlannedRun("seeds", RECIPE.name, DING.name, s, CORPORA_MINUTES, first.overrides, (), tag)
+        for s in SEEDS
+        if tag or s != first.seed
+    ]
+    members = tuple(others) if tag else (first, *others)
+    return [*members, PlannedEnsemble("seeds", members)]
 
 
 # --- the CPU kind of a comparison ----------------------------------------------------------
@@ -436,12 +449,33 @@ def compare_baseline(root: Path, here: str, tag: str, minutes: float) -> Planned
     return replace(first, tag=tag)
 
 
+def seeds_entries(root: Path, here: str, tag: str) -> list[Entry]:
+    """The seeds stage on CPU kind ``here``: :func:`seeds_plan` as planned unless one of its
+    runs has a record of another kind (seed 1's, the corpora stage's, is the first); then
+    the three seeds once more on this kind, tagged ``tag``."""
+    entries = seeds_plan()
+    members = [e for e in entries if isinstance(e, PlannedRun)]
+    paths = [p for p in (m.record_path(root) for m in members) if p.is_file()]
+    if all(record_kinds(read_one(p)) <= {here} for p in paths):  # none named: unknown
+        return entries
+    return seeds_plan(tag)
+
+
+def stem_tag(stem: str) -> str:
+    """The CPU kind's tag a planned stem ends with (:attr:`PlannedRun.tag`), "" for none."""
+    last = stem.rsplit("-", 1)[-1]
+    return last if last.startswith("cpu") else ""
+
+
 def stage_entries(
     stage: str, root: Path, here: str, tag: str, minutes: float = COMPARE_MINUTES
 ) -> list[Entry]:
     """What ``stage`` runs on a CPU of kind ``here`` (``tag``: :func:`kind_tag`): its plan,
     and in the compare stage, where a change is still to be measured and the recipe's record
-    is of another kind, the recipe once more on this one (:func:`compare_baseline`) first."""
+    is of another kind, the recipe once more on this one (:func:`compare_baseline`) first;
+    in the seeds stage, :func:`seeds_entries`."""
+    if stage == "seeds":
+        return seeds_entries(root, here, tag)
     entries = plan(stage, minutes)
     if stage != "compare":
         return entries
@@ -456,7 +490,8 @@ def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None
     """Why ``run`` must not start on a CPU of kind ``here``: the records it is compared with
     at equal minutes were measured on another kind (module docstring); None when they were
     not. A compare-stage change is compared with :func:`compare_baseline`'s run; a
-    corpora- or seeds-stage run with the other runs of both stages on its corpus."""
+    corpora- or seeds-stage run with the other runs of both stages on its corpus that carry
+    its tag (none, or a kind's: :func:`seeds_entries`)."""
     if run.stage == "compare":
         base = compare_baseline(root, here, tag, run.minutes)
         path = base.record_path(root)
@@ -467,9 +502,12 @@ def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None
             r
             for s in ("corpora", "seeds")
             for r in read_all(root / RECORDS / s)
-            if r.get("kind") == "run" and r.get("corpus") == run.corpus
+            if r.get("kind") == "run"
+            and r.get("corpus") == run.corpus
+            and stem_tag(str(r.get("stem"))) == run.tag
         ]
-        what = f"the corpora and seeds stages' runs on {run.corpus} were"
+        which = f"{run.tag}-tagged runs" if run.tag else "runs"
+        what = f"the corpora and seeds stages' {which} on {run.corpus} were"
         where = f"their records in {shown(root / RECORDS, root)}/corpora and seeds"
     others = sorted({k for r in records for k in record_kinds(r)} - {here})
     if not others:

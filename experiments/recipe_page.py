@@ -38,6 +38,7 @@ from experiments.recipe import (
     NO_SAMPLING,
     RECIPE,
     RECORDS,
+    RUNS,
     STAGES,
     PlannedEnsemble,
     PlannedRun,
@@ -50,6 +51,8 @@ from experiments.recipe import (
     machines_of,
     plan,
     record_kinds,
+    seeds_plan,
+    stem_tag,
 )
 from experiments.variant_runs import read_all
 
@@ -451,20 +454,42 @@ def minutes_figure(recs: Records) -> Figure | None:
 
 
 def seeds_section(recs: Records) -> list[str]:
-    entries = plan("seeds")
+    """The seeds as planned (seed 1: the corpora stage's run), then each CPU kind's own
+    three seeds that have a record (:func:`experiments.recipe.seeds_entries`)."""
+    tags = sorted({stem_tag(r["stem"]) for r in recs.of_stage("seeds")} - {""})
+    lines = [f"## Seeds and their ensemble (ding_de_en, {CORPORA_MINUTES:g} minutes)", ""]
+    for tag in ("", *tags):
+        lines += seeds_group(recs, tag)
+    return lines
+
+
+def seeds_group(recs: Records, tag: str) -> list[str]:
+    """One group of seeds (``tag``: a CPU kind's, "" for the planned one): a row a seed,
+    mean ± sample std, the ensemble."""
+    entries = seeds_plan(tag)
     members = [e for e in entries if isinstance(e, PlannedRun)]
     ensemble = next(e for e in entries if isinstance(e, PlannedEnsemble))
-    lines = [
-        f"## Seeds and their ensemble (ding_de_en, {CORPORA_MINUTES:g} minutes)",
-        "",
-        f"{RECIPE.overrides[0]} at seeds {', '.join(str(m.seed) for m in members)} (seed "
-        f"{members[0].seed} is the corpora stage's run); test: each run's own final test "
-        "(beam 5), and the three runs' best checkpoints as one ensemble (evaluate.py, the "
-        "same decode settings). Mean ± sample standard deviation over the seeds.",
-        "",
-    ]
+    seeds = ", ".join(str(m.seed) for m in members)
     found = [(m, recs.get(m.stem)) for m in members]
     ens = recs.get(ensemble.stem)
+    if tag:
+        kind = next((machine_line(r) for _, r in [*found, (None, ens)] if r), "another kind")
+        lines = [
+            f"### Seeds {seeds} on {tag}",
+            "",
+            f"{RECIPE.overrides[0]} at seeds {seeds}, all three run on this kind ({kind}): "
+            "seed 1's corpora-stage record is of another kind, and minutes buy different "
+            "updates on each. Compared with each other only.",
+            "",
+        ]
+    else:
+        lines = [
+            f"{RECIPE.overrides[0]} at seeds {seeds} (seed {members[0].seed} is the corpora "
+            "stage's run); test: each run's own final test (beam 5), and the three runs' best "
+            "checkpoints as one ensemble (evaluate.py, the same decode settings). Mean ± "
+            "sample standard deviation over the seeds.",
+            "",
+        ]
     if not any(r for _, r in found) and ens is None:
         return [*lines, "Not measured yet.", ""]
     lines += [
@@ -494,6 +519,9 @@ def seeds_section(recs: Records) -> list[str]:
             f"| ensemble of seeds {', '.join(map(str, ens['seeds']))} | {t['bleu']:.2f}{gain} "
             f"| {t['chrf']:.2f} | | |"
         )
+    if bleus:
+        reach = sum(b >= GOAL_BLEU for b in bleus)
+        lines += ["", f"Goal (test BLEU ≥ {GOAL_BLEU:g}): {reach} of {len(bleus)} seeds reach it."]
     return [*lines, ""]
 
 
@@ -536,13 +564,16 @@ def provenance_section(recs: Records) -> list[str]:
             "on each)."
         )
     later = [r for s in ("corpora", "seeds") for r in recs.of_stage(s) if r.get("kind") == "run"]
-    for corpus in dict.fromkeys(str(r.get("corpus")) for r in later):
-        kinds = sorted({k for r in later if r.get("corpus") == corpus for k in record_kinds(r)})
+    groups = dict.fromkeys((str(r.get("corpus")), stem_tag(r["stem"])) for r in later)
+    for corpus, tag in groups:
+        group = [r for r in later if (r.get("corpus"), stem_tag(r["stem"])) == (corpus, tag)]
+        kinds = sorted({k for r in group for k in record_kinds(r)})
         if len(kinds) > 1:
+            which = f"{tag}-tagged runs" if tag else "runs"
             lines.append(
-                f"- **Not one CPU kind**: the corpora and seeds stages' runs on {corpus} were "
-                f"measured on {'; '.join(kinds)}; their differences are not given (minutes "
-                "buy different updates on each)."
+                f"- **Not one CPU kind**: the corpora and seeds stages' {which} on {corpus} "
+                f"were measured on {'; '.join(kinds)}; their differences are not given "
+                "(minutes buy different updates on each)."
             )
     return [*lines, ""]
 
@@ -569,7 +600,8 @@ def commands_section() -> list[str]:
         f"{COMPARE_MINUTES:g} min each (--minutes M)",
         f"python -m experiments.recipe run --stage corpora --hours 8  # {len(corpora)} runs, "
         f"{CORPORA_MINUTES:g} min each",
-        "python -m experiments.recipe run --stage seeds --hours 5    # seeds 2, 3, the ensemble",
+        "python -m experiments.recipe run --stage seeds --hours 5    # seeds 2, 3, the ensemble "
+        "(on a kind other than seed 1's: seeds 1, 2, 3 once more, ~7 h)",
         "python -m experiments.recipe run --stage corpora --only default-bible  # stems with it",
         "python -m experiments.recipe run --stage seeds --dry-run    # the plan: what is left",
         "python -m experiments.recipe table                          # this page, its figure",
@@ -591,6 +623,8 @@ def commands_section() -> list[str]:
             for e in seeds
             if isinstance(e, PlannedEnsemble)
         ),
+        "# on a CPU kind other than seed 1's record, seeds 1, 2 and 3 once more and their "
+        f"ensemble: hydra.run.dir={RUNS.as_posix()}/seeds/<stem>-cpu<family>.<model>",
         "```",
         "",
     ]

@@ -379,6 +379,52 @@ def test_the_corpora_and_seeds_stages_hold_each_corpus_to_one_cpu_kind(
     assert seeds[0].stem == corpora_run(RECIPE, DING).stem  # seeds reuses corpora's seed-1 run
 
 
+def test_on_another_cpu_kind_the_seeds_stage_runs_all_three_seeds_once_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seed 1 is the corpora stage's run; where its record is of another kind, seeds 1, 2 and
+    3 run once more on this one under tagged stems (the same settings), with their own
+    ensemble. Tagged runs are compared only with runs of their tag: the untagged runs on
+    ding_de_en (of the other kind) neither refuse them nor are refused by them."""
+    planned = plan("seeds")
+    for run in (corpora_run(RECIPE, DING), corpora_run(DEFAULT, DING)):
+        _write(
+            run.record_path(tmp_path), record(run, 122.0) | {"machine": OTHER, "corpus": DING.name}
+        )
+    here = recipe.stage_entries("seeds", tmp_path, HERE, "cpu26.2")
+    assert [e.stem for e in here] == [
+        "recipe-ding_de_en-seed1-120min-cpu26.2",
+        "recipe-ding_de_en-seed2-120min-cpu26.2",
+        "recipe-ding_de_en-seed3-120min-cpu26.2",
+        "ensemble-recipe-ding_de_en-seeds1-2-3-120min-cpu26.2",
+    ]
+    members = [e for e in here if isinstance(e, PlannedRun)]
+    assert {(m.stage, m.marks, m.tag) for m in members} == {("seeds", (), "cpu26.2")}
+    for member, same in zip(members, [corpora_run(RECIPE, DING), *planned[1:3]]):
+        assert isinstance(same, PlannedRun) and member.train_args() == same.train_args()
+        assert member.run_dir(tmp_path) == tmp_path / "outputs/recipe/seeds" / member.stem
+    assert isinstance(here[-1], PlannedEnsemble) and here[-1].members == tuple(members)
+    assert recipe.stage_entries("seeds", tmp_path, recipe.cpu_kind(OTHER), "cpu6.207") == planned
+    assert [recipe.stem_tag(e.stem) for e in here] == ["cpu26.2"] * 4
+    assert {recipe.stem_tag(e.stem) for e in planned} == {""}
+    assert recipe.stem_tag("recipe-ding_de_en-seed1-45min-cpux.x") == "cpux.x"
+
+    runner, clock = _kind_runner(tmp_path, MACHINE)
+    assert recipe.run_entries(members, runner, 0, clock=lambda: clock[0]) == 0
+    assert runner.started == [m.stem for m in members]
+    # the other kind's untagged runs on ding_de_en still start there, not here
+    no_sampling = corpora_run(recipe.NO_SAMPLING, DING)
+    assert recipe.kind_refusal(no_sampling, tmp_path, recipe.cpu_kind(OTHER), "cpu6.207") is None
+    assert "runs on ding_de_en were" in str(recipe.kind_refusal(no_sampling, tmp_path, HERE, ""))
+    # and the next invocation here plans the tagged group again (its records are this kind's)
+    assert recipe.stage_entries("seeds", tmp_path, HERE, "cpu26.2") == here
+    # a kind sharing the tag (another torch) is refused the tagged group
+    newer = recipe.cpu_kind({**MACHINE, "torch_version": "2.14.0+cpu"})
+    why = recipe.kind_refusal(members[1], tmp_path, newer, "cpu26.2")
+    assert why is not None and "the corpora and seeds stages' cpu26.2-tagged runs" in why
+    capsys.readouterr()
+
+
 def test_only_picks_entries_by_stem_and_keeps_the_recipe_run_a_change_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -877,6 +923,38 @@ def test_the_page_compares_only_records_of_one_cpu_kind() -> None:
     assert _row(text, "| dropout0.2 |")[5] == "-0.20 (not resolved)"
     rows = [li.split("|")[1].strip() for li in text.splitlines() if li.startswith("| recipe")]
     assert rows[:2] == ["recipe", "recipe · cpu6.207"]
+
+
+def test_the_page_gives_each_cpu_kind_s_seeds_apart() -> None:
+    """A kind's own three seeds (seed 1's record of another kind) get their own rows, mean
+    and ensemble; the planned group's stay as they were, and runs of two tags on ding_de_en
+    are not taken for one comparison measured on two kinds."""
+    recs = planted()
+    tagged = recipe.seeds_plan("cpu6.207")
+    for member, bleu in zip(tagged[:3], (8.0, 8.5, 9.0)):
+        assert isinstance(member, PlannedRun)
+        recs[member.stem] = _rec(
+            member, _curve((119, bleu + 1)), test={"bleu": bleu, "chrf": 30.0}, machine=OTHER
+        )
+    recs[tagged[-1].stem] = {
+        "kind": "ensemble", "stage": "seeds", "stem": tagged[-1].stem, "seeds": [1, 2, 3],
+        "test": {"bleu": 9.25, "chrf": 31.0}, "machine": OTHER, "threads": 2,
+        "commit": "def5678", "recorded": "2026-12-03T09:00:00",
+    }  # fmt: skip
+    text = recipe_page.page(recipe_page.Records(recs), None)
+    planned, mine = text.split("### Seeds 1, 2, 3 on cpu6.207")
+    assert _row(planned, "| mean ± std (3) |")[1] == "6.60 ± 0.36"
+    assert _row(mine, "| 1 |")[1:3] == ["8.00", "30.00"]
+    assert _row(mine, "| mean ± std (3) |")[1] == "8.50 ± 0.50"
+    assert _row(mine, "| ensemble of seeds 1, 2, 3 |")[1] == "9.25 (+0.75 over the mean seed)"
+    assert "Goal (test BLEU ≥ 10): 0 of 3 seeds reach it." in mine
+    recs[tagged[2].stem]["test"]["bleu"] = 10.0  # reached at the goal itself
+    text = recipe_page.page(recipe_page.Records(recs), None)
+    assert "Goal (test BLEU ≥ 10): 1 of 3 seeds reach it." in text.split("on cpu6.207")[1]
+    kind = "AMD EPYC (family 6 model 207) avx2 avx512f avx512_bf16, torch 2.13.0+cpu"
+    assert f"all three run on this kind ({kind})" in mine
+    assert "**Not one CPU kind**" not in text
+    assert "hydra.run.dir=outputs/recipe/seeds/<stem>-cpu<family>.<model>" in text
 
 
 def test_the_page_without_records_says_nothing_was_measured(tmp_path: Path) -> None:
