@@ -467,6 +467,12 @@ def stem_tag(stem: str) -> str:
     return last if last.startswith("cpu") else ""
 
 
+def comparison_group(rec: Mapping[str, Any]) -> tuple[str, str]:
+    """The runs a corpora- or seeds-stage record is compared with at equal minutes: those on
+    its corpus with its tag (none, or a kind's: :func:`seeds_entries`)."""
+    return str(rec.get("corpus")), stem_tag(str(rec.get("stem")))
+
+
 def stage_entries(
     stage: str, root: Path, here: str, tag: str, minutes: float = COMPARE_MINUTES
 ) -> list[Entry]:
@@ -502,9 +508,7 @@ def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None
             r
             for s in ("corpora", "seeds")
             for r in read_all(root / RECORDS / s)
-            if r.get("kind") == "run"
-            and r.get("corpus") == run.corpus
-            and stem_tag(str(r.get("stem"))) == run.tag
+            if r.get("kind") == "run" and comparison_group(r) == (run.corpus, run.tag)
         ]
         which = f"{run.tag}-tagged runs" if run.tag else "runs"
         what = f"the corpora and seeds stages' {which} on {run.corpus} were"

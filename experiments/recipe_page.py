@@ -44,6 +44,7 @@ from experiments.recipe import (
     PlannedRun,
     best_of_run,
     compare_marks,
+    comparison_group,
     corpora_run,
     corpora_runs,
     corpora_variants,
@@ -567,9 +568,10 @@ def provenance_section(recs: Records) -> list[str]:
             "on each)."
         )
     later = [r for s in ("corpora", "seeds") for r in recs.of_stage(s) if r.get("kind") == "run"]
-    groups = dict.fromkeys((str(r.get("corpus")), stem_tag(r["stem"])) for r in later)
-    for corpus, tag in groups:
-        group = [r for r in later if (r.get("corpus"), stem_tag(r["stem"])) == (corpus, tag)]
+    groups: dict[tuple[str, str], list[Rec]] = {}
+    for rec in later:
+        groups.setdefault(comparison_group(rec), []).append(rec)
+    for (corpus, tag), group in groups.items():
         kinds = sorted({k for r in group for k in record_kinds(r)})
         if len(kinds) > 1:
             which = f"{tag}-tagged runs" if tag else "runs"
