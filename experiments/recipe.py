@@ -467,6 +467,11 @@ def stem_tag(stem: str) -> str:
     return last if last.startswith("cpu") else ""
 
 
+def tagged_runs(tag: str) -> str:
+    """How the page and the runner name a comparison group's runs: "runs" or "<tag>-tagged runs"."""
+    return f"{tag}-tagged runs" if tag else "runs"
+
+
 def comparison_group(rec: Mapping[str, Any]) -> tuple[str, str]:
     """The runs a corpora- or seeds-stage record is compared with at equal minutes: those on
     its corpus with its tag (none, or a kind's: :func:`seeds_entries`)."""
@@ -510,8 +515,7 @@ def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None
             for r in read_all(root / RECORDS / s)
             if r.get("kind") == "run" and comparison_group(r) == (run.corpus, run.tag)
         ]
-        which = f"{run.tag}-tagged runs" if run.tag else "runs"
-        what = f"the corpora and seeds stages' {which} on {run.corpus} were"
+        what = f"the corpora and seeds stages' {tagged_runs(run.tag)} on {run.corpus} were"
         where = f"their records in {shown(root / RECORDS, root)}/corpora and seeds"
     others = sorted({k for r in records for k in record_kinds(r)} - {here})
     if not others:

@@ -54,6 +54,7 @@ from experiments.recipe import (
     record_kinds,
     seeds_plan,
     stem_tag,
+    tagged_runs,
 )
 from experiments.variant_runs import read_all
 
@@ -574,10 +575,9 @@ def provenance_section(recs: Records) -> list[str]:
     for (corpus, tag), group in groups.items():
         kinds = sorted({k for r in group for k in record_kinds(r)})
         if len(kinds) > 1:
-            which = f"{tag}-tagged runs" if tag else "runs"
             lines.append(
-                f"- **Not one CPU kind**: the corpora and seeds stages' {which} on {corpus} "
-                f"were measured on {'; '.join(kinds)}; their differences are not given "
+                f"- **Not one CPU kind**: the corpora and seeds stages' {tagged_runs(tag)} on "
+                f"{corpus} were measured on {'; '.join(kinds)}; their differences are not given "
                 "(minutes buy different updates on each)."
             )
     return [*lines, ""]
