@@ -101,6 +101,16 @@ def mean_std(values: Sequence[float], digits: int = 2) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The ``level`` confidence interval of the mean of ``values`` (Student's t, ≥ 2 values:
+    m ± t_{(1+level)/2, n−1} · s/√n); None for fewer."""
+    if len(values) < 2:
+        return None
+    m, s = statistics.mean(values), statistics.stdev(values)
+    half = t_quantile((1.0 + level) / 2.0, len(values) - 1) * s / math.sqrt(len(values))
+    return m - half, m + half
+
+
 # --- the flattening rule --------------------------------------------------------------------
 
 

