@@ -78,8 +78,9 @@ decoding, the snapshots' decodes) fit in what is left of H. The overhead is the 
 (wall minutes - training minutes) among the stage's records of runs trained start to end by
 the invocation that recorded them (training minutes: the budget, or the minute of the last
 validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stage has one;
-a fixed-update run's training minutes are those its updates took seed 1 (120 for
-:data:`SEED_UPDATES`), which a slower CPU exceeds.
+a fixed-update run's training minutes are those of its updates left at its own pace so far
+(its checkpoint's minutes and step), or before it has one, those its updates took seed 1
+(120 for :data:`SEED_UPDATES`), which a slower CPU exceeds.
 No run starts while another process on this machine trains one of the stage's runs (a
 second runner, or a train.py whose runner was killed): they would share the cores. The
 runner exits 0 when the stage is done or the next run does not fit (one line says what is
@@ -643,7 +644,7 @@ def status(entry: Entry, root: Path, extra: float | None = None) -> Todo | None:
 def run_status(run: PlannedRun, root: Path, extra: float) -> Todo:
     """Where ``run``'s folder stands (its record aside): busy, finished, new or resume, and
     the minutes it needs (``extra``: its stage's :func:`overhead`); a fixed-update run's
-    minutes are those its updates took seed 1, in proportion to the updates left."""
+    minutes are its updates left at its own pace so far (seed 1's before it has one)."""
     folder = run.run_dir(root)
     owner = live_owner(folder) if folder.is_dir() else None
     if owner is not None:
@@ -654,7 +655,8 @@ def run_status(run: PlannedRun, root: Path, extra: float) -> Todo:
     if done is None:
         return Todo(run, "new", 0.0, run.minutes + extra)
     if run.steps:
-        left = run.minutes * max(run.steps - done[1], 0) / run.steps
+        minutes, step = done if done[0] > 0 and done[1] > 0 else (run.minutes, run.steps)
+        left = minutes / step * max(run.steps - done[1], 0)
     else:
         left = max(run.minutes - done[0], 0.0)
     return Todo(run, "resume", done[0], left + extra, done_step=done[1])

@@ -404,7 +404,7 @@ def test_a_fixed_update_run_resumes_on_any_cpu_kind_and_is_estimated_by_its_upda
 ) -> None:
     """A seeds-stage run trains its updates wherever it is: a folder another kind trained in
     is resumed, not moved aside, with no budget (max_steps is in its checkpoint's config),
-    and what is left of it is estimated from the updates left."""
+    and what is left of it is estimated from the updates left at its own pace so far."""
     run = recipe.seeds_run(2)
     folder = run.run_dir(tmp_path)
     folder.mkdir(parents=True)
@@ -422,8 +422,10 @@ def test_a_fixed_update_run_resumes_on_any_cpu_kind_and_is_estimated_by_its_upda
     assert calls[-1][2:] == [f"resume={folder}", f"hydra.run.dir={folder}"]
     assert folder.is_dir()  # not set aside
     todo = recipe.run_status(run, tmp_path, 15.0)
-    assert todo.state == "resume" and todo.estimate_min == 120.0 * 0.75 + 15.0
+    assert todo.state == "resume" and todo.estimate_min == pytest.approx(3 * 80.0 + 15.0)
     assert "at step 1834 of 7336" in todo.describe()
+    monkeypatch.setattr(recipe, "trained", lambda folder: (0.0, 0))  # saved before a step
+    assert recipe.run_status(run, tmp_path, 15.0).estimate_min == 120.0 + 15.0  # seed 1's pace
     assert recipe.kind_refusal(run, tmp_path, HERE, "cpu26.2") is None
 
 
