@@ -399,6 +399,21 @@ def test_the_corpora_stage_holds_each_corpus_to_one_cpu_kind_and_the_seeds_start
     assert recipe.kind_refusal(seeds[0], tmp_path, HERE, "cpu26.2") is not None
 
 
+def _recording_runner(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Runner, list[list[str]]]:
+    """A runner whose children only record their command lines (in the list it returns)."""
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str], log: TextIO) -> int:
+        calls.append(cmd)
+        return 0
+
+    runner = Runner(root)
+    monkeypatch.setattr(runner, "call", call)
+    return runner, calls
+
+
 def test_a_fixed_update_run_resumes_on_any_cpu_kind_and_is_estimated_by_its_updates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -408,14 +423,7 @@ def test_a_fixed_update_run_resumes_on_any_cpu_kind_and_is_estimated_by_its_upda
     run = recipe.seeds_run(2)
     folder = run.run_dir(tmp_path)
     folder.mkdir(parents=True)
-    calls: list[list[str]] = []
-
-    def call(cmd: list[str], log: TextIO) -> int:
-        calls.append(cmd)
-        return 0
-
-    runner = Runner(tmp_path)
-    monkeypatch.setattr(runner, "call", call)
+    runner, calls = _recording_runner(tmp_path, monkeypatch)
     monkeypatch.setattr(recipe, "folder_kinds", lambda folder: {recipe.cpu_kind(OTHER)})
     monkeypatch.setattr(recipe, "trained", lambda folder: (80.0, 1834))
     assert runner.train(run, None) == (True, True)  # type: ignore[arg-type]
@@ -548,14 +556,7 @@ def test_a_run_cut_off_is_resumed_with_what_is_left_of_its_budget(
     run = runs("compare")[0]
     folder = run.run_dir(tmp_path)
     folder.mkdir(parents=True)
-    calls: list[list[str]] = []
-
-    def call(cmd: list[str], log: TextIO) -> int:
-        calls.append(cmd)
-        return 0
-
-    runner = Runner(tmp_path)
-    monkeypatch.setattr(runner, "call", call)
+    runner, calls = _recording_runner(tmp_path, monkeypatch)
     for done, expected in (((30.0, 900), "trainer.time_budget_min=15.000"),
                            ((44.8, 1000), "trainer.max_steps=1000")):  # fmt: skip
         monkeypatch.setattr(recipe, "trained", lambda folder, d=done: d)
