@@ -1251,7 +1251,10 @@ def command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             print(f"wrote {shown(path, ROOT)}")
         return 0
     if args.minutes is not None and args.stage != "compare":
-        parser.error("--minutes is the compare stage's; corpora and seeds train 120 minutes")
+        parser.error(
+            f"--minutes is the compare stage's; corpora runs train {CORPORA_MINUTES:g} minutes, "
+            f"seeds runs {SEED_UPDATES} updates"
+        )
     if args.minutes is not None and args.minutes <= 0:
         parser.error("--minutes must be positive")
     runner = Runner(ROOT, args.threads)

@@ -518,6 +518,9 @@ def test_only_picks_entries_by_stem_and_keeps_the_recipe_run_a_change_needs(
         recipe.main(["run", "--stage", "seeds", "--only", "nothing", "--dry-run"])
     assert exc.value.code == 2
     assert "--only 'nothing' is in no stem of the seeds stage:" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the seeds are as long as their updates
+        recipe.main(["run", "--stage", "seeds", "--minutes", "5", "--dry-run"])
+    assert "corpora runs train 120 minutes, seeds runs 7336 updates" in capsys.readouterr().err
 
 
 class _Machine:
