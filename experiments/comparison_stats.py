@@ -1,6 +1,7 @@
 """The statistics of the comparison tables (issue 36 item 3): pure functions, no file I/O.
 
-- :func:`t_quantile`: Student-t quantiles (no scipy), for the 95% intervals.
+- :func:`t_quantile`: Student-t quantiles (no scipy), for the 95% intervals;
+  :func:`t_interval`: the interval of one sample's mean.
 - :func:`flattened_at`: the flattening rule that sets a protocol's training length.
 - :func:`main_effects`: the additive fit of a two-factor grid with replicate seeds (e.g. scorer
   × mode) and each level's marginal mean and difference to the best level, with intervals.

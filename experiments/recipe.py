@@ -493,12 +493,9 @@ def tagged_runs(tag: str) -> str:
     return f"{tag}-tagged runs" if tag else "runs"
 
 
-def comparison_group(rec: Mapping[str, Any]) -> tuple[str, str] | None:
+def comparison_group(rec: Mapping[str, Any]) -> tuple[str, str]:
     """The runs a corpora-stage record is compared with at equal minutes: those on its corpus
-    with its tag; None for a record of fixed updates (the seeds stage's), compared with no
-    run at equal minutes."""
-    if rec.get("budget_updates"):
-        return None
+    with its tag."""
     return str(rec.get("corpus")), stem_tag(str(rec.get("stem")))
 
 
@@ -848,9 +845,13 @@ class Runner:
         if self.child is not None:
             self.child.send_signal(signal.SIGTERM)
 
-    def set_aside_foreign(self, folder: Path) -> bool:
-        """Move ``folder`` aside when another CPU kind trained in it (:func:`folder_kinds`):
-        its minutes are not this kind's. Whether it did."""
+    def set_aside_foreign(self, run: PlannedRun) -> bool:
+        """Move ``run``'s folder aside when another CPU kind trained in it
+        (:func:`folder_kinds`): its minutes are not this kind's. Whether it did; never for a
+        fixed-update run, whose updates are the same on every kind."""
+        if run.steps:
+            return False
+        folder = run.run_dir(self.root)
         others = folder_kinds(folder) - {self.kind}
         if others:
             set_aside(
@@ -863,7 +864,7 @@ class Runner:
         docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
         folder = run.run_dir(self.root)
         done = trained(folder)
-        if done is not None and not run.steps and self.set_aside_foreign(folder):
+        if done is not None and self.set_aside_foreign(run):
             done = None
         elif done is None and folder.exists():
             set_aside(folder, "abandoned", "no readable checkpoint in its folder")
@@ -990,8 +991,8 @@ class Runner:
         # resumed: not trained start to end here, so this record's minutes do not measure it
         started, resumed = time.time(), True
         with (folder.parent / f"{run.stem}.log").open("a") as log:
-            if finished(folder) and not run.steps:  # another kind's: its minutes not this one's
-                self.set_aside_foreign(folder)
+            if finished(folder):  # of another kind: its record would compare its minutes here
+                self.set_aside_foreign(run)
             if not finished(folder):
                 ok, resumed = self.train(run, log)
                 if not ok or self.stopping or not finished(folder):

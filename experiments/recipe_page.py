@@ -157,6 +157,12 @@ def is_baseline(rec: Rec, budget: float) -> bool:
     )
 
 
+def kind_tags(rec: Rec) -> list[str]:
+    """The CPU kinds' tags (``cpu<family>.<model>``) of a record and its processes, once
+    each, in order."""
+    return list(dict.fromkeys(kind_tag(m["machine"]) for m in machines_of(rec) if m.get("machine")))
+
+
 def test_cell(scores: Rec | None) -> str:
     if scores is None:
         return "–"
@@ -228,12 +234,7 @@ def compare_section(recs: Records) -> list[str]:
                     str(rec.get("updates", "–")),
                     f"{rec['params'] / 1e6:.2f}M" if rec.get("params") else "–",
                     precision_text(rec),
-                    "+".join(
-                        dict.fromkeys(
-                            kind_tag(m["machine"]) for m in machines_of(rec) if m.get("machine")
-                        )
-                    )
-                    or "–",
+                    "+".join(kind_tags(rec)) or "–",
                 ]
             lines.append(f"| {name} | {CHANGE.get(variant, '')} | " + " | ".join(cells) + " |")
         lines.append("")
@@ -460,8 +461,8 @@ def seeds_section(recs: Records) -> list[str]:
     of as many updates), mean ± sample std and a 95% t-interval, seed 1's fixed-update twin
     and the ensemble of the fixed-update runs (:func:`experiments.recipe.seeds_plan`)."""
     entries = seeds_plan()
-    first = corpora_run(RECIPE, DING)
-    ensemble = next(e for e in entries if isinstance(e, PlannedEnsemble))
+    first, ensemble = entries[0], entries[-1]
+    assert isinstance(first, PlannedRun) and isinstance(ensemble, PlannedEnsemble)
     seeds = [first, *(m for m in ensemble.members if m.seed != first.seed)]
     twins = [m for m in ensemble.members if m.seed == first.seed]
     found = [(m, recs.get(m.stem)) for m in seeds]
@@ -518,9 +519,7 @@ def seed_row(label: str, rec: Rec) -> str:
     """A seed's row: its test, best valid BLEU, updates, CPU kind(s) and precision."""
     test = rec["test"]
     best = max((p[3] for p in rec["curve"]), default=None)
-    kinds = ", ".join(
-        dict.fromkeys(kind_tag(m["machine"]) for m in machines_of(rec) if m.get("machine"))
-    )
+    kinds = ", ".join(kind_tags(rec))
     return (
         f"| {label} | {test['bleu']:.2f} | {test['chrf']:.2f} | {num(best)} "
         f"| {rec.get('updates', '–')} | {kinds or '–'}, {precision_text(rec)} |"
@@ -591,11 +590,10 @@ def provenance_section(recs: Records) -> list[str]:
         )
     groups: dict[tuple[str, str], list[Rec]] = {}
     for rec in recs.of_stage("corpora"):
-        group = comparison_group(rec) if rec.get("kind") == "run" else None
-        if group is not None:
-            groups.setdefault(group, []).append(rec)
-    for (corpus, tag), group_recs in groups.items():
-        kinds = sorted({k for r in group_recs for k in record_kinds(r)})
+        if rec.get("kind") == "run":
+            groups.setdefault(comparison_group(rec), []).append(rec)
+    for (corpus, tag), group in groups.items():
+        kinds = sorted({k for r in group for k in record_kinds(r)})
         if len(kinds) > 1:
             lines.append(
                 f"- **Not one CPU kind**: the corpora stage's {tagged_runs(tag)} on "
