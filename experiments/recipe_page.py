@@ -474,8 +474,10 @@ def seeds_section(recs: Records) -> list[str]:
         f"{CORPORA_MINUTES:g} minutes, {SEED_PRECISION}. The other seeds train exactly as many "
         f"updates in {SEED_PRECISION} (no time budget), so each is the same run on any CPU kind "
         "and the seeds compare by updates, whichever machine ran them. Test: each run's own "
-        "final test (its best checkpoint, beam 5); mean ± sample standard deviation and the "
-        "95% t-interval of the mean over the seeds. The ensemble decodes the best checkpoints "
+        "final test (beam 5) of its best checkpoint, or of its 5 best averaged when the average "
+        "validated better (best valid BLEU: the best single checkpoint's); mean ± sample "
+        "standard deviation and the 95% t-interval of the mean over the seeds. The ensemble "
+        "decodes the best checkpoints "
         f"of the fixed-update runs of seeds {', '.join(str(m.seed) for m in ensemble.members)} "
         f"as one (evaluate.py, the same decode settings); seed {first.seed}'s member is its "
         "fixed-update twin, trained for it.",
