@@ -405,7 +405,7 @@ def plan(stage: str, minutes: float = COMPARE_MINUTES) -> list[Entry]:
     if stage == "corpora":
         return list(corpora_runs())
     if stage == "seeds":
-        return seeds_plan()
+        return seeds_plan().entries()
     raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
 
 
@@ -416,15 +416,34 @@ def seeds_run(seed: int) -> PlannedRun:
     return replace(first, stage="seeds", seed=seed, marks=(), steps=SEED_UPDATES)
 
 
-def seeds_plan() -> list[Entry]:
-    """The seeds stage's entries in the order they run: seed 1 (the corpora stage's recipe
-    run on ding_de_en, recorded there), seeds 2 and 3 for as many updates, seed 1's
-    fixed-update twin, and the ensemble of the three fixed-update runs."""
-    first = corpora_run(RECIPE, DING)
+@dataclass(frozen=True)
+class SeedsPlan:
+    """The seeds stage: seed 1 (the corpora stage's recipe run on ding_de_en, recorded
+    there) and the ensemble of the fixed-update runs of every seed, seed 1's twin among them."""
+
+    first: PlannedRun
+    ensemble: PlannedEnsemble
+
+    @property
+    def others(self) -> list[PlannedRun]:
+        """The fixed-update runs of the seeds other than the first's."""
+        return [m for m in self.ensemble.members if m.seed != self.first.seed]
+
+    @property
+    def twins(self) -> list[PlannedRun]:
+        """The first seed's fixed-update twin, trained for the ensemble."""
+        return [m for m in self.ensemble.members if m.seed == self.first.seed]
+
+    def entries(self) -> list[Entry]:
+        """In the order they run: seed 1, the other seeds, seed 1's twin, the ensemble."""
+        return [self.first, *self.others, *self.twins, self.ensemble]
+
+
+def seeds_plan() -> SeedsPlan:
+    """The seeds stage: seeds 2 and 3 (and seed 1's twin) train as many updates as seed 1's
+    corpora-stage run made (:func:`seeds_run`)."""
     members = tuple(seeds_run(s) for s in SEEDS)
-    others = [m for m in members if m.seed != first.seed]
-    twins = [m for m in members if m.seed == first.seed]
-    return [first, *others, *twins, PlannedEnsemble("seeds", members)]
+    return SeedsPlan(corpora_run(RECIPE, DING), PlannedEnsemble("seeds", members))
 
 
 # --- the CPU kind of a comparison ----------------------------------------------------------

@@ -41,7 +41,6 @@ from experiments.recipe import (
     SEED_PRECISION,
     SEED_UPDATES,
     STAGES,
-    PlannedEnsemble,
     PlannedRun,
     best_of_run,
     compare_marks,
@@ -460,11 +459,9 @@ def seeds_section(recs: Records) -> list[str]:
     """The three seeds at the two-hour mark (seed 1: the corpora stage's run; seeds 2 and 3
     of as many updates), mean ± sample std and a 95% t-interval, seed 1's fixed-update twin
     and the ensemble of the fixed-update runs (:func:`experiments.recipe.seeds_plan`)."""
-    entries = seeds_plan()
-    first, ensemble = entries[0], entries[-1]
-    assert isinstance(first, PlannedRun) and isinstance(ensemble, PlannedEnsemble)
-    seeds = [first, *(m for m in ensemble.members if m.seed != first.seed)]
-    twins = [m for m in ensemble.members if m.seed == first.seed]
+    stage = seeds_plan()
+    first, ensemble = stage.first, stage.ensemble
+    seeds = [first, *stage.others]
     found = [(m, recs.get(m.stem)) for m in seeds]
     lines = [
         f"## Seeds and their ensemble (ding_de_en, the {CORPORA_MINUTES:g}-minute mark)",
@@ -503,7 +500,7 @@ def seeds_section(recs: Records) -> list[str]:
         f"| mean ± std ({len(bleus)}{shown_interval}) | {mean_std(bleus)} | {mean_std(chrfs)} "
         "| | | |"
     )
-    for twin in twins:
+    for twin in stage.twins:
         rec = recs.get(twin.stem)
         if rec is not None and rec.get("test") is not None:
             lines.append(seed_row(f"{twin.seed} again (fixed updates: the ensemble's)", rec))
@@ -608,7 +605,7 @@ def provenance_section(recs: Records) -> list[str]:
 def commands_section() -> list[str]:
     compare = [e for e in plan("compare") if isinstance(e, PlannedRun)]
     corpora = [e for e in plan("corpora") if isinstance(e, PlannedRun)]
-    seeds = plan("seeds")
+    seeds = seeds_plan()
     shot = corpora[0].run_dir(Path("."))
     return [
         "## Commands",
@@ -645,12 +642,8 @@ def commands_section() -> list[str]:
         *(r.command(Path(".")) for r in corpora),
         f"python evaluate.py ckpt={shot}/snapshots/best-at-30min.pt split=test "
         f"out_dir={shot}/snapshots/eval-30min   # + the run's decode settings",
-        *(r.command(Path(".")) for r in seeds if isinstance(r, PlannedRun) and r.stage == "seeds"),
-        *(
-            e.command(Path(".")) + "   # + their decode settings"
-            for e in seeds
-            if isinstance(e, PlannedEnsemble)
-        ),
+        *(r.command(Path(".")) for r in [*seeds.others, *seeds.twins]),
+        seeds.ensemble.command(Path(".")) + "   # + their decode settings",
         "# a member recorded on another machine is trained again (the same command) before "
         "the ensemble decodes",
         "```",
