@@ -318,7 +318,8 @@ class PlannedRun:
 
 @dataclass(frozen=True)
 class PlannedEnsemble:
-    """The members' best checkpoints decoded on test as one ensemble (evaluate.py)."""
+    """The members decoded on test as one ensemble (evaluate.py ckpt=[R1,R2,R3]: each run's
+    first checkpoint in best.json, the one its own test used)."""
 
     stage: str
     members: tuple[PlannedRun, ...]
@@ -1025,7 +1026,7 @@ class Runner:
         return record
 
     def execute_ensemble(self, ens: PlannedEnsemble) -> Path | None:
-        """Decode the members' best checkpoints as one ensemble, write its record. A member
+        """Decode the members' tested checkpoints as one ensemble, write its record. A member
         whose run folder has not finished here (recorded on another machine: run folders
         are not kept in git) is trained again here first, into its folder, its record kept
         as it is; the record names the test of each member folder it decoded."""

@@ -474,10 +474,11 @@ def seeds_section(recs: Records) -> list[str]:
         "final test (beam 5) of its best checkpoint, or of its 5 best averaged when the average "
         "validated better (best valid BLEU: the best single checkpoint's); mean ± sample "
         "standard deviation and the 95% t-interval of the mean over the seeds. The ensemble "
-        "decodes the best checkpoints "
-        f"of the fixed-update runs of seeds {', '.join(str(m.seed) for m in ensemble.members)} "
-        f"as one (evaluate.py, the same decode settings); seed {first.seed}'s member is its "
-        "fixed-update twin, trained for it.",
+        "decodes as one the checkpoint each fixed-update run of seeds "
+        f"{', '.join(str(m.seed) for m in ensemble.members)} was tested with (evaluate.py "
+        "ckpt=RUN takes the first of its best.json: the best, or the average where it was "
+        "kept), with the same decode settings; its log-probabilities are averaged at every "
+        f"step. Seed {first.seed}'s member is its fixed-update twin, trained for it.",
         "",
     ]
     if not any(r for _, r in found) and recs.get(ensemble.stem) is None:
@@ -504,7 +505,7 @@ def seeds_section(recs: Records) -> list[str]:
         rec = recs.get(twin.stem)
         if rec is not None and rec.get("test") is not None:
             lines.append(seed_row(f"{twin.seed} again (fixed updates: the ensemble's)", rec))
-    lines += ensemble_rows(recs.get(ensemble.stem), bleus)
+    lines += ensemble_rows(recs.get(ensemble.stem))
     if bleus:
         reach = sum(b >= GOAL_BLEU for b in bleus)
         lines += [
@@ -525,16 +526,19 @@ def seed_row(label: str, rec: Rec) -> str:
     )
 
 
-def ensemble_rows(ens: Rec | None, bleus: list[float]) -> list[str]:
-    """The ensemble's row, and a line naming the member folders it decoded where one was
-    trained again for it (another machine's record: run folders are not kept in git)."""
+def ensemble_rows(ens: Rec | None) -> list[str]:
+    """The ensemble's row, its gain over the tests of the very folders it decoded (their mean
+    and the best: seed 1's member is its twin, not the seed-1 row), and a line naming those
+    folders where one was trained again for it (another machine's record: run folders are
+    not kept in git)."""
     if ens is None:
         return []
     t = ens["test"]
-    gain = f" ({t['bleu'] - statistics.mean(bleus):+.2f} over the mean seed)" if bleus else ""
+    members = ens.get("member_tests") or []
     rows = [
-        f"| ensemble of seeds {', '.join(map(str, ens['seeds']))} | {t['bleu']:.2f}{gain} "
-        f"| {t['chrf']:.2f} | | | |"
+        f"| ensemble of seeds {', '.join(map(str, ens['seeds']))} "
+        f"| {t['bleu']:.2f}{member_gain(t['bleu'], [m.get('bleu') for m in members])} "
+        f"| {t['chrf']:.2f}{member_gain(t['chrf'], [m.get('chrf') for m in members])} | | | |"
     ]
     again = ens.get("retrained") or []
     if again:
@@ -547,6 +551,18 @@ def ensemble_rows(ens: Rec | None, bleus: list[float]) -> list[str]:
             f"(their records are of earlier folders); its members' own test BLEU: {own}.",
         ]
     return rows
+
+
+def member_gain(score: float, own: list[float | None]) -> str:
+    """`` (+a over its members' mean, +b over the best)``; "" unless every member's own
+    score is known."""
+    if not own or any(v is None for v in own):
+        return ""
+    known = [float(v) for v in own if v is not None]
+    return (
+        f" ({score - statistics.mean(known):+.2f} over its members' mean, "
+        f"{score - max(known):+.2f} over the best)"
+    )
 
 
 # --- provenance and commands -----------------------------------------------------------------
