@@ -477,7 +477,7 @@ def seeds_section(recs: Records) -> list[str]:
         "decodes as one the checkpoint each fixed-update run of seeds "
         f"{', '.join(str(m.seed) for m in ensemble.members)} was tested with (evaluate.py "
         "ckpt=RUN takes the first of its best.json: the best, or the average where it was "
-        "kept), with the same decode settings; its log-probabilities are averaged at every "
+        "kept), with the same decode settings, the members' log-probabilities averaged at each "
         f"step. Seed {first.seed}'s member is its fixed-update twin, trained for it.",
         "",
     ]
