@@ -542,9 +542,7 @@ def ensemble_rows(ens: Rec | None) -> list[str]:
     ]
     again = ens.get("retrained") or []
     if again:
-        own = "; ".join(
-            f"{Path(m['run_dir']).name} {num(m.get('bleu'))}" for m in ens.get("member_tests") or []
-        )
+        own = "; ".join(f"{Path(m['run_dir']).name} {num(m.get('bleu'))}" for m in members)
         rows += [
             "",
             f"The ensemble's members {', '.join(again)} were trained again on its machine "
@@ -556,12 +554,12 @@ def ensemble_rows(ens: Rec | None) -> list[str]:
 def member_gain(score: float, own: list[float | None]) -> str:
     """`` (+a over its members' mean, +b over the best)``; "" unless every member's own
     score is known."""
-    if not own or any(v is None for v in own):
-        return ""
     known = [float(v) for v in own if v is not None]
+    if not known or len(known) < len(own):
+        return ""
     return (
-        f" ({score - statistics.mean(known):+.2f} over its members' mean, "
-        f"{score - max(known):+.2f} over the best)"
+        f" ({num(score - statistics.mean(known), sign=True)} over its members' mean, "
+        f"{num(score - max(known), sign=True)} over the best)"
     )
 
 

@@ -35,6 +35,7 @@ from experiments.recipe import (
     Runner,
     corpora_run,
     plan,
+    seeds_plan,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -911,7 +912,7 @@ def planted() -> dict[str, dict[str, Any]]:
         {"kind": "ensemble", "stage": "seeds", "stem": plan("seeds")[-1].stem, "seeds": [1, 2, 3],
          "test": {"bleu": 7.4, "chrf": 26.9}, "machine": MACHINE, "threads": 2,
          "member_tests": [{"run_dir": f"outputs/recipe/seeds/{m.stem}", "bleu": b, "chrf": c}
-                          for m, (b, c) in zip(plan("seeds")[-1].members,  # type: ignore[union-attr]
+                          for m, (b, c) in zip(seeds_plan().ensemble.members,
                                                ((6.7, 25.8), (6.9, 26.1), (6.2, 25.0)))],
          "commit": "def5678", "recorded": "2026-12-02T09:00:00"},
     ]  # fmt: skip
