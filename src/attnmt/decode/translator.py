@@ -6,7 +6,8 @@ call :meth:`Translator.hypotheses`, so the same checkpoint, sentences and
 
     raw line ─► normalize_space ─► (a very long line: cut by characters) ─► SentencePiece
              ids ─► cut to max_src_len (warned)
-             ─► length-sorted batches of ≤ batch_tokens source pieces ─► greedy / beam search
+             ─► length-sorted batches of ≤ batch_tokens padded source pieces × beam
+             (the beam-expanded rows the search holds) ─► greedy / beam search
              ─► pieces ─► detokenised text, one line per input line
 
 A checkpoint carries everything a translator needs: the model's registry name and config,
@@ -119,6 +120,16 @@ def encode_sources(
     return ids
 
 
+def decode_batches(pieces: Sequence[int], decode: DecodeConfig) -> list[list[int]]:
+    """Indices of sources of ``pieces`` pieces each (EOS not counted), grouped longest first so
+    that a batch's beam-expanded size stays within ``decode.batch_tokens``:
+    ``sentences × (longest + 1) × beam <= batch_tokens`` (a source over it alone). Beam
+    search holds ``beam`` decoder rows per sentence, each with its caches and per-step
+    attention over the padded source, so its memory follows this product, not the source
+    pieces alone; beam k gets k times fewer sentences per batch than greedy search."""
+    return length_batches([(n + 1) * decode.beam for n in pieces], decode.batch_tokens)
+
+
 def detokenize_lines(tokenizer: Tokenizer, hyps: Sequence[Sequence[int] | None]) -> list[str]:
     """Text of each hypothesis' target piece ids on one line ("" for None): a line break
     that a piece might hold becomes a space, so line i of the output is always hypothesis i."""
@@ -164,9 +175,7 @@ class Translator:
         """The 1-best Hypothesis per sentence, in input order; None for blank lines.
 
         ``overrides`` replace fields of ``self.decode`` for this call (e.g. ``beam=1``).
-        Sentences are batched by source length, longest first, at most
-        ``batch_tokens`` padded source pieces per batch (beam search holds ``beam`` times
-        as many decoder rows).
+        Sentences are batched by source length, longest first (:func:`decode_batches`).
         """
         return [h[0] if h else None for h in self.n_best(sentences, 1, first_line, **overrides)]
 
@@ -184,7 +193,7 @@ class Translator:
         was_training = self.model.training
         self.model.eval()
         try:
-            for group in length_batches([len(ids[i]) + 1 for i in todo], decode.batch_tokens):
+            for group in decode_batches([len(ids[i]) for i in todo], decode):
                 chosen = [todo[j] for j in group]
                 batch = make_batch([ids[i] for i in chosen]).to(self.device)
                 len_a, len_b = decode.max_len_a, decode.max_len_b
