@@ -9,8 +9,12 @@ merges ``values`` (a dict, DictConfig or an instance of ``Schema``) onto the dat
   trainer.max_steps?`` (sub-dataclasses are checked too);
 * a wrong type fails with ``trainer.max_steps: expected int, got 'abc' (str)``;
 * a missing mandatory value (``???``) fails with ``ckpt: no value given; ...``;
-* a float setting that is NaN or infinite fails with ``decode.alpha: nan is not a finite
-  number; ...`` (:func:`check_finite`: every float, in sub-dataclasses and lists too);
+* a number outside its field's stated range fails with ``decode.alpha: 1e+308 is out of
+  range; allowed: 0 <= decode.alpha <= 10`` (:func:`check_numbers`: every float, in
+  sub-dataclasses and lists too, must be finite, and every field that declares a
+  :class:`Range` with ``field(metadata=within(lo, hi))`` must lie in it: one check for
+  every setting that multiplies a length, a score or a step, instead of a list of special
+  values that overflow later);
 * the schema's own value checks run last: its ``check(prefix)`` method, if it has one.
 
 Every config section (data, model, trainer, decode, and the evaluate/translate
@@ -24,7 +28,8 @@ import difflib
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
@@ -33,6 +38,65 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from attnmt.errors import ConfigError
 
 T = TypeVar("T")
+
+RANGE = "range"
+"""The key of a dataclass field's metadata that holds its :class:`Range`."""
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(x)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The numbers a setting allows: ``lo <= x <= hi`` (``<`` on an open end); always finite,
+    so that a setting multiplying a length, a score or a learning rate cannot overflow."""
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def holds(self, x: float) -> bool:
+        """Whether ``x`` is finite and within the range."""
+        if not math.isfinite(x):
+            return False
+        above = self.lo < x if self.lo_open else self.lo <= x
+        below = x < self.hi if self.hi_open else x <= self.hi
+        return above and below
+
+    def describe(self, key: str) -> str:
+        """``0 <= key <= 10``, ``0 < key < 1`` ..."""
+        left = "<" if self.lo_open else "<="
+        right = "<" if self.hi_open else "<="
+        return f"{_fmt(self.lo)} {left} {key} {right} {_fmt(self.hi)}"
+
+
+def within(lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False) -> dict[str, Any]:
+    """Field metadata stating a setting's range: ``field(default=0.6, metadata=within(0, 10))``
+    (for a list, every element's)."""
+    return {RANGE: Range(lo, hi, lo_open, hi_open)}
+
+
+def range_of(schema: type, name: str) -> Range:
+    """The :class:`Range` that field ``name`` of the dataclass ``schema`` states."""
+    for f in dataclasses.fields(schema):
+        if f.name == name and RANGE in f.metadata:
+            return cast(Range, f.metadata[RANGE])
+    raise KeyError(f"{schema.__name__}.{name} states no range")
+
+
+def check_number(key: str, value: float, allowed: Range | None) -> None:
+    """ConfigError naming ``key``, ``value`` and the allowed range unless ``value`` is finite
+    and within ``allowed`` (None: any finite number)."""
+    if allowed is None:
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: {value} is not a finite number; set it to a finite value")
+        return
+    if allowed.holds(value):
+        return
+    what = "is not a finite number" if not math.isfinite(value) else "is out of range"
+    raise ConfigError(f"{key}: {value} {what}; allowed: {allowed.describe(key)}")
 
 
 def suggest(word: str, choices: Iterable[str], prefix: str) -> str:
@@ -153,37 +217,42 @@ def parse(values: Mapping[str, Any] | Any, schema: type[T], prefix: str = "") ->
             raise no_value(_join(prefix, err)) from None
         except OmegaConfBaseException as err:
             raise ConfigError(f"{_join(prefix, err)}: {_type_message(err, schema)}") from None
-    check_finite(obj, prefix)
+    check_numbers(obj, prefix)
     check = getattr(obj, "check", None)
     if callable(check):
         check(prefix.rstrip("."))
     return obj
 
 
-def _floats(value: Any, key: str) -> Iterable[tuple[str, float]]:
-    """(dotted key, value) of every float in a parsed dataclass, mapping or list."""
-    if isinstance(value, float):
-        yield key, value
+def _numbers(
+    value: Any, key: str, allowed: Range | None = None
+) -> Iterator[tuple[str, float, Range | None]]:
+    """(dotted key, value, range) of every float of a parsed dataclass, mapping or list, and
+    of every int whose field states a range (bools are neither)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, float) or (isinstance(value, int) and allowed is not None):
+        yield key, value, allowed
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            yield from _floats(getattr(value, f.name), f"{key}.{f.name}" if key else f.name)
+            sub = f"{key}.{f.name}" if key else f.name
+            yield from _numbers(getattr(value, f.name), sub, f.metadata.get(RANGE))
     elif isinstance(value, Mapping):
         for k, v in value.items():
-            yield from _floats(v, f"{key}.{k}" if key else str(k))
+            yield from _numbers(v, f"{key}.{k}" if key else str(k))
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            yield from _floats(v, f"{key}[{i}]")
+            yield from _numbers(v, f"{key}[{i}]", allowed)
 
 
-def check_finite(obj: Any, prefix: str = "") -> None:
-    """ConfigError naming the first float setting of ``obj`` that is NaN or infinite: no
-    setting means "no limit" by inf, and a NaN passes every comparison, so either would
-    give a silently wrong or crashing run."""
-    for key, value in _floats(obj, ""):
-        if not math.isfinite(value):
-            raise ConfigError(
-                f"{prefix}{key}: {value} is not a finite number; set it to a finite value"
-            )
+def check_numbers(obj: Any, prefix: str = "") -> None:
+    """ConfigError naming the first number setting of ``obj`` that is NaN, infinite or
+    outside its field's :class:`Range`: no setting means "no limit" by inf, a NaN passes
+    every comparison, and a huge finite value (``decode.max_len_a=1e308``) overflows where
+    it multiplies a length, a score or a step, so each would give a crashing or silently
+    wrong run."""
+    for key, value, allowed in _numbers(obj, ""):
+        check_number(f"{prefix}{key}", value, allowed)
 
 
 def plain(obj: Any) -> Any:

@@ -12,9 +12,10 @@ the lines cut; every line still gets exactly one translation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from attnmt.errors import ConfigError
+from attnmt.schema import within
 
 MAX_BEAM = 16
 """The largest beam any decoding path accepts (serve.py's default ``max_beam``): search
@@ -33,29 +34,35 @@ def check_beam(key: str, beam: int) -> None:
         )
 
 
+MAX_ALPHA = 10
+"""The largest length penalty ``alpha`` (config, command line and serve's requests):
+((5 + |Y|) / 6)^alpha already weighs a 100-piece hypothesis 10^12 times a 1-piece one."""
+
+MAX_PIECES = 100_000
+"""The most pieces a length setting may name (no model holds more positions)."""
+
+
 @dataclass
 class DecodeConfig:
     """How hypotheses are searched for (defaults = configs/decode/default.yaml)."""
 
     beam: int = 1  # beam size; 1 = greedy search (beam 5 scored lower on Ding valid)
-    alpha: float = 0.6  # GNMT length penalty ((5 + |Y|) / 6)^alpha (beam search only)
+    # GNMT length penalty ((5 + |Y|) / 6)^alpha (beam search only); serve's requests too
+    alpha: float = field(default=0.6, metadata=within(0, MAX_ALPHA))
     # a hypothesis holds at most a·|x| + b pieces, and never more than the model's hard cap
     # (Seq2Seq.max_target_length: Transformer max_positions - 1, RNNs 1024; warned)
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    max_src_len: int = 250  # source pieces decoded per line; longer lines are cut (warned)
-    batch_tokens: int = 4000  # padded source pieces per batch (beams multiply the rows)
+    max_len_a: float = field(default=1.5, metadata=within(0, 10))
+    max_len_b: int = field(default=10, metadata=within(0, MAX_PIECES))
+    # source pieces decoded per line; longer lines are cut (warned)
+    max_src_len: int = field(default=250, metadata=within(1, MAX_PIECES))
+    # padded source pieces per batch (beams multiply the rows)
+    batch_tokens: int = field(default=4000, metadata=within(1, 10_000_000))
 
     def check(self, prefix: str = "decode") -> None:
-        """Value checks that types cannot express; ConfigError naming the key."""
+        """Value checks that types and ranges cannot express; ConfigError naming the key."""
         p = f"{prefix}." if prefix else ""
         check_beam(f"{p}beam", self.beam)
-        for name in ("batch_tokens", "max_src_len"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{p}{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("alpha", "max_len_a", "max_len_b"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{p}{name} must be >= 0, got {getattr(self, name)}")
+        # the numbers' ranges (within(...) above) are checked by attnmt.schema.parse
         if self.max_len_a == 0 and self.max_len_b == 0:
             raise ConfigError(
                 f"{p}max_len_a and {p}max_len_b are both 0: hypotheses could hold no piece; "

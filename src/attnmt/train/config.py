@@ -14,10 +14,19 @@ from dataclasses import dataclass, field
 
 from attnmt.decode.config import check_beam
 from attnmt.errors import ConfigError
+from attnmt.schema import within
 
 PRECISION_PROBE_MODES = ("cache", "refresh")
 """``trainer.precision_probe``: ``cache`` uses a cached verdict (re-checked by one cheap timed
 pair), ``refresh`` times afresh and overwrites it (see attnmt.train.precision_probe)."""
+
+
+MAX_LR = 10.0
+"""The largest (peak or minimum) learning rate: Adam's steps are about ``lr`` per weight, so
+anything near it already diverges; larger values overflowed (``lr=1e308``)."""
+
+MINUTES_PER_YEAR = 525_600
+"""The longest ``time_budget_min`` (a year; 0 is "no limit")."""
 
 
 @dataclass
@@ -26,19 +35,26 @@ class TrainerConfig:
 
     # optimisation
     optimizer: str = "adam"  # adam | adamw  (attnmt.train.optim.OPTIMIZERS)
-    lr: float = 3e-3  # peak learning rate (after warmup)
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
-    eps: float = 1e-9
-    weight_decay: float = 0.0
+    # peak learning rate (after warmup)
+    lr: float = field(default=3e-3, metadata=within(0, MAX_LR, lo_open=True))
+    betas: list[float] = field(
+        default_factory=lambda: [0.9, 0.98], metadata=within(0, 1, hi_open=True)
+    )
+    eps: float = field(default=1e-9, metadata=within(0, 1, lo_open=True))
+    weight_decay: float = field(default=0.0, metadata=within(0, 1))
     schedule: str = "noam"  # noam | plateau | constant  (attnmt.train.optim.SCHEDULES)
     warmup_steps: int = 200
-    plateau_factor: float = 0.5  # lr *= factor after `plateau_patience` validations w/o gain
+    # lr *= factor after `plateau_patience` validations w/o gain
+    plateau_factor: float = field(default=0.5, metadata=within(0, 1, lo_open=True, hi_open=True))
     plateau_patience: int = 2
-    min_lr: float = 1e-5
-    label_smoothing: float = 0.1
-    src_word_dropout: float = 0.0  # source pieces replaced by <unk> with this probability
-    tgt_word_dropout: float = 0.0  # decoder-input pieces replaced by <unk> (labels intact)
-    clip_grad_norm: float = 1.0  # 0 disables clipping (the norm is still logged)
+    min_lr: float = field(default=1e-5, metadata=within(0, MAX_LR))
+    label_smoothing: float = field(default=0.1, metadata=within(0, 1, hi_open=True))
+    # source pieces replaced by <unk> with this probability
+    src_word_dropout: float = field(default=0.0, metadata=within(0, 1, hi_open=True))
+    # decoder-input pieces replaced by <unk> (labels intact)
+    tgt_word_dropout: float = field(default=0.0, metadata=within(0, 1, hi_open=True))
+    # 0 disables clipping (the norm is still logged)
+    clip_grad_norm: float = field(default=1.0, metadata=within(0, 1e6))
     accum_steps: int = 1  # batches per optimizer update
     max_tokens: int = 2048  # padded tokens per training batch (token buckets)
     bucket_size: int = 4096  # pairs shuffled together, then sorted by length; 0 = all
@@ -48,7 +64,8 @@ class TrainerConfig:
     # stopping
     max_steps: int = 0  # optimizer updates; 0 = no limit
     max_epochs: int = 0  # 0 = no limit
-    time_budget_min: float = 12.0  # wall-clock training budget; 0 = no limit
+    # wall-clock training budget; 0 = no limit
+    time_budget_min: float = field(default=12.0, metadata=within(0, MINUTES_PER_YEAR))
     early_stopping_patience: int = 5  # validations without a BLEU gain; 0 disables
     # validation
     val_every_steps: int = 200  # 0 = only at the end of each epoch
@@ -72,9 +89,8 @@ class TrainerConfig:
 
     def check(self, prefix: str = "trainer") -> None:
         """Value checks that types cannot express."""
+        # the float settings' ranges (within(...) above) are checked by attnmt.schema.parse
         positive = (
-            "lr",
-            "eps",
             "max_tokens",
             "accum_steps",
             "val_max_tokens",
@@ -87,14 +103,10 @@ class TrainerConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{prefix}.{name} must be > 0, got {getattr(self, name)}")
         non_negative = (
-            "weight_decay",
             "warmup_steps",
-            "min_lr",
-            "clip_grad_norm",
             "max_steps",
             "max_epochs",
             "bucket_size",
-            "time_budget_min",
             "early_stopping_patience",
             "val_every_steps",
             "val_subset",
@@ -117,21 +129,10 @@ class TrainerConfig:
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{prefix}.{name} must be >= 0, got {getattr(self, name)}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ConfigError(
-                f"{prefix}.label_smoothing must be in [0, 1), got {self.label_smoothing}"
-            )
-        for name in ("src_word_dropout", "tgt_word_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ConfigError(f"{prefix}.{name} must be in [0, 1), got {getattr(self, name)}")
         if self.precision_probe not in PRECISION_PROBE_MODES:
             raise ConfigError(
                 f"{prefix}.precision_probe must be one of {' | '.join(PRECISION_PROBE_MODES)}, "
                 f"got {self.precision_probe!r}"
             )
-        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+        if len(self.betas) != 2:
             raise ConfigError(f"{prefix}.betas must be two numbers in [0, 1), got {self.betas}")
-        if not 0.0 < self.plateau_factor < 1.0:
-            raise ConfigError(
-                f"{prefix}.plateau_factor must be in (0, 1), got {self.plateau_factor}"
-            )
