@@ -253,3 +253,21 @@ def test_a_missing_ctranslate2_says_how_to_install_it(toy: dict[str, Any], monke
         ct2.export(toy["ckpt"], toy["root"] / "never")
     with pytest.raises(ConfigError, match=r"pip install 'attnmt\[ct2\]'"):
         ct2.load_ct2_translator(toy["out"])
+
+
+def test_a_decode_stops_between_its_batches(toy: dict[str, Any]) -> None:
+    """CTranslate2 cannot stop inside a call: the export decodes the Translator's batches
+    one call each and checks ``should_stop`` before each (Ctrl-C, serve.py stopping)."""
+    translator = ct2.load_ct2_translator(toy["out"], "cpu", DecodeConfig(beam=2, batch_tokens=1))
+    real, calls = translator.translator, []
+
+    class Counting:
+        def translate_batch(self, *args: Any, **kw: Any) -> Any:
+            calls.append(len(args[0]))
+            return real.translate_batch(*args, **kw)
+
+    translator.translator = Counting()
+    translator.should_stop = lambda: len(calls) >= 2
+    with pytest.raises(KeyboardInterrupt):
+        translator.piece_ids(toy["src"][:10])
+    assert calls == [1, 1]

@@ -41,10 +41,13 @@ attnmt's teacher-forced ones (float32 exports).
 
 Translating (:class:`CT2Translator`) mirrors :class:`~attnmt.decode.translator.Translator`:
 the same whitespace normalisation, SentencePiece ids, ``max_src_len`` cut and length limit
-floor(a·|x| + b) per sentence (|x| = pieces + EOS). Greedy search decodes everything in one
-call up to the largest limit and cuts each output to its own limit, which gives the same
-tokens (each step depends only on the tokens before it); beam search groups sentences by
-their limit instead. ``min_decoding_length=0``: EOS may come first (an empty translation), as
+floor(a·|x| + b) per sentence (|x| = pieces + EOS), and the same batches (at most
+``batch_tokens`` padded source pieces × beam, longest first), one ``translate_batch`` call
+each: CTranslate2 cannot be interrupted inside a call, so ``should_stop`` (Ctrl-C, a
+server stopping) is checked between batches. Greedy search decodes each batch up to its
+largest limit and cuts each output to its own limit, which gives the same tokens (each
+step depends only on the tokens before it); beam search groups sentences by their limit
+first. ``min_decoding_length=0``: EOS may come first (an empty translation), as
 in attnmt (CTranslate2's default is 1). Greedy (beam=1) output equals attnmt's up to
 floating-point near-ties. Beam search (beam > 1) is CTranslate2's own: its length penalty is
 an exponent on the length, not attnmt's GNMT ((5 + |Y|) / 6)^alpha, and its stopping rule
@@ -69,7 +72,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +85,12 @@ from attnmt.data.batching import make_batch
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.search import max_length
-from attnmt.decode.translator import detokenize_lines, encode_sources, load_translator
+from attnmt.decode.translator import (
+    decode_batches,
+    detokenize_lines,
+    encode_sources,
+    load_translator,
+)
 from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.transformer import Transformer
@@ -533,6 +541,9 @@ class CT2Translator:
     max_positions: int
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     model_dir: Path | None = None
+    #: checked before each batch; True stops decoding (KeyboardInterrupt), as
+    #: :attr:`Translator.should_stop <attnmt.decode.translator.Translator.should_stop>`
+    should_stop: Callable[[], bool] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.src_vocab, tgt_vocab = vocabularies(self.tokenizer)
@@ -557,29 +568,32 @@ class CT2Translator:
     def piece_ids(
         self, sentences: Sequence[str], first_line: int = 1, **overrides: Any
     ) -> list[list[int] | None]:
-        """Target piece ids per sentence (no BOS/EOS), None for blank lines."""
+        """Target piece ids per sentence (no BOS/EOS), None for blank lines; decoded in
+        the Translator's batches (:func:`~attnmt.decode.translator.decode_batches`), one
+        CTranslate2 call each, ``should_stop`` checked before each."""
         decode = dataclasses.replace(self.decode, **overrides) if overrides else self.decode
         ids = self.encode(sentences, first_line)
         todo = [i for i, s in enumerate(sentences) if s.strip() and ids[i]]
         limits = {i: self.max_length(len(ids[i]), decode) for i in todo}
         groups: dict[int, list[int]] = {}
-        for i in todo:  # greedy: one call, each output cut to its limit (the same tokens)
+        for i in todo:  # greedy: one group, each output cut to its limit (the same tokens)
             groups.setdefault(limits[i] if decode.beam > 1 else 0, []).append(i)
         out: list[list[int] | None] = [None] * len(sentences)
-        for key, chosen in sorted(groups.items(), reverse=True):
-            limit = key or max(limits[i] for i in chosen)
-            results = self.translator.translate_batch(
-                [[self.src_vocab[t] for t in ids[i]] for i in chosen],
-                max_batch_size=decode.batch_tokens,
-                batch_type="tokens",
-                beam_size=decode.beam,
-                length_penalty=decode.alpha if decode.beam > 1 else 0.0,
-                max_decoding_length=limit,
-                min_decoding_length=0,  # attnmt allows EOS first
-                max_input_length=0,  # cut above, as attnmt does
-            )
-            for i, result in zip(chosen, results):
-                out[i] = [self.tgt_index[p] for p in result.hypotheses[0][: limits[i]]]
+        for key, group in sorted(groups.items(), reverse=True):
+            for batch in decode_batches([len(ids[i]) for i in group], decode):
+                if self.should_stop is not None and self.should_stop():
+                    raise KeyboardInterrupt
+                chosen = [group[j] for j in batch]
+                results = self.translator.translate_batch(
+                    [[self.src_vocab[t] for t in ids[i]] for i in chosen],
+                    beam_size=decode.beam,
+                    length_penalty=decode.alpha if decode.beam > 1 else 0.0,
+                    max_decoding_length=key or max(limits[i] for i in chosen),
+                    min_decoding_length=0,  # attnmt allows EOS first
+                    max_input_length=0,  # cut above, as attnmt does
+                )
+                for i, result in zip(chosen, results):
+                    out[i] = [self.tgt_index[p] for p in result.hypotheses[0][: limits[i]]]
         return out
 
     def translate(

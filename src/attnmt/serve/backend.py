@@ -76,16 +76,17 @@ class ServedModel:
     ) -> list[list[Hypothesis]] | list[list[list[int]]]:
         """The ``n`` best per line (attnmt: Hypothesis lists; CTranslate2: one piece-id
         list per line), decoded as the Translator batches them. ``should_stop`` is checked
-        between decoder steps (attnmt only; True: KeyboardInterrupt)."""
+        between decoder steps (attnmt) or between batches (CTranslate2, which cannot stop
+        inside one); True: KeyboardInterrupt."""
         beam, alpha = options.beam, options.alpha
-        if isinstance(self.translator, Translator):
-            self.translator.should_stop = should_stop
-            try:
+        self.translator.should_stop = should_stop
+        try:
+            if isinstance(self.translator, Translator):
                 return self.translator.n_best(lines, n, beam=beam, alpha=alpha)
-            finally:
-                self.translator.should_stop = None
-        found = self.translator.piece_ids(lines, beam=beam, alpha=alpha)
-        return [[ids] if ids is not None else [] for ids in found]
+            found = self.translator.piece_ids(lines, beam=beam, alpha=alpha)
+            return [[ids] if ids is not None else [] for ids in found]
+        finally:
+            self.translator.should_stop = None
 
     def results(
         self,

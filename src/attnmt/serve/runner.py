@@ -3,7 +3,8 @@
 uvicorn alone, on Ctrl-C, waits for every request in flight to finish (each up to
 ``timeout_s``), and a second Ctrl-C abandons them mid-way. Here the first Ctrl-C also calls
 ``app.state.stop()`` in the event loop: the decode threads stop at their next decoder step
-and every request waiting or decoding is answered 503 (JSON) at once; responses already
+(CTranslate2: before its next batch) and every request waiting or decoding is answered 503
+(JSON) at once; responses already
 being sent get ``STOP_GRACE_S`` seconds. The decode threads are then joined, so the process
 ends with status 0, no traceback and no thread left inside the model.
 """
