@@ -3,15 +3,20 @@ failed runs, readable mid-run, and a resume appends without repeating a step."""
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import math
+import os
 import signal
 from pathlib import Path
 
 import pytest
+from helpers.small_disk import fill, small_disk
 from helpers.toy_train import toy_train_config
 from omegaconf import DictConfig
 
+from attnmt.errors import WriteError
 from attnmt.run_dir import RunDir
 from attnmt.run_record import VERSION, RecordError, RecordWriter, read_record
 from attnmt.train.interrupt import TrainingInterrupted
@@ -162,16 +167,144 @@ def test_a_diverged_run_is_failed_non_finite(
     assert summary["status"] == "failed" and summary["reason"] == "non_finite"
 
 
-def test_a_partial_last_line_is_skipped_and_a_bad_line_named(tmp_path: Path) -> None:
+def test_a_partial_last_line_is_skipped_and_a_bad_line_named_and_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     writer = RecordWriter(RunDir(tmp_path), None, {"model": "m"})
     writer.event("start", 0)
     writer.event("train", 1, nll=2.5)
     with RunDir(tmp_path).metrics.open("a") as f:
         f.write('{"event": "valid", "st')  # a write in flight
-    assert [e["event"] for e in read_record(tmp_path).events] == ["start", "train"]
-    RunDir(tmp_path).metrics.write_text('{"event": "start", "step": 0}\nnot json\n')
-    with pytest.raises(RecordError, match=r"metrics.jsonl, line 2: not JSON"):
-        read_record(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert [e["event"] for e in read_record(tmp_path).events] == ["start", "train"]
+    assert not caplog.records  # a write in flight is no damage
+    metrics = RunDir(tmp_path).metrics
+    metrics.write_text(
+        '{"event": "start", "step": 0}\nnot json\n{"event": "tra'  # garbage, then torn ...
+        '{"event": "train", "step": 2, "nll": 2.0}\n'  # ... and the next event after it
+        '{"event": "bogus", "step": 3}\n{"event": "valid", "step": "4"}\n'
+        '{"event": "valid", "step": 4, "bleu": 1.0}\n'
+    )
+    with caplog.at_level(logging.WARNING):
+        events = read_record(tmp_path).events
+    assert [(e["event"], e["step"]) for e in events] == [("start", 0), ("train", 2), ("valid", 4)]
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 4, warned
+    assert warned[0].startswith(f"{metrics}, line 2: not a run-record event ('not json')")
+    assert warned[1].startswith(f"{metrics}, line 3: begins with 14 bytes of a cut-off event")
+    assert f"{metrics}, line 4: not a run-record event" in warned[2]
+    assert f"{metrics}, line 5: not a run-record event" in warned[3]
+
+
+class _DiskFillsUp:
+    """``os.write`` as on a disk that fills up mid-write: the first call after ``arm``
+    writes the first half of what it is given and returns that count, the next fails
+    with ENOSPC; then (``full=False``) writes go through again."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.real, self.calls, self.full = os.write, 0, False
+        monkeypatch.setattr(os, "write", self)
+
+    def __call__(self, fd: int, data: bytes) -> int:
+        if not self.full:
+            return self.real(fd, data)
+        self.calls += 1
+        if self.calls == 1:
+            return self.real(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_disk_never_leaves_half_an_event_and_loses_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 0e30e32 the short write left half a line and no error; the next event was glued
+    to it, read_record failed for the whole run and a resume emptied metrics.jsonl."""
+    run = RunDir(tmp_path)
+    writer = RecordWriter(run, None, {"model": "m"})
+    writer.event("start", 0)
+    writer.event("train", 1, nll=2.5)
+    disk = _DiskFillsUp(monkeypatch)
+    disk.full = True
+    with pytest.raises(WriteError) as info:
+        writer.event("valid", 2, bleu=3.0, chrf=4.0)
+    assert str(info.value) == (
+        f"cannot write {run.metrics}: no space left on device; free some space or write "
+        "elsewhere (the valid event of step 2 was not recorded; the events before it are "
+        "kept whole)"
+    )
+    assert disk.calls == 2  # the short write was followed up, not taken for the whole line
+    text = run.metrics.read_text()
+    assert text.endswith("\n") and [json.loads(line)["step"] for line in text.splitlines()] == [
+        0,
+        1,
+    ]
+    disk.full = False  # space is back
+    writer.event("valid", 4, bleu=5.0, chrf=6.0)
+    lines = run.metrics.read_text().splitlines()
+    assert json.loads(lines[-1])["step"] == 4 and len(lines) == 3  # a line of its own
+    assert [e["step"] for e in read_record(tmp_path).events] == [0, 1, 4]
+    RecordWriter(run, 4, {"model": "m"})  # a resume from step 4 keeps every event
+    assert [e["step"] for e in read_record(tmp_path).events] == [0, 1, 4]
+
+
+def test_a_write_cut_short_is_finished_by_the_next_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = RunDir(tmp_path)
+    writer = RecordWriter(run, None, {"model": "m"})
+    disk = _DiskFillsUp(monkeypatch)
+    disk.full, disk.calls = True, -1  # this time the write after the short one goes through
+    real = disk.real
+
+    def short_then_whole(fd: int, data: bytes) -> int:
+        disk.calls += 1
+        return real(fd, bytes(data[: len(data) // 2]) if disk.calls == 0 else data)
+
+    monkeypatch.setattr(os, "write", short_then_whole)
+    writer.event("train", 1, nll=2.5)
+    assert json.loads(run.metrics.read_text())["nll"] == 2.5 and disk.calls == 1
+
+
+def test_a_resume_keeps_every_whole_event_of_a_damaged_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """0e30e32 threw the whole file away (``except RecordError: events = []``)."""
+    run = RunDir(tmp_path)
+    run.metrics.write_text(
+        '{"event": "start", "step": 0}\n{"event": "train", "step": 1, "nll": 3.0}\n'
+        '{"event": "tra{"event": "valid", "step": 2, "bleu": 1.0}\n'
+        '{"event": "train", "step": 3, "nll": 2.0}\n{"event": "valid", "st'
+    )
+    with caplog.at_level(logging.INFO):
+        RecordWriter(run, 2, {"model": "m"})
+    assert [(e["event"], e["step"]) for e in read_record(tmp_path).events] == [
+        ("start", 0),
+        ("train", 1),
+        ("valid", 2),
+    ]
+    assert f"{run.metrics}, line 3: begins with 14 bytes of a cut-off event" in caplog.text
+    assert f"{run.metrics}, line 5: cut off (no line end" in caplog.text
+    assert "dropped 1 event(s) after step 2" in caplog.text
+
+
+def test_a_real_full_disk_leaves_whole_events(tmp_path: Path) -> None:
+    """Issue 66's repro on a real 1 MiB tmpfs: fill it, one event is refused whole, free
+    the space, the next event lands on a line of its own."""
+    with small_disk(tmp_path / "disk") as disk:
+        run = RunDir(disk / "run")
+        run.path.mkdir()
+        writer = RecordWriter(run, None, {"model": "m"})
+        writer.event("start", 0)
+        filler = fill(disk / "filler")
+        with pytest.raises(WriteError, match="no space left on device"):
+            for step in range(1, 100):  # the first page of metrics.jsonl fills up, then no more
+                writer.event("train", step, pad="p" * 3900)
+        text = run.metrics.read_text()
+        assert text.endswith("\n")
+        steps = [json.loads(line)["step"] for line in text.splitlines()]
+        filler.unlink()
+        writer.event("valid", 200, bleu=1.0)
+        assert [e["step"] for e in read_record(run.path).events] == [*steps, 200]
 
 
 def test_a_folder_without_a_record_is_refused(tmp_path: Path) -> None:

@@ -7,9 +7,12 @@ Two files in the run folder (:class:`~attnmt.run_dir.RunDir`), format version
     one JSON object a line, appended as the run goes: ``{"event": "start" | "train" |
     "valid" | "average" | "test" | "end", "step": int, "time": unix seconds, ...}``; every
     event but ``start`` also has ``epoch`` and ``minutes`` (training wall-clock minutes, a
-    resumed run goes on counting). A line is written whole with one ``write``; a reader
-    skips a last line without its newline (a write in flight). A resumed run first drops
-    the events after the step it resumes from, so the file never holds a step twice.
+    resumed run goes on counting). A line is written whole (:mod:`attnmt.whole_lines`: a
+    write the disk cuts short is cut back to the last whole line, and the error names the
+    file); a reader keeps every whole event, skips a last line without its newline (a
+    write in flight) and skips a damaged line with a warning naming file and line. A
+    resumed run first drops the events after the step it resumes from, so the file never
+    holds a step twice.
 ``summary.json``
     the run's state, rewritten atomically at the start, at every validation and at the end:
     ``status`` (running / finished / interrupted / failed), ``reason``, steps, minutes, the
@@ -22,6 +25,7 @@ Two files in the run folder (:class:`~attnmt.run_dir.RunDir`), format version
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import subprocess
@@ -31,9 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnmt.atomic import write_json, write_text
+from attnmt.atomic import write_error, write_json, write_text
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
+from attnmt.whole_lines import PartialWrite, write_lines
+
+log = logging.getLogger(__name__)
 
 VERSION = 1
 SUMMARY_FORMAT = "attnmt-run-summary"
@@ -75,20 +82,65 @@ def finite(obj: Any) -> Any:
     return obj
 
 
-def _events(text: str, source: Path) -> Iterator[dict[str, Any]]:
-    """The whole lines of a metrics.jsonl text as objects; a last line without its newline
-    (a write in flight, or cut by a crash) is skipped."""
+EVENT_START = '{"event": '
+"""How every line :class:`RecordWriter` writes begins (json.dumps, ``event`` first)."""
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    """The run-record event of one line, or None when it is not one."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(event, dict) or event.get("event") not in EVENTS:
+        return None
+    step = event.get("step")
+    return event if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def _events(text: str, source: Path, in_flight: bool = True) -> Iterator[dict[str, Any]]:
+    """The events of a metrics.jsonl text, every whole line that holds one.
+
+    A line that does not hold one is skipped with a warning naming ``source`` and the
+    line; a line that begins with the torn start of an event (half a line an older attnmt
+    left on a full disk, then the next event) keeps the event after it. A last line
+    without its newline is skipped: silently when it may be a write ``in_flight`` (a
+    reader beside the run), with a warning when not (the writer itself, on resume).
+    """
     lines = text.split("\n")
     for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: "" or a partial line
         if not line.strip():
             continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise RecordError(f"{source}, line {number}: not JSON ({err.msg})") from None
-        if not isinstance(event, dict) or event.get("event") not in EVENTS:
-            raise RecordError(f"{source}, line {number}: not a run-record event")
+        event = _event(line)
+        if event is None and (at := line.rfind(EVENT_START)) > 0:
+            event = _event(line[at:])
+            if event is not None:
+                log.warning(
+                    "%s, line %d: begins with %d bytes of a cut-off event; skipped them, "
+                    "kept the %s event after them",
+                    source,
+                    number,
+                    at,
+                    event["event"],
+                )
+        if event is None:
+            log.warning(
+                "%s, line %d: not a run-record event (%s); skipped, the other lines are kept",
+                source,
+                number,
+                _clip(line),
+            )
+            continue
         yield event
+    if lines[-1] and not in_flight:
+        log.warning(
+            "%s, line %d: cut off (no line end: %s); skipped", source, len(lines), _clip(lines[-1])
+        )
+
+
+def _clip(line: str, width: int = 40) -> str:
+    """The start of ``line`` for a message."""
+    return repr(line[:width] + ("..." if len(line) > width else ""))
 
 
 class RecordWriter:
@@ -103,11 +155,17 @@ class RecordWriter:
         kept = ""
         if resume_step is not None and run.metrics.is_file():
             text = run.metrics.read_text(encoding="utf-8", errors="replace")
-            try:
-                events = [e for e in _events(text, run.metrics) if e.get("step", 0) <= resume_step]
-            except RecordError:
-                events = []  # a damaged record starts again rather than stopping the run
-            kept = "".join(json.dumps(e) + "\n" for e in events)
+            events = list(_events(text, run.metrics, in_flight=False))
+            kept_events = [e for e in events if e["step"] <= resume_step]
+            if len(kept_events) < len(events):
+                log.info(
+                    "%s: dropped %d event(s) after step %d, logged after the checkpoint this "
+                    "run resumes from; they are written again as the run goes on",
+                    run.metrics,
+                    len(events) - len(kept_events),
+                    resume_step,
+                )
+            kept = "".join(json.dumps(e) + "\n" for e in kept_events)
         write_text(run.metrics, kept)
         self.summary: dict[str, Any] = {
             "format": SUMMARY_FORMAT,
@@ -119,14 +177,27 @@ class RecordWriter:
         self.write_summary()
 
     def event(self, kind: str, step: int, **fields: Any) -> dict[str, Any]:
-        """Append ``{"event": kind, "step": step, "time": now, **fields}`` as one line."""
+        """Append ``{"event": kind, "step": step, "time": now, **fields}`` as one line.
+
+        The line is written whole or not at all: a full disk cuts it back off and raises
+        :class:`~attnmt.errors.WriteError` naming the file (the events before it stay)."""
         if kind not in EVENTS:
             raise ValueError(f"unknown run-record event {kind!r}")
         event = {"event": kind, "step": int(step), "time": round(time.time(), 3), **fields}
         line = (json.dumps(finite(event), allow_nan=False) + "\n").encode("utf-8")
-        fd = os.open(self.run.metrics, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
+            fd = os.open(self.run.metrics, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise write_error(self.run.metrics, err, f"the {kind} event was not recorded") from None
+        try:
+            write_lines(fd, line)
+        except PartialWrite as err:
+            outcome = f"the {kind} event of step {step} was not recorded" + (
+                "; part of it is left at the end, which readers skip"
+                if err.torn
+                else "; the events before it are kept whole"
+            )
+            raise write_error(self.run.metrics, err.error, outcome) from None
         finally:
             os.close(fd)
         return event
@@ -176,27 +247,41 @@ class RunRecord:
         return max((e["bleu"] for e in self.valid), default=None)
 
 
+def read_summary(path: str | Path) -> dict[str, Any] | None:
+    """The summary.json of the run folder ``path`` (None before the run wrote one);
+    RecordError when it is unreadable or of a newer format."""
+    run = RunDir(Path(path))
+    if not run.summary.is_file():
+        return None
+    try:
+        summary = json.loads(run.summary.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{run.summary}: unreadable ({err})") from None
+    if not isinstance(summary, dict) or summary.get("format") != SUMMARY_FORMAT:
+        raise RecordError(f"{run.summary}: not an attnmt run summary")
+    if int(summary.get("version", 0)) > VERSION:
+        raise RecordError(
+            f"{run.summary}: format version {summary['version']} is newer than this "
+            f"attnmt reads ({VERSION}); update attnmt"
+        )
+    return summary
+
+
 def read_record(path: str | Path) -> RunRecord:
-    """The run record of the run folder ``path``; RecordError when it has none or it is
-    unreadable. Safe while the run is writing it."""
+    """The run record of the run folder ``path``; RecordError when it has none or its
+    summary is unreadable. Every whole event of metrics.jsonl is kept: a damaged line is
+    skipped with a warning naming it (:func:`_events`). Safe while the run is writing it."""
     run = RunDir(Path(path))
     if not run.metrics.is_file() and not run.summary.is_file():
         raise RecordError(
             f"{run.path}: no run record (metrics.jsonl, summary.json); it is not a run "
             "folder, or the run was written by an attnmt older than the run record"
         )
-    summary = None
-    if run.summary.is_file():
-        try:
-            summary = json.loads(run.summary.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise RecordError(f"{run.summary}: unreadable ({err})") from None
-        if not isinstance(summary, dict) or summary.get("format") != SUMMARY_FORMAT:
-            raise RecordError(f"{run.summary}: not an attnmt run summary")
-        if int(summary.get("version", 0)) > VERSION:
-            raise RecordError(
-                f"{run.summary}: format version {summary['version']} is newer than this "
-                f"attnmt reads ({VERSION}); update attnmt"
-            )
-    text = run.metrics.read_text(encoding="utf-8") if run.metrics.is_file() else ""
+    summary = read_summary(run.path)
+    try:
+        text = run.metrics.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        text = ""
+    except OSError as err:
+        raise RecordError(f"{run.metrics}: unreadable ({err})") from None
     return RunRecord(run, summary, list(_events(text, run.metrics)))
