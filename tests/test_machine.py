@@ -1,7 +1,10 @@
-"""attnmt.machine on fixture /proc/cpuinfo texts: parsed fields, the one line, the cache key."""
+"""attnmt.machine on fixture /proc/cpuinfo texts (parsed fields, the one line, the cache key)
+and on machines recorded under results/ (read back, described as the pages print them)."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -53,7 +56,7 @@ def test_a_xeon_with_amx() -> None:
 def test_an_avx2_only_cpu() -> None:
     cpu = parse_cpuinfo(AVX2)
     assert cpu.name == "AMD EPYC 7B12" and cpu.flags == ("avx2",)
-    line = Machine(cpu, "2.13.0", 2).cpu_line()
+    line = Machine(cpu, "2.13.0", 2).describe()
     assert line == "AMD EPYC 7B12 (family 23 model 49 stepping 0) avx2"
 
 
@@ -84,7 +87,7 @@ def test_without_proc_the_platform_names_the_cpu(
 ) -> None:
     monkeypatch.setattr(machine.platform, "processor", lambda: "arm")
     cpu = machine.this_cpu(str(tmp_path / "absent"))
-    assert cpu == Cpu("arm") and Machine(cpu, "2.13.0", 4).cpu_line() == "arm"
+    assert cpu == Cpu("arm") and Machine(cpu, "2.13.0", 4).describe() == "arm"
     assert parse_cpuinfo("").name == "arm"  # no model name line either
 
 
@@ -98,3 +101,96 @@ def test_this_machine_follows_the_thread_count() -> None:
         assert one.kernels == torch.backends.cpu.get_cpu_capability()
     finally:
         torch.set_num_threads(before)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _recorded(path: str, *keys: str | int) -> dict:
+    """The ``machine`` object at ``keys`` of a committed record under results/."""
+    obj = json.loads((ROOT / path).read_text())
+    for key in keys:
+        obj = obj[key]
+    return obj
+
+
+ZEN2 = ("results/recipe/seeds/recipe-ding_de_en-seed1-7336updates.json", "machine")
+ZEN4 = ("results/runs/main-ding_de_en-rnn_bahdanau-seed1-0d26910b29e0.json", "machine")  # cores
+XEON_AMX = ("results/gpu_check/2026-11-26_h100/transformer-auto/summary.json", "machine")
+
+
+@pytest.mark.parametrize(
+    ("where", "plain", "flags", "kind", "tag"),
+    [
+        (
+            ZEN2,
+            "AMD EPYC family 23 model 49",
+            "AMD EPYC (family 23 model 49) avx2",
+            "AuthenticAMD 23/49 avx2, torch 2.13.0+cpu",
+            "cpu23.49",
+        ),
+        (
+            ZEN4,
+            "AMD EPYC family 25 model 17",
+            "AMD EPYC (family 25 model 17) avx2 avx512f avx512_bf16",
+            "AuthenticAMD 25/17 avx2 avx512f avx512_bf16, torch 2.13.0+cpu",
+            "cpu25.17",
+        ),
+        (
+            XEON_AMX,
+            "Intel(R) Xeon(R) Processor family 6 model 207",
+            "Intel(R) Xeon(R) Processor (family 6 model 207) avx2 avx512f avx512_bf16 amx_tile "
+            "amx_bf16",
+            "GenuineIntel 6/207 avx2 avx512f avx512_bf16 amx_tile amx_bf16, torch 2.11.0+cu130",
+            "cpu6.207",
+        ),
+    ],
+)
+def test_a_recorded_machine_reads_back_and_is_described_as_the_pages_print_it(
+    where: tuple[str, str], plain: str, flags: str, kind: str, tag: str
+) -> None:
+    """The forms of docs/alignment.md and results.md ("Machines:", plain), recipe.md and
+    results.md's machine lines (flags), recipe.md's CPU kinds (kind) and a kind in a stem."""
+    d = _recorded(*where)
+    m = Machine.from_dict(d)
+    assert m.to_dict() == d and Machine.from_dict(m.to_dict()) == m  # lossless both ways
+    assert (m.describe("plain"), m.describe("flags")) == (plain, flags)
+    assert (m.describe("kind"), m.describe("tag")) == (kind, tag)
+
+
+def test_the_line_form_labels_the_flags_and_names_the_stepping() -> None:
+    m = Machine.from_dict(_recorded(*XEON_AMX))
+    assert m.describe() == (
+        "Intel(R) Xeon(R) Processor (family 6 model 207 stepping 2) avx2 avx512 avx512-bf16 "
+        "amx amx-bf16"
+    )
+    assert m.short().endswith(", torch 2.11.0+cu130, 16 threads, CUDA NVIDIA H100 80GB HBM3")
+
+
+def test_a_ledger_machine_keeps_its_cores_and_a_bare_one_has_none() -> None:
+    d = {**Machine(parse_cpuinfo(AVX2), "2.13.0", 2).to_dict(), "cores": 2}
+    assert Machine.from_dict(d).cores == 2 and Machine.from_dict(d).to_dict() == d
+    assert "cores" not in Machine(parse_cpuinfo(AVX2), "2.13.0", 2).to_dict()
+
+
+def test_fields_a_record_lacks_are_none_not_made_up() -> None:
+    m = Machine.from_dict({"cpu": {"name": "Toy CPU", "model": 1}, "summary": "ignored"})
+    assert m == Machine(Cpu("Toy CPU", model=1), None, None)
+    assert (m.cpu.family, m.cuda, m.kernels, m.cores) == (None, None, None, None)
+    assert m.describe("plain") == "Toy CPU model 1" and m.describe("flags") == "Toy CPU (model 1)"
+    assert m.describe("kind") == "Toy CPU ?/1 no avx2, torch ?" and m.describe("tag") == "cpux.1"
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ([], "machine"),
+        ({"threads": 2}, "machine.cpu"),
+        ({"cpu": {"name": "x", "family": "25"}}, "machine.cpu.family"),
+        ({"cpu": {"name": "x", "flags": "avx2"}}, "machine.cpu.flags"),
+        ({"cpu": {"name": "x"}, "threads": True}, "machine.threads"),
+    ],
+)
+def test_a_malformed_machine_names_its_field(data: object, field: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{re.escape(field)}:"):
+        Machine.from_dict(data)

@@ -193,7 +193,7 @@ def device_key(device: torch.device) -> str:
     host CPU (which launches its kernels); never equal to a CPU's key."""
     if device.type != "cuda":
         return this_machine().key()
-    host = this_machine().cpu_line()
+    host = this_machine().describe()
     return f"cuda: {torch.cuda.get_device_name(device)} | torch {torch.__version__} | host {host}"
 
 
