@@ -55,7 +55,7 @@ class DecodeConfig:
     max_len_b: int = field(default=10, metadata=within(0, MAX_PIECES))
     # source pieces decoded per line; longer lines are cut (warned)
     max_src_len: int = field(default=250, metadata=within(1, MAX_PIECES))
-    # padded source pieces per batch (beams multiply the rows)
+    # padded source pieces × beam per batch: the rows beam search holds (decode_batches)
     batch_tokens: int = field(default=4000, metadata=within(1, 10_000_000))
 
     def check(self, prefix: str = "decode") -> None:
