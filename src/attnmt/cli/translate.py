@@ -27,6 +27,7 @@ from attnmt.decode.translator import Translator, load_translator
 from attnmt.decode.word_alignment import hypothesis_alignments
 from attnmt.errors import CommandInterrupted, ConfigError, WriteError
 from attnmt.schema import check_choice
+from attnmt.whole_lines import PartialWrite, write_lines
 
 if TYPE_CHECKING:
     from attnmt.decode.ct2 import CT2Translator
@@ -116,17 +117,42 @@ def _written(lines: int) -> str:
     return f"the translations of the first {lines} line{'s' if lines != 1 else ''} were written"
 
 
-def write_out(out: BinaryIO, data: bytes, done: int = 0) -> None:
-    """Write to stdout, which holds ``done`` complete lines so far; a full disk or other
-    write error is one WriteError line saying how many (anything after them is cut off)."""
+def _fd(out: BinaryIO) -> int | None:
+    """The file descriptor under ``out`` (None: an in-memory buffer, as in tests)."""
     try:
-        out.write(data)
-        out.flush()
+        return out.fileno()
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return None
+
+
+def write_out(out: BinaryIO, data: bytes, done: int = 0) -> None:
+    """Write whole lines to stdout, which holds ``done`` complete lines so far; a full disk
+    or other write error is one WriteError line saying how many lines are there whole.
+
+    A real file or pipe is written through its descriptor (:mod:`attnmt.whole_lines`): a
+    write the disk cuts short is cut back to the last whole line, so the count is what
+    the file holds; a pipe keeps the part of a line its reader got, and the message says so.
+    """
+    name = getattr(out, "name", "stdout")
+    fd = _fd(out)
+    try:
+        if fd is None:
+            out.write(data)
+            out.flush()
+            return
+        out.flush()  # nothing is left in its buffer: every line goes through write_lines
+        write_lines(fd, data)
     except BrokenPipeError:
         raise
+    except PartialWrite as err:
+        lines = done + err.lines
+        outcome = _written(lines) + (
+            ", and part of the next one" if err.torn else ", and nothing after them"
+        )
+        raise write_error(name, err.error, outcome) from None
     except OSError as err:
         outcome = _written(done) + (", anything after them is cut off" if done else "")
-        raise write_error(getattr(out, "name", "stdout"), err, outcome) from None
+        raise write_error(name, err, outcome) from None
 
 
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
