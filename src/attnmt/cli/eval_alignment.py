@@ -37,11 +37,14 @@ class Gold:
     sha256: str  # of its lines, as the evaluation key records it
 
 
-def load_gold(path: Path, sources: list[str], refs: list[str], pairs: str) -> Gold:
+def load_gold(
+    path: Path, sources: list[str], refs: list[str], pairs: str, setting: str | None = None
+) -> Gold:
     """The gold file ``path`` for these pairs (``pairs`` names them: the files or the
-    split); DataError naming the file (and line) when it is malformed, has another line
-    count or names words beyond its pair."""
-    lines = read_lines(path)
+    split; ``setting``: the key that named ``path``, if one did); DataError naming the
+    file (and line) when it is missing or no regular file, is malformed, has another
+    line count or names words beyond its pair."""
+    lines = read_lines(path, setting)
     if len(lines) != len(sources):
         raise DataError(
             f"gold_alignments {path} has {len(lines)} lines but {pairs} has {len(sources)} "

@@ -122,7 +122,7 @@ def read_eval_data(s: EvalSettings, translator: Translator) -> EvalData:
     """The pairs of src_file/ref_file or of the checkpoint's corpus split, with the gold."""
     gold = Path(s.gold_alignments) if s.gold_alignments is not None else None
     if s.src_file is not None and s.ref_file is not None:
-        src, ref = read_lines(s.src_file), read_lines(s.ref_file)
+        src, ref = read_lines(s.src_file, "src_file"), read_lines(s.ref_file, "ref_file")
         if len(src) != len(ref):
             raise DataError(
                 f"src_file {s.src_file} has {len(src)} lines but ref_file {s.ref_file} has "
@@ -156,7 +156,8 @@ def alignment_gold(s: EvalSettings, translator: Translator, data: EvalData) -> G
                 data.pairs,
             )
         return None
-    gold = load_gold(data.gold, data.sources, data.refs, data.pairs)
+    given = "gold_alignments" if s.gold_alignments is not None else None
+    gold = load_gold(data.gold, data.sources, data.refs, data.pairs, given)
     check_map_choice(translator.model, translator.device, s.align_layer, s.align_head)
     return gold
 

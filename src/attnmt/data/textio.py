@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -31,15 +32,47 @@ def utf8_lines(raw_lines: Iterable[bytes], where: str, advice: str) -> Iterator[
         yield text.rstrip("\r\n")
 
 
-def read_lines(path: str | Path) -> list[str]:
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, which is no regular file, cannot be read as one ("" if it can)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "file not found"
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    kinds = {
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISFIFO: "a pipe",
+        stat.S_ISSOCK: "a socket",
+    }
+    kind = next((name for test, name in kinds.items() if test(mode)), "no regular file")
+    return f"is {kind}, not a regular file"
+
+
+def read_lines(path: str | Path, setting: str | None = None) -> list[str]:
     """Lines of a UTF-8 file without their line endings (a leading BOM is dropped).
 
-    Raises DataError for a missing or unreadable file (its path) or invalid UTF-8 (file,
-    line, column).
+    Raises DataError for a path that is missing, a directory or no regular file (a device
+    such as /dev/zero, a pipe), naming ``setting`` (the key that chose the path, e.g.
+    ``gold_alignments``; by default the corpus's ``data.path`` / ``data.root``), for an
+    unreadable file (its path) and for invalid UTF-8 (file, line, column).
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found; check the path (data.path / data.root)")
+    why = _not_a_file(path)
+    if why:
+        where = f"{setting}={path}" if setting else str(path)
+        advice = (
+            "check the path"
+            if why == "file not found"
+            else "name the file itself"
+            if why.startswith("is a directory")
+            else "give a regular file (a pipe or a device cannot be read twice or never ends)"
+        )
+        hint = "" if setting else " (data.path / data.root)"
+        raise DataError(f"{where}: {why}; {advice}{hint}")
     try:
         with path.open("rb") as f:
             return list(utf8_lines(f, f"{path}:", "convert the file to UTF-8"))
