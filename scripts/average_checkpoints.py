@@ -9,7 +9,8 @@ checkpoints best first (``checkpoints/best.json``), a file for itself.
 So it never replaces what a run still uses, ``--force`` or not: a run's ``last.pt`` (the
 training state ``resume=`` needs), a file its best.json lists, a name its trainer writes
 (``best-<step>.pt``, ``averaged.pt``), an input; another existing file only with
-``--force``. All of that is checked before any checkpoint is read.
+``--force``. A checkpoint named twice (the same file, also through a run directory) is
+refused. All of that is checked before any checkpoint is read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from attnmt.train.averaging import average_checkpoints, average_state_dicts
 __all__ = [
     "average_checkpoints",
     "average_state_dicts",
+    "check_distinct",
     "check_output",
     "checkpoint_files",
     "main",
@@ -38,13 +40,14 @@ __all__ = [
 
 def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
     """At most k checkpoints in all, in input order: a run directory stands for its
-    checkpoints best first (best.json order), a file for itself."""
+    checkpoints best first (best.json order), a file for itself. ConfigError naming a
+    checkpoint that comes twice (:func:`check_distinct`)."""
     if k < 1:
         raise ConfigError(f"--k {k}: must be >= 1")
-    files: list[Path] = []
+    found: list[tuple[Path, str]] = []  # (file, where it comes from)
     for item in map(Path, inputs):
         if item.is_file():
-            files.append(item)
+            found.append((item, str(item)))
             continue
         ckpt_dir = RunDir.checkpoint_dir(item)
         best = ckpt_dir / BEST_JSON
@@ -54,10 +57,27 @@ def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
                 f"checkpoints/best.json; pass checkpoint files instead"
             )
         names = [e["file"] for e in read_best_json(best)]
-        files += [ckpt_dir / n for n in names if (ckpt_dir / n).is_file()][:k]
-    if not files:
+        listed = [ckpt_dir / n for n in names if (ckpt_dir / n).is_file()][:k]
+        found += [(f, str(best)) for f in listed]
+    if not found:
         raise CheckpointError(f"no checkpoints found in {', '.join(map(str, inputs))}")
-    return files[:k]
+    check_distinct(found[:k])
+    return [f for f, _ in found[:k]]
+
+
+def check_distinct(found: Sequence[tuple[Path, str]]) -> None:
+    """ConfigError naming a checkpoint that comes twice among ``found`` ((file, where it
+    comes from) pairs): the same file after resolving links and ``..``, given twice or
+    given and also listed in a run's best.json. The mean would weigh it twice."""
+    seen: dict[Path, str] = {}
+    for f, origin in found:
+        key = f.resolve()
+        if key in seen:
+            raise ConfigError(
+                f"--inputs: {key} comes twice (from {seen[key]} and from {origin}); each "
+                "checkpoint is averaged once, so name each one once (nothing was written)"
+            )
+        seen[key] = origin
 
 
 def _listed(ckpt_dir: Path) -> list[str]:

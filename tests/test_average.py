@@ -109,3 +109,23 @@ def test_an_output_the_run_still_uses_is_refused_before_loading(
         str(ckpt / "best-60.pt"),
         str(ckpt / "best-61.pt"),
     ]
+
+
+def test_a_checkpoint_named_twice_is_refused_naming_it(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """On 0e30e32 ``--inputs A.pt A.pt`` averaged a file with itself (exit 0)."""
+    a = run_dir / "checkpoints" / "best-60.pt"
+    out = tmp_path / "avg.pt"
+    also_a = run_dir / "checkpoints" / ".." / "checkpoints" / "best-60.pt"
+    best = run_dir / "checkpoints" / "best.json"
+    for inputs, origins in [
+        ([a, a], f"from {a} and from {a}"),
+        ([a, also_a], f"from {a} and from {also_a}"),
+        ([run_dir, a], f"from {best} and from {a}"),  # the run's best.json lists it too
+    ]:
+        code = avg.main(["--inputs", *map(str, inputs), "--k", "5", "--output", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"error: --inputs: {a.resolve()} comes twice ({origins}); " in err, err
+    assert not out.exists()
