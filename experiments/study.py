@@ -1,0 +1,185 @@
+"""A study: one config file, configs/study/NAME.yaml, that says which train.py runs it makes.
+
+    study:                     # the typed header (:class:`Header`)
+      what: guided vs unguided attention on ding_de_en
+      runs: 8                  # the grid's size (checked)
+      minutes_per_run: 30      # expected for one run with 2 cores to itself
+      hours: 4.0               # runs × minutes_per_run / 60 (checked)
+      runs_on: gpu             # cpu: at most SESSION_HOURS in all; gpu: a lent 16-core host
+      capped: 1,800 updates    # what is capped so that it fits
+    overrides:                 # train.py overrides every run gets
+      - data=ding_de_en
+    hydra:
+      sweeper:
+        params:                # the grid, in Hydra's basic sweeper syntax
+          model: transformer,rnn_bahdanau
+          seed: 1,2            # also range(1,3), choice(...)
+
+:func:`load_study` reads it into a :class:`Study`: one :class:`Run` per combination of the
+grid's values, named by them (``model=transformer,seed=1``: keys sorted and joined by ``,``,
+as Hydra's ``override_dirname``), which names the run's folder. A bad file fails with one
+:class:`~attnmt.errors.ConfigError` naming the file and the key (``study.runz: unknown key;
+did you mean study.runs?``). experiments/sweep.py runs a study.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+
+from attnmt.errors import ConfigError
+from attnmt.schema import parse, within
+
+SESSION_HOURS = 2.5
+"""What a study on 2 cores may need in all: a lent machine is held about three hours, and
+only the repository (the records in results/) outlives it."""
+
+
+@dataclass
+class Header:
+    """A study's ``study:`` header; minutes and hours are for one run with 2 cores."""
+
+    runs: int = 0  # the grid's size, checked
+    # expected: training, validation and test
+    minutes_per_run: float = field(default=0.0, metadata=within(0, 10_000, lo_open=True))
+    hours: float = field(default=0.0, metadata=within(0, 10_000))  # runs × minutes / 60, checked
+    runs_on: str = "cpu"  # cpu: at most SESSION_HOURS in all; gpu: a lent 16-core GPU host
+    what: str = ""  # what the study measures
+    capped: str = ""  # what is capped so that it fits
+
+
+@dataclass
+class Sweeper:
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HydraPart:
+    sweeper: Sweeper = field(default_factory=Sweeper)
+
+
+@dataclass
+class StudyFile:
+    study: Header = field(default_factory=Header)
+    overrides: list[str] = field(default_factory=list)
+    hydra: HydraPart = field(default_factory=HydraPart)
+
+    def check(self, prefix: str) -> None:
+        h = self.study
+        if h.runs_on not in ("cpu", "gpu"):
+            raise ConfigError(f"study.runs_on: {h.runs_on!r} is not one of: cpu, gpu")
+        if h.runs < 1:
+            raise ConfigError("study.runs: missing or not positive; give the grid's size")
+        if abs(h.hours - h.runs * h.minutes_per_run / 60) > 0.1:
+            raise ConfigError(
+                f"study.hours: {h.hours}, but runs × minutes_per_run / 60 = "
+                f"{h.runs * h.minutes_per_run / 60:.2f}; write that"
+            )
+        if h.runs_on == "cpu" and h.hours > SESSION_HOURS:
+            raise ConfigError(
+                f"study.hours: {h.hours} on 2 cores is more than a session's {SESSION_HOURS}: "
+                "shrink the study (say what is capped in study.capped) or set study.runs_on: gpu"
+            )
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str  # its folder's name: the grid's key=value, keys sorted
+    grid: tuple[str, ...]  # its grid overrides
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    path: Path
+    header: Header
+    overrides: tuple[str, ...]
+    runs: tuple[Run, ...]
+
+
+def _parsed(items: Sequence[str], where: str) -> list[Override]:
+    """Each override parsed by Hydra; ConfigError naming the first that is not one."""
+    parser, parsed = OverridesParser.create(), []
+    for item in items:
+        try:
+            parsed += parser.parse_overrides([item])
+        except HydraException as err:
+            raise ConfigError(
+                f"{where}: {item!r} is not a Hydra override ({str(err).splitlines()[0]}; "
+                "https://hydra.cc/docs/advanced/override_grammar/basic/)"
+            ) from None
+    return parsed
+
+
+def _expand(spec: StudyFile) -> list[Run]:
+    """Every combination of the grid's values (keys sorted), checked."""
+    base = _parsed(spec.overrides, "overrides")
+    params = spec.hydra.sweeper.params
+    for key, value in params.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise ConfigError(
+                f"hydra.sweeper.params.{key}: expected values like 1,2; got {value!r}"
+            )
+    grid = _parsed([f"{k}={v}" for k, v in params.items()], "hydra.sweeper.params")
+    seen: set[str] = set()
+    for where, o in [("overrides", o) for o in base] + [("hydra.sweeper.params", o) for o in grid]:
+        key = o.key_or_group
+        if key == "resume" or key.startswith("hydra."):
+            raise ConfigError(f"{where}: {key}: the driver sets a run's folder; remove it")
+        if key in seen:
+            raise ConfigError(f"{where}: {key} is given twice; keep one")
+        seen.add(key)
+        if where == "overrides" and o.is_sweep_override():
+            raise ConfigError(
+                f"overrides: {o.get_key_element()}: a sweep; put it in hydra.sweeper.params"
+            )
+    axes = []
+    for o in sorted(grid, key=lambda o: o.key_or_group):
+        where = f"hydra.sweeper.params.{o.get_key_element()}"
+        if o.is_sweep_override() and not o.is_discrete_sweep():
+            raise ConfigError(f"{where}: only lists of values, range() and choice() sweep here")
+        values = (
+            list(o.sweep_string_iterator())
+            if o.is_sweep_override()
+            else [o.get_value_element_as_str()]
+        )
+        if len(set(values)) < len(values) or any("/" in v or v.startswith(".") for v in values):
+            raise ConfigError(
+                f"{where}: a value twice, or with '/' or a leading '.' (values "
+                "name the run's folder)"
+            )
+        axes.append([(o.get_key_element(), o.key_or_group, v) for v in values])
+    return [
+        Run(
+            ",".join(f"{k}={v}" for _, k, v in combo) or "run",
+            tuple(f"{e}={v}" for e, _, v in combo),
+        )
+        for combo in itertools.product(*axes)
+    ]
+
+
+def load_study(path: str | Path) -> Study:
+    """The study at ``path``; ConfigError naming the file and the key of the first problem."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise ConfigError("no such file (studies are configs/study/NAME.yaml)")
+        try:
+            spec = parse(OmegaConf.load(path), StudyFile)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"not YAML ({str(err).splitlines()[0]}...)") from None
+        runs = _expand(spec)
+        if spec.study.runs != len(runs):
+            raise ConfigError(f"study.runs: {spec.study.runs}, but the grid makes {len(runs)}")
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    return Study(path.stem, path, spec.study, tuple(spec.overrides), tuple(runs))
