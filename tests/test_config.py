@@ -266,7 +266,10 @@ def test_wrong_type_names_the_key(overrides: list[str], message: str, tmp_path: 
         (["model=rnn_luong", "model.attention.score=dott"], ["model.attention.score", "dot"]),
         (["trainer.lr=-1"], ["trainer.lr"]),
         (["data.tokenizer.normalization=nfd"], ["tokenizer.normalization", "nmt_nfkc"]),
-        (["data.tokenizer.character_coverage=1.5"], ["character_coverage=1.5", "(0, 1]"]),
+        (
+            ["data.tokenizer.character_coverage=1.5"],
+            ["data.tokenizer.character_coverage: 1.5 is out of range; allowed: 0 < data."],
+        ),
         (["trainer.log_every_steps=0"], ["trainer.log_every_steps must be > 0"]),
         (["decode.beam=0"], ["decode.beam must be >= 1"]),
         (["decode.beam=100000"], ["decode.beam=100000", "at most 16"]),
@@ -314,6 +317,48 @@ def test_every_float_setting_must_be_finite(model: str, bad: str, tmp_path: Path
             validated([f"model={model}", f"{key}={value}"], tmp_path)
         assert str(err.value).startswith(key), (key, str(err.value))
         assert "not a finite number" in str(err.value), (key, str(err.value))
+
+
+@pytest.mark.parametrize("model", ["transformer_tiny", "rnn_luong"])
+@pytest.mark.parametrize("huge", ["1e308", "-1e308"])
+def test_every_float_setting_states_a_finite_range(model: str, huge: str, tmp_path: Path) -> None:
+    """decode.max_len_a=1e308 once trained to the first validation and crashed there
+    (OverflowError), trainer.lr=1e308 at startup: each float setting states a range, and a
+    value outside it fails up front naming the key, the value and the range."""
+    keys = float_settings("transformer" if model.startswith("transformer") else model)
+    for key in keys:
+        value = f"[0.9,{huge}]" if key == "trainer.betas" else huge
+        with pytest.raises(ConfigError) as err:
+            validated([f"model={model}", f"{key}={value}"], tmp_path)
+        message = str(err.value)
+        assert message.startswith(f"{key}") and f": {float(huge)} is out of range" in message
+        assert "; allowed: " in message and f" {key}" in message.split("allowed: ")[1]
+
+
+@pytest.mark.parametrize(
+    ("override", "allowed"),
+    [
+        ("decode.max_len_a=11", "0 <= decode.max_len_a <= 10"),
+        ("decode.alpha=10.5", "0 <= decode.alpha <= 10"),
+        ("trainer.lr=0", "0 < trainer.lr <= 10"),
+        ("trainer.label_smoothing=1", "0 <= trainer.label_smoothing < 1"),
+        ("model.dropout=1", "0 <= model.dropout < 1"),
+        ("trainer.clip_grad_norm=1e7", "0 <= trainer.clip_grad_norm <= 1000000"),
+        ("decode.max_len_b=100001", "0 <= decode.max_len_b <= 100000"),
+    ],
+)
+def test_a_number_out_of_its_range_names_the_range(
+    override: str, allowed: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=r"is out of range; allowed: (.*)$") as err:
+        validated([override], tmp_path)
+    assert str(err.value).startswith(override.split("=")[0] + ": ")
+    assert str(err.value).endswith(f"allowed: {allowed}")
+
+
+def test_the_ends_of_closed_ranges_are_allowed(tmp_path: Path) -> None:
+    cfg = validated(["decode.max_len_a=10", "decode.alpha=10", "trainer.lr=10"], tmp_path)
+    assert (cfg.decode.max_len_a, cfg.decode.alpha, cfg.trainer.lr) == (10, 10, 10)
 
 
 def test_misspelt_key_in_an_experiment_file(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from attnmt.data.tokenizer import NORMALIZATIONS
 from attnmt.data.vocab_size import AUTO
 from attnmt.errors import ConfigError
-from attnmt.schema import parse
+from attnmt.schema import parse, within
 
 HF_LAYOUTS = ("auto", "translation", "columns")
 
@@ -26,9 +26,11 @@ class SamplingConfig:
     Not part of the tokenizer's cache key: the SentencePiece model is the same."""
 
     enabled: bool = False
-    alpha: float = 0.1  # unigram: sample ∝ P(x)^alpha (Kudo 2018); smaller = more varied
+    # unigram: sample ∝ P(x)^alpha (Kudo 2018); smaller = more varied
+    alpha: float = field(default=0.1, metadata=within(0, 10, lo_open=True))
     nbest: int = -1  # unigram: among the n best segmentations; -1 = all (the full lattice)
-    dropout: float = 0.1  # bpe: each merge skipped with this probability (BPE-dropout)
+    # bpe: each merge skipped with this probability (BPE-dropout)
+    dropout: float = field(default=0.1, metadata=within(0, 1, lo_open=True, hi_open=True))
 
 
 @dataclass
@@ -38,7 +40,7 @@ class TokenizerConfig:
     model_type: str = "unigram"  # unigram | bpe
     vocab_size: Any = 8000  # pieces per model, or auto: sized to the train split (vocab_size.py)
     joint: bool = True  # one model for both sides, else one per side
-    character_coverage: float = 1.0
+    character_coverage: float = field(default=1.0, metadata=within(0, 1, lo_open=True))
     normalization: str = "identity"  # identity (exact round trip) | nmt_nfkc | nfkc | ...
     sampling: SamplingConfig = field(default_factory=SamplingConfig)  # subword regularisation
 
@@ -47,8 +49,8 @@ class TokenizerConfig:
 class SplitConfig:
     """Fractions of the hash-split recipes (ding_de_en, bible_en_fr); train gets the rest."""
 
-    valid: float = 0.05
-    test: float = 0.05
+    valid: float = field(default=0.05, metadata=within(0, 1, hi_open=True))
+    test: float = field(default=0.05, metadata=within(0, 1, hi_open=True))
 
 
 @dataclass
@@ -101,7 +103,8 @@ class DataConfig:
     root: str = "data"  # where raw/ and prepared corpora live (relative to the cwd)
     path: str | None = None  # custom: directory of the user's files; ding_de_en: a pair file
     max_len: int = 100  # training-pair filter: max pieces per side (batching applies it)
-    max_len_ratio: float = 3.0  # training-pair filter: max length ratio
+    # training-pair filter: max length ratio
+    max_len_ratio: float = field(default=3.0, metadata=within(1, 1000))
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
     apt_package: str = "trans-de-en"  # ding_de_en's Debian source (scripts/rebuild_ding.py)
@@ -125,7 +128,6 @@ def validate(cfg: DataConfig) -> DataConfig:
     """Check value ranges; raise ConfigError naming the ``data.*`` key."""
     _check(cfg.src_lang != cfg.tgt_lang, "tgt_lang", cfg.tgt_lang, "must differ from src_lang")
     _check(cfg.max_len > 0, "max_len", cfg.max_len, "must be > 0")
-    _check(cfg.max_len_ratio >= 1.0, "max_len_ratio", cfg.max_len_ratio, "must be >= 1")
     tok = cfg.tokenizer
     _check(
         tok.model_type in ("unigram", "bpe"),
@@ -135,8 +137,11 @@ def validate(cfg: DataConfig) -> DataConfig:
     )
     _check(
         tok.vocab_size == AUTO
-        or (isinstance(tok.vocab_size, int) and not isinstance(tok.vocab_size, bool))
-        and tok.vocab_size > 4,
+        or (
+            isinstance(tok.vocab_size, int)
+            and not isinstance(tok.vocab_size, bool)
+            and tok.vocab_size > 4
+        ),
         "tokenizer.vocab_size",
         tok.vocab_size,
         "must be an integer > 4 or auto (sized to the train split)",
@@ -147,25 +152,14 @@ def validate(cfg: DataConfig) -> DataConfig:
         tok.normalization,
         f"use one of {', '.join(NORMALIZATIONS)}",
     )
-    _check(
-        0 < tok.character_coverage <= 1,
-        "tokenizer.character_coverage",
-        tok.character_coverage,
-        "must be in (0, 1]",
-    )
     sam = tok.sampling
-    _check(sam.alpha > 0, "tokenizer.sampling.alpha", sam.alpha, "must be > 0")
     _check(
         sam.nbest == -1 or sam.nbest >= 2,
         "tokenizer.sampling.nbest",
         sam.nbest,
         "use -1 (every segmentation) or >= 2 (the n best)",
     )
-    _check(0 < sam.dropout < 1, "tokenizer.sampling.dropout", sam.dropout, "must be in (0, 1)")
-    sp = cfg.split
-    for key in ("valid", "test"):
-        frac = getattr(sp, key)
-        _check(0 <= frac < 1, f"split.{key}", frac, "must be in [0, 1)")
+    sp = cfg.split  # each fraction's range is checked by attnmt.schema.parse (within(...))
     _check(sp.valid + sp.test < 1, "split", sp, "valid + test must be < 1")
     toy = cfg.toy
     for key in ("train", "valid", "test"):

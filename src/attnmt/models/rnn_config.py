@@ -14,6 +14,7 @@ from attnmt.errors import ConfigError
 from attnmt.models.alignment import ALIGNMENTS, HARD_ESTIMATORS
 from attnmt.models.rnn_encoder import CELLS
 from attnmt.models.scorers import SCORERS
+from attnmt.schema import within
 
 
 @dataclass
@@ -24,10 +25,12 @@ class AttentionConfig:
     mode: str = "global"  # global|local_m|local_p|hard
     window: int = 5  # local_m/local_p half-width D (σ = D/2 for local_p)
     hidden_dim: int | None = None  # additive/concat/local_p hidden size; null -> hidden_size
-    cosine_beta: float = 10.0  # cosine: β (initial value if learn_beta)
+    # cosine: β (initial value if learn_beta), scaling cosines in [-1, 1] into scores
+    cosine_beta: float = field(default=10.0, metadata=within(0, 100))
     learn_beta: bool = True  # cosine: learn β or keep it fixed
     hard_estimator: str = "gumbel"  # hard: gumbel (straight-through Gumbel) | straight_through
-    gumbel_tau: float = 1.0  # hard: temperature of the relaxed sample
+    # hard: temperature of the relaxed sample
+    gumbel_tau: float = field(default=1.0, metadata=within(0, 100, lo_open=True))
     max_src_len: int = 256  # location: source positions W_a covers; later ones get weight 0
 
 
@@ -43,7 +46,7 @@ class RNNConfig:
     enc_layers: int = 2
     dec_layers: int = 1
     bidirectional: bool = True
-    dropout: float = 0.2
+    dropout: float = field(default=0.2, metadata=within(0, 1, hi_open=True))
     share_embeddings: bool = True  # one source/target embedding when the vocab is joint
     tie_embeddings: bool = False  # output projection reuses the target embedding
     attention: AttentionConfig = field(default_factory=AttentionConfig)
@@ -119,7 +122,4 @@ def validate(cfg: RNNConfig, prefix: str = "model") -> None:
     _positive(f"{p}.attention.max_src_len", a.max_src_len)
     if a.mode in ("local_m", "local_p"):
         _positive(f"{p}.attention.window", a.window)
-    if not 0.0 <= cfg.dropout < 1.0:
-        raise ConfigError(f"{p}.dropout={cfg.dropout}: must be in [0, 1)")
-    if a.gumbel_tau <= 0:
-        raise ConfigError(f"{p}.attention.gumbel_tau={a.gumbel_tau}: must be > 0")
+    # the float settings' ranges (within(...) above) are checked by attnmt.schema.parse

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -44,7 +44,7 @@ from attnmt.models.transformer_layers import (
     EncoderLayer,
     concat_cache,
 )
-from attnmt.schema import parse
+from attnmt.schema import parse, within
 
 
 @dataclass
@@ -57,8 +57,9 @@ class TransformerConfig:
     enc_layers: int = 2
     dec_layers: int = 2
     d_ff: int = 512
-    dropout: float = 0.1
-    attention_dropout: float = 0.0  # >0 forces the unfused SDPA kernel on CPU
+    dropout: float = field(default=0.1, metadata=within(0, 1, hi_open=True))
+    # >0 forces the unfused SDPA kernel on CPU
+    attention_dropout: float = field(default=0.0, metadata=within(0, 1, hi_open=True))
     activation: str = "relu"  # relu | gelu
     norm: str = "pre"  # pre | post
     positions: str = "sinusoidal"  # sinusoidal | learned
@@ -81,9 +82,7 @@ class TransformerConfig:
                 f"{prefix}.d_model={self.d_model} must be divisible by "
                 f"{prefix}.n_heads={self.n_heads}"
             )
-        for key in ("dropout", "attention_dropout"):
-            if not 0.0 <= getattr(self, key) < 1.0:
-                raise ConfigError(f"{prefix}.{key} must be in [0, 1), got {getattr(self, key)}")
+        # the dropouts' ranges (within(...) above) are checked by attnmt.schema.parse
 
 
 class CacheFill:

@@ -4,14 +4,14 @@ field."""
 
 from __future__ import annotations
 
-import math
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from attnmt.data.gold import Alignment, parse_links
+from attnmt.decode.config import DecodeConfig
 from attnmt.decode.search import length_cap
 from attnmt.decode.translator import Translator
-from attnmt.errors import DataError
+from attnmt.errors import ConfigError, DataError
+from attnmt.schema import check_number, range_of
 from attnmt.serve.backend import Options, ServedModel
 from attnmt.serve.references import Reference
 from attnmt.serve.settings import ServeSettings
@@ -109,8 +109,10 @@ def options_of(
             422, "beam", f"beam: {beam} must be between 1 and {settings.max_beam} (max_beam)"
         )
     alpha = model.decode.alpha if req.alpha is None else req.alpha
-    if not (math.isfinite(alpha) and 0 <= alpha <= 10):
-        raise ApiError(422, "alpha", f"alpha: {alpha} must be between 0 and 10")
+    try:  # the command line's range (decode.alpha), in one place
+        check_number("alpha", alpha, range_of(DecodeConfig, "alpha"))
+    except ConfigError as err:
+        raise ApiError(422, "alpha", str(err)) from None
     if not 1 <= req.n_best <= beam:
         raise ApiError(
             422,

@@ -3,10 +3,10 @@ there, as for translate.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from attnmt.errors import ConfigError
-from attnmt.schema import check_choice
+from attnmt.schema import check_choice, within
 
 BACKENDS = ("auto", "attnmt", "ctranslate2")
 
@@ -26,9 +26,11 @@ class ServeSettings:
     max_beam: int = 16  # the largest beam a request may ask for
     queue_size: int = 16  # requests waiting per model (more: 503)
     batch_lines: int = 64  # lines of queued requests decoded together as one batch
-    timeout_s: float = 120.0  # a request waiting longer for its decode gets 503
+    # a request waiting longer for its decode gets 503
+    timeout_s: float = field(default=120.0, metadata=within(0, 3600, lo_open=True))
     max_attention_values: int = 4_000_000  # attention weights per response (more: left out)
-    body_timeout_s: float = 10.0  # a request body not received in full by then gets 408
+    # a request body not received in full by then gets 408
+    body_timeout_s: float = field(default=10.0, metadata=within(0, 3600, lo_open=True))
     docs: bool = False  # /docs: FastAPI's Swagger UI, which loads its scripts from a CDN
     log_level: str = "info"  # uvicorn's: critical | error | warning | info | debug
 
@@ -48,8 +50,5 @@ class ServeSettings:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
-        for name in ("timeout_s", "body_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be > 0")
         check_choice("backend", self.backend, BACKENDS)
         check_choice("log_level", self.log_level, ("critical", "error", "warning", "info", "debug"))
