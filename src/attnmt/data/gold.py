@@ -37,9 +37,26 @@ def format_links(sure: Iterable[Link], possible: Iterable[Link] = ()) -> str:
     return " ".join(f"{i}{mark}{j}" for i, j, mark in sorted(links))
 
 
+MAX_INDEX_DIGITS = 9
+"""The most significant digits a word index may have (up to 999,999,999): no sentence holds
+more words, and a longer one is refused before ``int()``, which refuses past 4,300 digits
+(and converts in time quadratic in the length)."""
+
+SHOWN = 40
+"""The most characters of a malformed link quoted in an error message."""
+
+
 def _index(text: str) -> bool:
     """Is ``text`` a word index (ASCII digits only)?"""
     return text.isascii() and text.isdecimal()
+
+
+def _shown(token: str) -> str:
+    """``token`` quoted, its middle cut when it is longer than :data:`SHOWN` characters."""
+    if len(token) <= SHOWN:
+        return repr(token)
+    half = SHOWN // 2
+    return f"{token[:half]!r}…{token[-half:]!r} ({len(token):,} characters)"
 
 
 def parse_links(line: str, where: str = "") -> Alignment:
@@ -52,8 +69,16 @@ def parse_links(line: str, where: str = "") -> Alignment:
         left, _, right = token.partition(mark)
         if not (_index(left) and _index(right)):
             raise DataError(
-                f"{where}: {token!r} is not a link; write i-j (sure) or i?j (possible) "
+                f"{where}: {_shown(token)} is not a link; write i-j (sure) or i?j (possible) "
                 "with 0-based word indices, source first"
+            )
+        left, right = left.lstrip("0") or "0", right.lstrip("0") or "0"
+        digits = max(len(left), len(right))
+        if digits > MAX_INDEX_DIGITS:
+            raise DataError(
+                f"{where}: link {_shown(token)} names a word index of {digits:,} digits; "
+                f"indices have at most {MAX_INDEX_DIGITS} (no sentence holds more words), so "
+                "the gold does not match its sentences"
             )
         (sure if mark == "-" else possible).add((int(left), int(right)))
     return Alignment(frozenset(sure), frozenset(possible | sure))

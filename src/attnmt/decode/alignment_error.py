@@ -21,6 +21,7 @@ Models. Computational Linguistics 29(1).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,10 +30,26 @@ from typing import Any
 from attnmt.data.gold import Alignment, Link, check_bounds, parse_links
 from attnmt.data.textio import read_lines
 
+log = logging.getLogger(__name__)
+
 
 def read_gold(path: str | Path) -> list[Alignment]:
-    """Every line of the gold file ``path`` (DataError naming file and line when unusable)."""
-    return [parse_links(line, f"{path}:{n}") for n, line in enumerate(read_lines(path), 1)]
+    """Every line of the gold file ``path`` (DataError naming file and line when unusable).
+
+    A file whose lines hold no link at all is read, with a warning naming it: every
+    non-empty alignment scores AER 1 against it (precision 0, recall undefined), which says
+    nothing about the alignment and usually means the wrong file was given.
+    """
+    golds = [parse_links(line, f"{path}:{n}") for n, line in enumerate(read_lines(path), 1)]
+    if golds and not any(g.possible for g in golds):
+        log.warning(
+            "gold alignments %s hold no links on any of their %d lines: every non-empty "
+            "alignment scores AER 1 against them; check that this is the gold file of these "
+            "pairs (i-j sure, i?j possible links per line)",
+            path,
+            len(golds),
+        )
+    return golds
 
 
 def check_gold_ranges(
