@@ -1,14 +1,17 @@
-"""Stopping rules of the trainer: epochs, early stopping (across a resume), time budget."""
+"""Stopping rules of the trainer: epochs, early stopping (across a resume), time budget
+(the run's own training minutes, across a kill and a resume, on a fake clock)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from helpers.fake_clock import FakeClock
 from helpers.toy_train import toy_train_config
 from omegaconf import DictConfig
 
 from attnmt.checkpoint import load_checkpoint
+from attnmt.run_record import read_record
 from attnmt.train.loop import train
 
 
@@ -66,3 +69,71 @@ def test_time_budget_stops_after_the_update_that_crossed_it(
     result = train(cfg, tmp_path)
     assert result["stop_reason"] == "time_budget" and result["step"] == 1
     assert load_checkpoint(tmp_path / "checkpoints" / "last.pt").step == 1
+
+
+class Ticks:
+    """The on_step hook of a run on a :class:`FakeClock`: each update takes one minute of
+    training; the steps this process trained are kept; ``kill_at``: the update after which
+    the process dies (``crash``: an error, nothing saved since the last validation;
+    else a SIGTERM's stop, last.pt saved at that step)."""
+
+    def __init__(self, clock: FakeClock, kill_at: int = 0, crash: bool = True) -> None:
+        self.clock, self.kill_at, self.crash = clock, kill_at, crash
+        self.steps: list[int] = []
+
+    def __call__(self, step: int, figures: dict[str, float]) -> None:
+        self.clock.advance(1.0)
+        self.steps.append(step)
+        if step == self.kill_at:
+            raise RuntimeError("killed") if self.crash else KeyboardInterrupt
+
+
+@pytest.mark.parametrize("crash", [True, False], ids=["crash", "sigterm"])
+def test_a_time_budget_spent_across_a_kill_and_a_resume_trains_its_minutes_in_total(
+    data_root: Path, tmp_path: Path, crash: bool
+) -> None:
+    """trainer.time_budget_min is the run's own training minutes: a run killed at minute 3
+    of 5 and resumed trains the 2 minutes left from its checkpoint's (the minutes after
+    that checkpoint are trained again, and counted once), not 5 more."""
+    budget = ("trainer.time_budget_min=5", "trainer.val_every_steps=2", "trainer.max_steps=50")
+    whole = Ticks(FakeClock())
+    result = train(_cfg(data_root, *budget), tmp_path / "whole", whole, clock=whole.clock)
+    assert result["stop_reason"] == "time_budget" and result["step"] == 5
+    assert whole.steps == [1, 2, 3, 4, 5]
+
+    run = tmp_path / "run"
+    cut = Ticks(FakeClock(), kill_at=3, crash=crash)
+    with pytest.raises(RuntimeError if crash else KeyboardInterrupt):
+        train(_cfg(data_root, *budget), run, cut, clock=cut.clock)
+    saved = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert saved.training is not None
+    at = 2 if crash else 3  # a crash keeps the last validation's last.pt
+    assert saved.step == at and saved.training.trainer["wall_s"] == 60.0 * at
+
+    again = Ticks(FakeClock(start=5e6))  # another process: its own clock
+    cfg = _cfg(data_root, *budget, f"resume={run}")
+    second = train(cfg, tmp_path / "hydra-dir", again, clock=again.clock)
+    assert second["stop_reason"] == "time_budget" and second["step"] == 5
+    assert again.steps == list(range(at + 1, 6))
+    summary = read_record(run).summary
+    assert summary is not None and summary["minutes"] == 5.0 and summary["step"] == 5
+
+
+def test_a_resumed_run_whose_budget_is_spent_stops_at_once_and_a_larger_one_goes_on(
+    data_root: Path, tmp_path: Path
+) -> None:
+    """Stopped by a signal after the update that spent the budget (before its final
+    validation): resumed with the same budget it trains no update; with a larger budget,
+    the minutes up to it."""
+    budget = ("trainer.time_budget_min=3", "trainer.val_every_steps=2", "trainer.max_steps=50")
+    first = Ticks(FakeClock(), kill_at=3, crash=False)
+    with pytest.raises(KeyboardInterrupt):
+        train(_cfg(data_root, *budget), tmp_path, first, clock=first.clock)
+    spent = Ticks(FakeClock())
+    again = train(_cfg(data_root, *budget, f"resume={tmp_path}"), tmp_path / "h1", spent,
+                  clock=spent.clock)  # fmt: skip
+    assert again["stop_reason"] == "time_budget" and again["step"] == 3 and spent.steps == []
+    longer = Ticks(FakeClock())
+    cfg = _cfg(data_root, *budget, f"resume={tmp_path}", "trainer.time_budget_min=5")
+    more = train(cfg, tmp_path / "h2", longer, clock=longer.clock)
+    assert more["step"] == 5 and longer.steps == [4, 5]  # 5 minutes in all

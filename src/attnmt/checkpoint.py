@@ -7,7 +7,9 @@ with ``torch.load(weights_only=True)``.
 Layout of a run directory: ``<run>/checkpoints/last.pt`` (rewritten at every validation,
 at the end and on Ctrl-C) and the k best by validation BLEU as ``best-<step>.pt``;
 ``<run>/checkpoints/best.json`` lists those, best first (``[{"file", "step", "val_bleu"}]``),
-and a checkpoint pushed out of the top k is deleted (:class:`CheckpointManager`).
+and a checkpoint pushed out of the top k is deleted (:class:`CheckpointManager`). The best
+as of given training minutes (``trainer.keep_best_at_minutes``) are ``best-at-<m>min.pt``:
+hard links that no pruning touches (attnmt.train.best_at, :func:`link_or_copy`).
 
 Finding the file: a run directory offers several checkpoints, and an unreadable one (a
 truncated copy, a full disk) is skipped with a warning naming it and why, in favour of the
@@ -379,6 +381,21 @@ def _copy_file(source: Path, target: Path) -> None:
     """Copy ``source`` to ``target`` atomically."""
     with source.open("rb") as src, atomic_path(target) as tmp, tmp.open("wb") as out:
         shutil.copyfileobj(src, out)
+
+
+def link_or_copy(source: Path, target: Path) -> Path:
+    """Make ``target`` the same checkpoint as ``source``: a hard link (no bytes written, and
+    deleting ``source`` later leaves it whole), or a copy where the filesystem has no hard
+    links. Atomic: ``target`` is replaced whole or left as it was."""
+    with atomic_path(target) as tmp:
+        tmp.unlink()
+        try:
+            os.link(source, tmp)
+        except OSError as err:
+            if err.errno == errno.ENOENT:
+                raise
+            shutil.copyfile(source, tmp)
+    return target
 
 
 class CheckpointManager:

@@ -8,6 +8,7 @@
       checkpoints/last.pt                  the newest training state
       checkpoints/best-<step>.pt           the k best by validation BLEU
       checkpoints/averaged.pt              the average of the k best, when it validated better
+      checkpoints/best-at-<m>min.pt        the best as of training minute m (keep_best_at_minutes)
       checkpoints/best.json                those, best first
       hyps/                                hypotheses of validation and test
       eval/<split>-<key>/                  evaluate.py's outputs
@@ -41,6 +42,12 @@ def best_name(step: int) -> str:
     return f"best-{step}.pt"
 
 
+def best_at_name(minutes: float) -> str:
+    """The file name of the best checkpoint as of training minute ``minutes``
+    (``trainer.keep_best_at_minutes``): ``best-at-<m>min.pt``."""
+    return f"best-at-{minutes:g}min.pt"
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The paths of one run folder (nothing is created or read here)."""
@@ -65,6 +72,10 @@ class RunDir:
     def best(self, step: int) -> Path:
         """``checkpoints/best-<step>.pt``."""
         return self.checkpoints / best_name(step)
+
+    def best_at(self, minutes: float) -> Path:
+        """``checkpoints/best-at-<m>min.pt``."""
+        return self.checkpoints / best_at_name(minutes)
 
     @property
     def lock(self) -> Path:

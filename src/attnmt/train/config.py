@@ -10,6 +10,7 @@ choices (optimizer, schedule, precision) are checked in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from attnmt.decode.config import check_beam
@@ -78,6 +79,10 @@ class TrainerConfig:
     num_samples: int = 3  # source / reference / hypothesis text samples
     # checkpoints and logging
     keep_best: int = 3  # k best checkpoints by validation BLEU
+    # the best checkpoint as of each of these training minutes, kept (attnmt.train.best_at)
+    keep_best_at_minutes: list[float] = field(
+        default_factory=list, metadata=within(0, MINUTES_PER_YEAR, lo_open=True)
+    )
     average_best: bool = False  # at the end: average the k best, keep it if it validates better
     log_every_steps: int = 50
     progress_bar: bool = True  # shown only on a TTY and on rank 0
@@ -86,6 +91,20 @@ class TrainerConfig:
     test_ensemble: int = (
         1  # k > 1: decode the test split with the k best (best.json) as one ensemble
     )
+
+    def check_best_at(self, prefix: str = "trainer") -> None:
+        """``keep_best_at_minutes``: marks > 0, and a best checkpoint to keep at them."""
+        bad = [m for m in self.keep_best_at_minutes if not 0 < m < math.inf]
+        if bad:
+            raise ConfigError(
+                f"{prefix}.keep_best_at_minutes: each mark is a minute of training > 0, "
+                f"got {bad[0]}"
+            )
+        if self.keep_best_at_minutes and self.keep_best < 1:
+            raise ConfigError(
+                f"{prefix}.keep_best_at_minutes needs best checkpoints to keep: set "
+                f"{prefix}.keep_best >= 1 (now {self.keep_best}) or keep_best_at_minutes=[]"
+            )
 
     def check(self, prefix: str = "trainer") -> None:
         """Value checks that types cannot express."""
@@ -126,6 +145,7 @@ class TrainerConfig:
                 f"{prefix}.test_ensemble={self.test_ensemble} needs as many kept checkpoints; "
                 f"raise {prefix}.keep_best (now {self.keep_best}) to at least {self.test_ensemble}"
             )
+        self.check_best_at(prefix)
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{prefix}.{name} must be >= 0, got {getattr(self, name)}")

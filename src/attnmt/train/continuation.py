@@ -50,6 +50,7 @@ MAY_CHANGE: frozenset[str] = frozenset(
         "trainer.test",
         "trainer.test_ensemble",
         "trainer.keep_best",
+        "trainer.keep_best_at_minutes",
         "trainer.max_bad_updates",
         "trainer.precision_probe",
         "decode.*",

@@ -17,6 +17,7 @@ best checkpoints, tests, and ends the run whichever way it ends.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import sys
@@ -40,6 +41,7 @@ from attnmt.run_dir import AVERAGED, RunDir
 from attnmt.run_record import RecordWriter, source_commit
 from attnmt.train import distributed as ddp
 from attnmt.train.averaging import average_files
+from attnmt.train.best_at import due, take
 from attnmt.train.checkpointing import make_checkpoint, restore
 from attnmt.train.evaluation import score_checkpoint, score_ensemble, validate
 from attnmt.train.interrupt import FinalTestInterrupted, StopFlag, TrainingInterrupted
@@ -62,6 +64,9 @@ from attnmt.train.word_dropout import word_dropout
 log = logging.getLogger(__name__)
 StepHook = Callable[[int, dict[str, float]], None]
 """Called after every update with (step, {"loss", "nll", "lr", "grad_norm", "tokens"})."""
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock: the run's clock reads it (``time.monotonic``; a test's
+fake one makes training minutes deterministic)."""
 
 
 RECORD_SCORES = ("bleu", "chrf", "bleu_signature", "chrf_signature")
@@ -84,12 +89,15 @@ class Trainer:
         run_dir: str | Path,
         on_step: StepHook | None = None,
         explicit: Collection[str] | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         """``explicit``: the keys given on the command line (train.py passes Hydra's
         overrides); a resumed run takes every other setting from its checkpoint. None
-        (programmatic use) treats every key as given."""
+        (programmatic use) treats every key as given. ``clock``: what the run's clock
+        (:meth:`minutes`) reads."""
         parts: RunParts = start_run(cfg, Path(run_dir), explicit)
         self.on_step = on_step
+        self.clock = clock
         try:
             self._take(parts)
         except BaseException:
@@ -105,9 +113,10 @@ class Trainer:
         if (resume := settings.resume) is not None:
             restore(parts, resume.checkpoint, self.state, resume.path)
             log.info(
-                "resumed from %s at step %d (run dir %s)",
+                "resumed from %s at step %d, minute %.1f of training (run dir %s)",
                 resume.path,
                 self.step,
+                self.state.wall_s / 60.0,
                 self.run_dir,
             )
         elif (
@@ -118,7 +127,7 @@ class Trainer:
         purge = self.step + 1 if settings.resume is not None else None
         # events in the run directory itself: TensorBoard names the run after it
         self.tb = TBLogger(self.run_dir, enabled=self.parts.dist.is_main, purge_step=purge)
-        self.clock0 = time.monotonic() - self.state.wall_s
+        self.clock0 = self.clock() - self.state.wall_s  # the run's clock goes on
         self.ckpts = CheckpointManager(RunDir(self.run_dir).checkpoints, self.tcfg.keep_best)
         self.resume_point = (self.parts.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
@@ -155,6 +164,8 @@ class Trainer:
         resume_step = self.step if resume is not None else None
         record = RecordWriter(RunDir(self.run_dir), resume_step, about)
         record.update(step=self.step, epoch=self.parts.data.sampler.epoch, minutes=self.minutes())
+        if self.tcfg.keep_best_at_minutes or self.state.best_at:
+            record.update(best_at=self._best_at())
         record.event(
             "start",
             self.step,
@@ -200,7 +211,9 @@ class Trainer:
         return sum(p.numel() for p in self.parts.model.parameters())
 
     def checkpoint(self, metrics: dict[str, float]) -> Checkpoint:
-        """Everything needed to evaluate or resume (attnmt.checkpoint_format)."""
+        """Everything needed to evaluate or resume (attnmt.checkpoint_format), the run's
+        clock read now."""
+        self.minutes()
         return make_checkpoint(self.parts, self.state, self.resume_point, metrics, self.rng_ranks)
 
     def gather_rngs(self) -> None:
@@ -214,9 +227,27 @@ class Trainer:
             self.ckpts.save_last(self.checkpoint(metrics or {}))
 
     def minutes(self) -> float:
-        """Wall-clock minutes of this run so far (a resumed run goes on counting)."""
-        self.state.wall_s = time.monotonic() - self.clock0
+        """The run's training minutes so far (attnmt.train.state: a resumed run goes on
+        from its checkpoint's), read from ``clock`` and kept in ``state.wall_s``."""
+        self.state.wall_s = self.clock() - self.clock0
         return self.state.wall_s / 60.0
+
+    def _keep_best_at(self, now: float, before: bool = False) -> None:
+        """Keep the best checkpoint as of each ``trainer.keep_best_at_minutes`` mark that the
+        clock ``now`` has passed (``before``: a validation is about to be recorded at
+        ``now``); rank 0 (attnmt.train.best_at)."""
+        if not self.parts.dist.is_main:
+            return
+        marks = due(self.tcfg.keep_best_at_minutes, self.state, now, before)
+        for mark in marks:
+            self.state.best_at.append(take(RunDir(self.run_dir), self.state.history, mark))
+        self.state.best_at.sort(key=lambda b: b.minutes)
+        if marks and self.record is not None:
+            self.record.update(best_at=self._best_at())
+
+    def _best_at(self) -> list[dict[str, Any]]:
+        """The marks kept or missed (the summary's ``best_at``)."""
+        return [dataclasses.asdict(b) for b in self.state.best_at]
 
     def close(self) -> None:
         """Close the TensorBoard writer, detach the resumed run's own log file, release the
@@ -296,9 +327,10 @@ class Trainer:
             self.tcfg.max_bad_updates,
         )
 
-    def _stop_reason(self, started: float | None) -> str | None:
-        """Why training stops now, or None; ``started=None`` (before the first update of
-        this process) leaves the time budget out."""
+    def _stop_reason(self, first: bool = False) -> str | None:
+        """Why training stops now, or None. ``first`` (before this process's first update)
+        leaves the time budget out for a new run (it makes at least one update); a resumed
+        run whose training minutes already reach the budget stops at once."""
         t = self.tcfg
         reason = None
         if self.stop_flag.poll():
@@ -312,21 +344,22 @@ class Trainer:
         elif t.early_stopping_patience and self.state.bad_vals >= t.early_stopping_patience:
             reason = "early_stopping"
         elif (
-            started is not None
-            and t.time_budget_min
-            and (time.monotonic() - started > 60 * t.time_budget_min)
+            t.time_budget_min
+            and (self.step > 0 or not first)
+            and self.minutes() >= t.time_budget_min
         ):
             reason = "time_budget"
         return ddp.agreed_stop_reason(reason, self.stop_flag, self.parts.dist)
 
     def fit(self) -> str:
         """Train until a stopping rule fires; returns its name."""
-        t, started = self.tcfg, time.monotonic()
+        t = self.tcfg
         show = self.parts.dist.is_main and t.progress_bar and sys.stderr.isatty()
         bar = tqdm(total=t.max_steps or None, initial=self.step, disable=not show, unit="step")
         meter = TrainMeter()
         batches = iter(self.parts.data.loader)
-        reason = self._stop_reason(None)
+        self._keep_best_at(self.minutes())  # a resumed run's marks its checkpoint lacks
+        reason = self._stop_reason(first=True)
         while reason is None:
             group: list[Batch] = []
             epoch_ended = False
@@ -348,7 +381,8 @@ class Trainer:
                 at_epochs = t.val_every_epoch or not t.val_every_steps
                 if at_epochs and self.state.val_step != self.step:
                     self.validation_round()
-            reason = self._stop_reason(started)
+            self._keep_best_at(self.minutes())
+            reason = self._stop_reason()
         bar.close()
         return reason
 
@@ -397,6 +431,7 @@ class Trainer:
             except KeyboardInterrupt:
                 raise FinalTestInterrupted(self.step, self.run_dir, self.stop_flag.signum) from None
         log.debug("finished (%s) at step %d: %s", reason, self.step, result)
+        self._keep_best_at(self.minutes())  # the marks the final validation and test passed
         self.end_record("finished", reason)
         return result
 
@@ -443,7 +478,9 @@ class Trainer:
         if improved:
             state.best_bleu, state.best_chrf, state.best_step = res.bleu, res.chrf, step
         log.info("valid step %d | %s", step, res.line())
-        state.history.add_valid(step, self.minutes(), res.loss, res.bleu, res.chrf)
+        now = self.minutes()
+        self._keep_best_at(now, before=True)  # before this validation's checkpoint prunes
+        state.history.add_valid(step, now, res.loss, res.bleu, res.chrf)
         state.n_vals += 1
         payload = self.checkpoint(
             {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
@@ -652,14 +689,16 @@ def train(
     run_dir: str | Path,
     on_step: StepHook | None = None,
     explicit: Collection[str] | None = None,
+    clock: Clock = time.monotonic,
 ) -> dict[str, Any]:
-    """Train as ``cfg`` says, writing checkpoints/TensorBoard/hyps under ``run_dir``.
+    """Train as ``cfg`` says, writing checkpoints/TensorBoard/hyps under ``run_dir``;
+    ``clock``: what the run's training minutes are read from (:class:`Trainer`).
 
     Returns {"step", "epoch", "stop_reason", "best_val_bleu", "run_dir", "test_bleu", ...}.
     A KeyboardInterrupt saves ``checkpoints/last.pt`` and is re-raised.
     """
     try:
-        trainer = Trainer(cfg, Path(run_dir), on_step, explicit)
+        trainer = Trainer(cfg, Path(run_dir), on_step, explicit, clock)
     except BaseException:
         ddp.cleanup()
         raise
