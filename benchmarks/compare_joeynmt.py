@@ -37,6 +37,7 @@ from attnmt.atomic import write_json, write_text
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
 from attnmt.run_record import read_record
+from attnmt.run_summary import Summary
 
 ROOT = Path(__file__).resolve().parents[1]
 JOEYNMT = "joeynmt==2.3.0"
@@ -341,11 +342,11 @@ def report(out: Path, setup: Mapping[str, Any], attnmt_hyps: Path, joey_hyps: Pa
     n = setup["test_pairs"]
     refs = read_lines(setup["reference"])[:n]
     run = Path(setup["attnmt_run"])
-    summary = read_record(run).summary or {}
+    summary = read_record(run).summary or Summary()
     joey_log = parse_joeynmt_log((Path(setup["model_dir"]) / "train.log").read_text())
     rows = [
         system_row("attnmt (transformer)", read_lines(attnmt_hyps)[:n], refs,
-                   minutes=summary.get("minutes"), updates=summary.get("step"),
+                   minutes=summary.minutes, updates=summary.step,
                    params=setup["attnmt_params"], tok_s=attnmt_tok_s(run)),
         system_row(f"JoeyNMT {JOEYNMT.split('==')[1]}", read_lines(joey_hyps), refs,
                    minutes=(watched.get("train_s") or 0) / 60 or None, **joey_log),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnmt.run_record import RecordError, RunRecord, read_record
+from attnmt.run_summary import Summary
 
 
 @dataclass
@@ -41,17 +42,17 @@ class GpuRow:
 def row_of(name: str, record: RunRecord) -> GpuRow:
     """The row of one run record; ``tokens_per_sec`` is the median over train events after
     step 1 (None when only step 1 was logged)."""
-    summary = record.summary or {}
+    summary = record.summary or Summary()
     speeds = [e["tokens_per_sec"] for e in record.train if e["step"] > 1]
     valid = record.valid
     test = record.test
     return GpuRow(
         name=name,
-        model=str(summary.get("model", "?")),
-        precision=str(summary.get("precision", "?")),
-        device=str(summary.get("device", "?")),
-        steps=int(summary.get("step", 0)),
-        minutes=float(summary.get("minutes", 0.0)),
+        model=summary.model or "?",
+        precision=summary.precision or "?",
+        device=summary.device or "?",
+        steps=summary.step or 0,
+        minutes=summary.minutes or 0.0,
         tokens_per_sec=statistics.median(speeds) if speeds else None,
         valid_bleu=valid[-1]["bleu"] if valid else None,
         test_bleu=test["bleu"] if test else None,

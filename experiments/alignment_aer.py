@@ -42,6 +42,7 @@ from experiments.comparison_stats import mean_std
 from experiments.variant_runs import (
     cross_entropies,
     evaluate_test,
+    provenance,
     provenance_fields,
     train_run,
 )
@@ -154,8 +155,8 @@ def run_one(mech: Mechanism, seed: int, threads: int, updates: int = UPDATES) ->
             "mechanism": mech.name,
             "overrides": list(overrides(mech, updates)),
             "seed": seed,
-            "updates": rec.summary["step"] if rec.summary else None,
-            "params": rec.summary["params"] if rec.summary else None,
+            "updates": rec.summary.step if rec.summary else None,
+            "params": rec.summary.params if rec.summary else None,
             "curve": [[e["step"], e["nll"], e["bleu"]] for e in rec.valid],
             "attention_entropy_norm": last.get("attention_entropy_norm"),
             "test": {k: entry[k] for k in ("bleu", "chrf", "bleu_signature", "aer")},
@@ -270,7 +271,7 @@ def map_choices(run: Path) -> dict[str, Any]:
     rec = read_record(run)
     return {
         "run": run.name,
-        "updates": rec.summary["step"] if rec.summary else None,
+        "updates": rec.summary.step if rec.summary else None,
         "aer": aer,
         "commit": source_commit(ROOT),
     }
@@ -424,11 +425,7 @@ def table(recs: list[dict[str, Any]]) -> str:
             + " |"
             for name, by in by_mech.items()
         ]
-    machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
-                       f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"
-                       for r in recs})  # fmt: skip
-    commits = sorted({r["commit"] for r in recs})
-    lines += ["", f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."]
+    lines += ["", provenance(recs)]
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from attnmt.machine import Machine
 from experiments.alignment_aer import GRID
 from experiments.comparison_stats import flattened_at
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, estimate
@@ -188,7 +189,7 @@ def protocol_lines(
     for rec in records:
         step = flattening(rec)
         nll = next((p[1] for p in rec["curve"] if p[0] == step), None)
-        cpu = rec["machine"]["cpu"]
+        cpu = Machine.from_dict(rec["machine"]).describe("plain")
         pace = pace_ms(rec)
         name = rec["variant"] + (
             f" ({rec['other_size']}: not the table's)" if rec.get("other_size") else ""
@@ -198,7 +199,7 @@ def protocol_lines(
             f"| {f'{nll:.3f}' if nll is not None else '–'} "
             f"| {rec['curve'][-1][1]:.3f}, {rec.get('test', {}).get('bleu', float('nan')):.2f} "
             f"| {pace:.0f} ({rec.get('threads', 1)}) "
-            f"| {cpu['name']} family {cpu['family']} model {cpu['model']} |"
+            f"| {cpu} |"
         )
     chosen = table_updates(records, every)
     if chosen is None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_json
+from attnmt.machine import Machine
 from attnmt.settings_history import upgrade_model_settings
 from attnmt.train.continuation import flatten
 
@@ -117,16 +118,12 @@ class Record:
     @property
     def machine_line(self) -> str:
         """CPU name, family/model, SIMD flags, torch and threads (and the GPU), one line."""
-        m = self.machine
-        cpu = m.get("cpu", {})
-        ids = " ".join(f"{k} {cpu[k]}" for k in ("family", "model") if cpu.get(k) is not None)
-        flags = " ".join(cpu.get("flags", []))
-        name = f"{cpu.get('name', '?')}" + (f" ({ids})" if ids else "")
-        gpu = f", GPU {m['cuda']}" if m.get("cuda") else ""
-        cores = f", {m['cores']} cores" if m.get("cores") else ""
+        m = Machine.from_dict(self.machine)
+        gpu = f", GPU {m.cuda}" if m.cuda else ""
+        cores = f", {m.cores} cores" if m.cores else ""
+        threads = "?" if m.threads is None else m.threads
         return (
-            f"{name} {flags}".strip()
-            + f"{cores}, torch {m.get('torch_version', '?')}, {m.get('threads', '?')} threads{gpu}"
+            f"{m.describe('flags')}{cores}, torch {m.torch_version or '?'}, {threads} threads{gpu}"
         )
 
 

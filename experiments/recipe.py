@@ -114,9 +114,10 @@ from attnmt import run_curves
 from attnmt.atomic import write_json
 from attnmt.checkpoint import load_first_readable, resume_candidates
 from attnmt.errors import AttnmtError, CheckpointError
-from attnmt.machine import this_machine
+from attnmt.machine import Machine, this_machine
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
+from attnmt.run_summary import Summary
 from attnmt.train.run_lock import live_owner
 from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
 from experiments import die_with_parent
@@ -452,12 +453,9 @@ def seeds_plan() -> SeedsPlan:
 
 def cpu_kind(machine: Mapping[str, Any]) -> str:
     """What sets a CPU run's speed, from a record's ``machine`` (attnmt.machine's
-    ``to_dict``): vendor, family/model, SIMD flags and torch (the threads are the runner's)."""
-    cpu = machine.get("cpu") or {}
-    ids = "/".join(str(cpu.get(k, "?")) for k in ("family", "model"))
-    flags = " ".join(cpu.get("flags") or []) or "no avx2"
-    vendor = cpu.get("vendor") or cpu.get("name") or "?"
-    return f"{vendor} {ids} {flags}, torch {machine.get('torch_version', '?')}"
+    ``to_dict``): vendor, family/model, SIMD flags and torch (the threads are the runner's);
+    ``Machine.describe("kind")``."""
+    return Machine.from_dict(machine).describe("kind")
 
 
 def machines_of(rec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -483,11 +481,10 @@ def folder_kinds(folder: Path) -> set[str]:
 
 def kind_tag(machine: Mapping[str, Any]) -> str:
     """A CPU kind's short name in a stem, ``cpu<family>.<model>`` (e.g. ``cpu25.1``; x where
-    the CPU does not say). Two kinds of one family and model (other flags or torch) share it:
-    the second is refused rather than given a run of its own (:func:`kind_refusal`)."""
-    cpu = machine.get("cpu") or {}
-    ids = ("x" if cpu.get(k) is None else cpu[k] for k in ("family", "model"))
-    return "cpu" + ".".join(map(str, ids))
+    the CPU does not say; ``Machine.describe("tag")``). Two kinds of one family and model
+    (other flags or torch) share it: the second is refused rather than given a run of its
+    own (:func:`kind_refusal`)."""
+    return Machine.from_dict(machine).describe("tag")
 
 
 def compare_baseline(root: Path, here: str, tag: str, minutes: float) -> PlannedRun:
@@ -725,7 +722,7 @@ def run_record(
     results by minute (``tests``: {"30": scores or None, ...}; the budget's own entry is the
     run's final test)."""
     rec = read_record(run.run_dir(root))
-    summary = rec.summary or {}
+    summary = rec.summary or Summary()
     curve = [[e["step"], e["minutes"], e["nll"], e["bleu"], e.get("chrf")] for e in rec.valid]
     average = rec.of("average")
     if run.steps:  # trained for its updates, not minutes: no minute marks
@@ -747,18 +744,16 @@ def run_record(
         "overrides": list(run.train_args()),
         "command": run.command(root),
         "run_dir": shown(run.run_dir(root), root),
-        "status": summary.get("status"),
-        "stop_reason": summary.get("reason"),
-        "updates": summary.get("step"),
-        "epochs": summary.get("epoch"),
-        "params": summary.get("params"),
-        "precision": summary.get("precision"),
-        "device": summary.get("device"),
-        "train_minutes": summary.get("minutes"),
+        "status": summary.status,
+        "stop_reason": summary.reason,
+        "updates": summary.step,
+        "epochs": summary.epoch,
+        "params": summary.params,
+        "precision": summary.precision,
+        "device": summary.device,
+        "train_minutes": summary.minutes,
         "curve": curve,
-        "best_by": {
-            f"{m:g}": best_of_run(curve, m, summary.get("reason"), run.minutes) for m in marks
-        },
+        "best_by": {f"{m:g}": best_of_run(curve, m, summary.reason, run.minutes) for m in marks},
         "average": {k: average[-1].get(k) for k in ("bleu", "chrf", "nll", "kept")}
         if average
         else None,
@@ -766,9 +761,9 @@ def run_record(
         "test_at": tests,
         "resumed": resumed,
         "processes": [process_of(e) for e in rec.of("start")],
-        "train_commit": summary.get("commit"),
+        "train_commit": summary.commit,
         **prov,
-        "machine": summary.get("machine") or prov["machine"],
+        "machine": summary.machine.to_dict() if summary.machine else prov["machine"],
     }
 
 
@@ -822,9 +817,9 @@ class Runner:
     poll_s: float = POLL_S
     stopping: bool = False
     child: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    kind: str = field(default_factory=lambda: cpu_kind(this_machine().to_dict()))
+    kind: str = field(default_factory=lambda: this_machine().describe("kind"))
     """This machine's CPU kind (:func:`cpu_kind`)."""
-    tag: str = field(default_factory=lambda: kind_tag(this_machine().to_dict()))
+    tag: str = field(default_factory=lambda: this_machine().describe("tag"))
     """Its short name in a stem (:func:`kind_tag`)."""
 
     def env(self) -> dict[str, str]:
@@ -967,7 +962,7 @@ class Runner:
             if final
             else None
         )
-        ended = float((rec.summary or {}).get("minutes") or 0.0)
+        ended = (rec.summary.minutes if rec.summary else None) or 0.0
         out: dict[str, dict[str, Any] | None] = {}
         # one look of its own: a run no watcher saw (its runner killed, train.py went on
         # alone) still has the marks whose checkpoints the trainer kept
@@ -1076,15 +1071,15 @@ def member_test(folder: Path, root: Path) -> dict[str, Any]:
     """An ensemble member's run folder as decoded: its own final test, updates, CPU kind and
     commit (its record may be of an earlier folder on another machine)."""
     rec = read_record(folder)
-    summary = rec.summary or {}
+    summary = rec.summary or Summary()
     test = rec.test or {}
     return {
         "run_dir": shown(folder, root),
         "bleu": test.get("bleu"),
         "chrf": test.get("chrf"),
-        "updates": summary.get("step"),
+        "updates": summary.step,
         "kinds": sorted(folder_kinds(folder)),
-        "train_commit": summary.get("commit"),
+        "train_commit": summary.commit,
     }
 
 

@@ -22,6 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from attnmt.atomic import atomic_path, write_text
+from attnmt.machine import Machine
 from experiments.comparison_stats import flattened_at, mean_std, t_interval
 from experiments.ledger import tested_row
 from experiments.recipe import (
@@ -567,12 +568,10 @@ def member_gain(score: float, own: list[float | None]) -> str:
 
 
 def machine_line(rec: Mapping[str, Any]) -> str:
-    m = rec.get("machine") or {}
-    cpu = m.get("cpu", {})
-    ids = " ".join(f"{k} {cpu[k]}" for k in ("family", "model") if cpu.get(k) is not None)
-    flags = " ".join(cpu.get("flags", []))
-    name = f"{cpu.get('name', '?')}" + (f" ({ids})" if ids else "")
-    return f"{name} {flags}".strip() + f", torch {m.get('torch_version', '?')}"
+    """The CPU (its flags as /proc/cpuinfo names them) and torch of a record that names its
+    machine."""
+    m = Machine.from_dict(rec["machine"])
+    return f"{m.describe('flags')}, torch {m.torch_version or '?'}"
 
 
 def provenance_section(recs: Records) -> list[str]:

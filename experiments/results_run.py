@@ -89,9 +89,16 @@ def collect(
     except RecordError as err:
         log.warning("results: %s", err)
         return None
-    summary = record.summary or {}
-    test = summary.get("test") or {}
-    if summary.get("status") != "finished" or not {"bleu", "chrf"} <= set(test):
+    summary = record.summary
+    test = summary.test if summary is not None else None
+    if summary is None or summary.status != "finished" or test is None:
+        return None
+    if test.bleu is None or test.chrf is None:  # a test without its scores
+        return None
+    if summary.step is None or summary.minutes is None or summary.params is None:
+        log.warning(
+            "results: %s: a finished run's summary without steps, minutes or params", run_dir
+        )
         return None
     config_file = RunDir(run_dir).config_yaml
     settings = run.settings
@@ -111,16 +118,24 @@ def collect(
         settings=settings,
         commit=commit,
         machine=machine,
-        updates=int(summary["step"]),
-        train_minutes=round(float(summary["minutes"]), 2),
+        updates=summary.step,
+        train_minutes=round(summary.minutes, 2),
         wall_minutes=round(wall_minutes, 2),
         curve=[[round(float(x), 4) for x in row] for row in curve],
-        test={k: test[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature", "beam")},
-        params_m=round(float(summary["params"]) / 1e6, 2),
-        stop_reason=str(summary.get("reason") or ""),
+        test={
+            "bleu": test.bleu,
+            "chrf": test.chrf,
+            "bleu_signature": test.bleu_signature,
+            "chrf_signature": test.chrf_signature,
+            "beam": test.beam,
+        },
+        params_m=round(summary.params / 1e6, 2),
+        stop_reason=summary.reason or "",
         recorded=datetime.now().isoformat(timespec="seconds"),
         run_dir=str(run_dir),
-        extra={k: summary[k] for k in ("device", "precision") if k in summary},
+        extra={
+            k: v for k, v in (("device", summary.device), ("precision", summary.precision)) if v
+        },
     )
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 from attnmt.atomic import write_json
 from attnmt.errors import DataError
-from attnmt.machine import this_machine
+from attnmt.machine import Machine, this_machine
 from attnmt.run_record import read_record, source_commit
+from attnmt.run_summary import Summary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +102,7 @@ def run_variant(
         if not train_run((*common, *v.overrides), seed, run, threads, out):
             return None
     rec = read_record(run)
-    summary = rec.summary or {}
+    summary = rec.summary or Summary()
     test = rec.test or {}
     write_json(
         record,
@@ -109,12 +110,12 @@ def run_variant(
             "variant": v.name,
             "overrides": [*common, *v.overrides],
             "seed": seed,
-            "updates": summary.get("step"),
-            "params": summary.get("params"),
+            "updates": summary.step,
+            "params": summary.params,
             "curve": [[e["step"], e["nll"], e["bleu"]] for e in rec.valid],
             "attention_entropy_norm": rec.valid[-1].get("attention_entropy_norm"),
             "test": {k: test[k] for k in ("bleu", "chrf", "bleu_signature") if k in test},
-            "train_minutes": summary.get("minutes"),
+            "train_minutes": summary.minutes,
             **provenance_fields(started, threads),
         },
         indent=1,
@@ -182,8 +183,11 @@ def cross_entropies(recs: list[dict[str, Any]]) -> list[float]:
 
 def provenance(recs: list[dict[str, Any]]) -> str:
     """``Machines: ... Commits: ...`` of the records."""
-    machines = sorted({f"{r['machine']['cpu']['name']} family {r['machine']['cpu']['family']} "
-                       f"model {r['machine']['cpu']['model']}, {r['threads']} thread(s)"
-                       for r in recs})  # fmt: skip
+    machines = sorted(
+        {
+            f"{Machine.from_dict(r['machine']).describe('plain')}, {r['threads']} thread(s)"
+            for r in recs
+        }
+    )
     commits = sorted({r["commit"] for r in recs})
     return f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."

@@ -103,7 +103,7 @@ def read_run(path: Path) -> Run:
     run = Run(path, overrides_label(path))
     run.valid = [(e["step"], e["minutes"], e["bleu"], e["chrf"]) for e in record.valid]
     run.budget_stop = run_curves.budget_stop(
-        (record.summary or {}).get("reason"), time_budget(RunDir(path).config_yaml)
+        record.summary.reason if record.summary else None, time_budget(RunDir(path).config_yaml)
     )
     if (test := record.test) is not None:
         run.test = {"bleu": test["bleu"], "chrf": test["chrf"]}

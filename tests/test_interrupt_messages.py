@@ -170,7 +170,7 @@ def test_a_signal_while_a_validation_is_reported_keeps_its_record_and_best_check
     assert info.value.exit_code == 143 and info.value.step == 2
     record = read_record(run)
     assert [e["step"] for e in record.valid] == [2]
-    assert record.summary is not None and record.summary["best"]["step"] == 2
+    assert record.summary and record.summary.best and record.summary.best.step == 2
     assert (run / "checkpoints" / "best-2.pt").is_file()
     last = load_checkpoint(run / "checkpoints" / "last.pt").training
     assert last is not None and last.trainer["best_step"] == last.trainer["val_step"] == 2

@@ -21,6 +21,7 @@ from hydra import compose, initialize_config_dir
 
 from attnmt import run_curves
 from attnmt.errors import WriteError
+from attnmt.machine import Machine
 from attnmt.train.run_config import validate_config
 from attnmt.train.run_lock import owner_record
 from attnmt.train.snapshots import keep_snapshots
@@ -306,7 +307,7 @@ def test_a_cpu_kind_is_vendor_family_model_flags_and_torch() -> None:
 
 def test_a_kind_tag_names_family_and_model() -> None:
     assert recipe.kind_tag(MACHINE) == "cpu26.2" and recipe.kind_tag(OTHER) == "cpu6.207"
-    assert recipe.kind_tag({}) == "cpux.x"
+    assert recipe.kind_tag({"cpu": {"name": "arm"}}) == "cpux.x"
     assert recipe.kind_tag({"cpu": {"family": None, "model": 0}}) == "cpux.0"  # as to_dict has it
 
 
@@ -504,7 +505,7 @@ def test_only_picks_entries_by_stem_and_keeps_the_recipe_run_a_change_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(recipe, "ROOT", tmp_path)
-    monkeypatch.setattr(recipe, "this_machine", lambda: _Machine(MACHINE))
+    monkeypatch.setattr(recipe, "this_machine", lambda: Machine.from_dict(MACHINE))
     assert recipe.main(["run", "--stage", "corpora", "--only", "default-bible", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "1 planned, 0 recorded, 1 left" in out and "default-bible_en_fr-seed1-120min" in out
@@ -522,14 +523,6 @@ def test_only_picks_entries_by_stem_and_keeps_the_recipe_run_a_change_needs(
     with pytest.raises(SystemExit):  # the seeds are as long as their updates
         recipe.main(["run", "--stage", "seeds", "--minutes", "5", "--dry-run"])
     assert "corpora runs train 120 minutes, seeds runs 7336 updates" in capsys.readouterr().err
-
-
-class _Machine:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.data
 
 
 def test_no_run_starts_beside_one_that_another_process_trains(

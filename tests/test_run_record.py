@@ -17,6 +17,7 @@ from helpers.toy_train import toy_train_config
 from omegaconf import DictConfig
 
 from attnmt.errors import WriteError
+from attnmt.machine import this_machine
 from attnmt.run_dir import RunDir
 from attnmt.run_record import VERSION, RecordError, RecordWriter, read_record
 from attnmt.train.interrupt import TrainingInterrupted
@@ -66,18 +67,21 @@ def test_a_finished_run_records_every_event_and_its_summary(finished: tuple[Path
     assert {"nll", "ppl", "accuracy", "bleu", "chrf"} <= set(valid)
     summary = record.summary
     assert summary is not None
-    assert summary["version"] == VERSION and summary["status"] == "finished"
-    assert summary["reason"] == "max_steps" and summary["step"] == 8
-    assert summary["test"]["bleu"] == pytest.approx(result["test_bleu"])
-    assert summary["test"]["chrf"] == pytest.approx(result["test_chrf"])
-    assert summary["test"]["bleu_signature"].startswith("BLEU|nrefs:1|")
-    assert summary["test"]["chrf_signature"] and summary["test"]["beam"] >= 1
-    assert record.test == {**record.test, "bleu": summary["test"]["bleu"]}
+    assert summary.version == VERSION and summary.status == "finished"
+    assert summary.reason == "max_steps" and summary.step == 8
+    test = summary.test
+    assert test is not None and test.bleu == pytest.approx(result["test_bleu"])
+    assert test.chrf == pytest.approx(result["test_chrf"])
+    assert test.bleu_signature is not None and test.bleu_signature.startswith("BLEU|nrefs:1|")
+    assert test.chrf_signature and test.beam is not None and test.beam >= 1
+    assert test.ensemble is None and record.test == {**record.test, "bleu": test.bleu}
     best_bleu = max(e["bleu"] for e in record.valid)
-    assert summary["best"]["val_bleu"] == pytest.approx(best_bleu)
-    assert (run / "checkpoints" / summary["best"]["file"]).is_file()
-    assert summary["params"] > 0 and summary["precision"] == "fp32"
-    assert summary["machine"]["cpu"] and "commit" in summary
+    assert summary.best is not None and summary.best.val_bleu == pytest.approx(best_bleu)
+    assert summary.best.file and (run / "checkpoints" / summary.best.file).is_file()
+    assert summary.params and summary.params > 0 and summary.precision == "fp32"
+    assert summary.machine and summary.machine.cpu == this_machine().cpu and summary.commit
+    written = json.loads(RunDir(run).summary.read_text())
+    assert {k: v for k, v in summary.to_dict().items() if k in written} == written  # all of it
 
 
 def test_the_record_is_standard_json(finished: tuple[Path, dict]) -> None:
@@ -110,12 +114,12 @@ def test_an_interrupted_run_and_its_resume_never_repeat_a_step(
     with pytest.raises(TrainingInterrupted):
         train(_cfg(data_root, "trainer.max_steps=10"), tmp_path, on_step=ctrl_c)
     record = read_record(tmp_path)
-    assert record.status == "interrupted" and record.summary["step"] == 6
+    assert record.status == "interrupted" and record.summary and record.summary.step == 6
     assert record.events[-1]["event"] == "end"
 
     train(_cfg(data_root, f"resume={tmp_path}", "trainer.max_steps=10"), tmp_path)
     record = read_record(tmp_path)
-    assert record.status == "finished" and record.summary["step"] == 10
+    assert record.status == "finished" and record.summary and record.summary.step == 10
     steps = [e["step"] for e in record.train]
     assert steps == sorted(set(steps)) == [1, 2, 4, 6, 8, 10]
     assert [e["step"] for e in record.valid] == [4, 8, 10]
@@ -148,8 +152,8 @@ def test_a_failed_run_says_why(data_root: Path, tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
         train(_cfg(data_root, "trainer.max_steps=8"), tmp_path, on_step=poison)
     summary = read_record(tmp_path).summary
-    assert summary["status"] == "failed" and summary["reason"] == "RuntimeError"
-    assert summary["error"] == "a bug in a hook" and summary["step"] == 3
+    assert summary is not None and summary.status == "failed" and summary.reason == "RuntimeError"
+    assert summary.error == "a bug in a hook" and summary.step == 3
 
 
 def test_a_diverged_run_is_failed_non_finite(
@@ -164,7 +168,7 @@ def test_a_diverged_run_is_failed_non_finite(
     with pytest.raises(TrainingDiverged):
         train(cfg, tmp_path)
     summary = read_record(tmp_path).summary
-    assert summary["status"] == "failed" and summary["reason"] == "non_finite"
+    assert summary is not None and summary.status == "failed" and summary.reason == "non_finite"
 
 
 def test_a_partial_last_line_is_skipped_and_a_bad_line_named_and_skipped(

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import functools
 import platform
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
-
-import torch
 
 FLAGS = {
     "avx2": "avx2",
@@ -129,10 +128,10 @@ class Machine:
         """The machine of a record's ``machine`` object (:meth:`to_dict`'s, with or without
         ``cores``); fields it lacks are None (``vendor`` "", ``flags`` empty), fields it
         does not know are ignored. ValueError naming the field when one has the wrong type."""
-        if not isinstance(data, dict):
+        if not isinstance(data, Mapping):
             raise ValueError(f"machine: an object expected, got {type(data).__name__}")
         cpu = data.get("cpu")
-        if not isinstance(cpu, dict):
+        if not isinstance(cpu, Mapping):
             raise ValueError("machine.cpu: an object with the CPU's name expected")
         flags = cpu.get("flags") or []
         if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
@@ -154,7 +153,7 @@ class Machine:
         )
 
 
-def _typed(data: dict[str, Any], key: str, kind: type[T], where: str) -> T | None:
+def _typed(data: Mapping[str, Any], key: str, kind: type[T], where: str) -> T | None:
     """``data[key]`` when it is a ``kind`` (an int is not a bool), None when absent or null;
     ValueError naming ``where.key`` otherwise."""
     value = data.get(key)
@@ -200,6 +199,8 @@ def this_cpu(cpuinfo: str = "/proc/cpuinfo") -> Cpu:
 
 def this_machine() -> Machine:
     """This machine now: the CPU, and torch's version and *current* thread count."""
+    import torch  # here: reading a record's machine (Machine.from_dict) needs no torch
+
     cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     kernels = torch.backends.cpu.get_cpu_capability()
     return Machine(this_cpu(), torch.__version__, torch.get_num_threads(), cuda, kernels)

@@ -19,7 +19,8 @@ Two files in the run folder (:class:`~attnmt.run_dir.RunDir`), format version
     best checkpoint with its validation scores, the test scores with their sacrebleu
     signatures, parameters, precision, device, machine and commit.
 
-:class:`RecordWriter` writes them (the trainer's rank 0); :func:`read_record` reads them.
+:class:`RecordWriter` writes them (the trainer's rank 0); :func:`read_record` reads them, the
+summary typed (:class:`attnmt.run_summary.Summary`).
 """
 
 from __future__ import annotations
@@ -38,12 +39,11 @@ from typing import Any
 from attnmt.atomic import write_error, write_json, write_text
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
+from attnmt.run_summary import SUMMARY_FORMAT, VERSION, Summary
 from attnmt.whole_lines import PartialWrite, write_lines
 
 log = logging.getLogger(__name__)
 
-VERSION = 1
-SUMMARY_FORMAT = "attnmt-run-summary"
 EVENTS = ("start", "train", "valid", "average", "test", "end")
 STATUSES = ("running", "finished", "interrupted", "failed")
 
@@ -214,10 +214,11 @@ class RecordWriter:
 
 @dataclass
 class RunRecord:
-    """A run's record as read: the summary (None before the run wrote one) and its events."""
+    """A run's record as read: the summary (None before the run wrote one; typed:
+    :class:`~attnmt.run_summary.Summary`) and its events."""
 
     run: RunDir
-    summary: dict[str, Any] | None
+    summary: Summary | None
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
@@ -240,31 +241,28 @@ class RunRecord:
 
     @property
     def status(self) -> str | None:
-        return None if self.summary is None else self.summary.get("status")
+        return None if self.summary is None else self.summary.status
 
     @property
     def best_valid_bleu(self) -> float | None:
         return max((e["bleu"] for e in self.valid), default=None)
 
 
-def read_summary(path: str | Path) -> dict[str, Any] | None:
+def read_summary(path: str | Path) -> Summary | None:
     """The summary.json of the run folder ``path`` (None before the run wrote one);
-    RecordError when it is unreadable or of a newer format."""
+    RecordError naming the file when it is unreadable, of a newer format or has a field of
+    the wrong type."""
     run = RunDir(Path(path))
     if not run.summary.is_file():
         return None
     try:
-        summary = json.loads(run.summary.read_text(encoding="utf-8"))
+        data = json.loads(run.summary.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{run.summary}: unreadable ({err})") from None
-    if not isinstance(summary, dict) or summary.get("format") != SUMMARY_FORMAT:
-        raise RecordError(f"{run.summary}: not an attnmt run summary")
-    if int(summary.get("version", 0)) > VERSION:
-        raise RecordError(
-            f"{run.summary}: format version {summary['version']} is newer than this "
-            f"attnmt reads ({VERSION}); update attnmt"
-        )
-    return summary
+    try:
+        return Summary.from_dict(data)
+    except ValueError as err:
+        raise RecordError(f"{run.summary}: {err}") from None
 
 
 def read_record(path: str | Path) -> RunRecord:
