@@ -16,8 +16,10 @@
           seed: 1,2            # also range(1,3), choice(...)
 
 :func:`load_study` reads it into a :class:`Study`: one :class:`Run` per combination of the
-grid's values, named by them (``model=transformer,seed=1``: keys sorted and joined by ``,``,
-as Hydra's ``override_dirname``), which names the run's folder. A bad file fails with one
+grid's values, named by them: ``model-transformer_seed-1_weight-0.05`` (each grid key's
+last part, or the whole key where two share it, a ``-`` and the value; keys sorted, joined
+by ``_``). The name is the run's folder's, so values are letters, digits and ``_ . + -``:
+``ckpt=``, ``resume=`` and the shell take the folder unquoted. A bad file fails with one
 :class:`~attnmt.errors.ConfigError` naming the file and the key (``study.runz: unknown key;
 did you mean study.runs?``). experiments/sweep.py runs a study.
 """
@@ -25,6 +27,7 @@ did you mean study.runs?``). experiments/sweep.py runs a study.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,8 @@ from omegaconf import OmegaConf
 from attnmt.errors import ConfigError
 from attnmt.schema import parse, within
 
+NAME_VALUE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")
+"""A grid value that can name a run's folder, which Hydra and the shell then take unquoted."""
 SESSION_HOURS = 2.5
 """What a study on 2 cores may need in all: a lent machine is held about three hours, and
 only the repository (the records in results/) outlives it."""
@@ -93,7 +98,7 @@ class StudyFile:
 
 @dataclass(frozen=True)
 class Run:
-    name: str  # its folder's name: the grid's key=value, keys sorted
+    name: str  # its folder's name, from its grid values
     grid: tuple[str, ...]  # its grid overrides
 
 
@@ -143,6 +148,7 @@ def _expand(spec: StudyFile) -> list[Run]:
                 f"overrides: {o.get_key_element()}: a sweep; put it in hydra.sweeper.params"
             )
     axes = []
+    leaves = [o.key_or_group.rpartition(".")[2] for o in grid]
     for o in sorted(grid, key=lambda o: o.key_or_group):
         where = f"hydra.sweeper.params.{o.get_key_element()}"
         if o.is_sweep_override() and not o.is_discrete_sweep():
@@ -152,16 +158,18 @@ def _expand(spec: StudyFile) -> list[Run]:
             if o.is_sweep_override()
             else [o.get_value_element_as_str()]
         )
-        if len(set(values)) < len(values) or any("/" in v or v.startswith(".") for v in values):
+        if len(set(values)) < len(values) or not all(NAME_VALUE.fullmatch(v) for v in values):
             raise ConfigError(
-                f"{where}: a value twice, or with '/' or a leading '.' (values "
-                "name the run's folder)"
+                f"{where}: {', '.join(values)}: a value twice, or one that cannot name a "
+                "folder (letters, digits and _ . + - only)"
             )
-        axes.append([(o.get_key_element(), o.key_or_group, v) for v in values])
+        leaf = o.key_or_group.rpartition(".")[2]
+        label = leaf if leaves.count(leaf) == 1 else o.key_or_group
+        axes.append([(o.get_key_element(), label, v) for v in values])
     return [
         Run(
-            ",".join(f"{k}={v}" for _, k, v in combo) or "run",
-            tuple(f"{e}={v}" for e, _, v in combo),
+            "_".join(f"{label}-{v}" for _, label, v in combo) or "run",
+            tuple(f"{key}={v}" for key, _, v in combo),
         )
         for combo in itertools.product(*axes)
     ]

@@ -3,7 +3,7 @@
     python -m experiments.sweep configs/study/NAME.yaml --jobs 2 --hours 2.5 [--dry-run]
     python -m experiments.sweep configs/study/NAME.yaml --record [data.root=/tmp/d ...]
 
-A run trains in outputs/<study>/<run>/ (<run>: its grid values, ``model=transformer,seed=1``),
+A run trains in outputs/<study>/<run>/ (<run>: its grid values, ``model-transformer_seed-1``),
 its train.py output appended to outputs/<study>/<run>.log. A run whose summary.json says
 ``finished`` (in its folder, or in its record under results/<study>/<run>/) is skipped; one
 holding a checkpoint is resumed with ``resume=FOLDER`` (the run's own settings); any other
@@ -27,6 +27,7 @@ import argparse
 import fcntl
 import lzma
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -67,6 +68,14 @@ def trained_minutes(rec: RunRecord | None) -> float:
     return max((float(e.get("minutes") or 0) for e in rec.events), default=0.0) if rec else 0.0
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; the CPU count where unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 class Proc(Protocol):
     def poll(self) -> int | None: ...
     def send_signal(self, sig: int) -> None: ...
@@ -87,8 +96,12 @@ def popen(args: list[str], log: Path, env: dict[str, str]) -> Proc:
 
 
 def quoted(path: Path) -> str:
-    """``path`` as a quoted Hydra value (a run's name holds '=' and ',')."""
-    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """``path`` as a Hydra value: as it is, or quoted where it holds other characters than
+    the run names' (``=``, ``,``, a space...)."""
+    text = str(path)
+    if re.fullmatch(r"[A-Za-z0-9_/.+-]+", text):
+        return text
+    return "'" + text.replace("'", "\\'") + "'"
 
 
 @dataclass
@@ -112,7 +125,7 @@ class Sweep:
     launch: Launch = popen
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+    cores: int = field(default_factory=usable_cores)
     say: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
     stopped: str = ""  # why no run starts any more
     running: dict[Run, tuple[Proc, float]] = field(default_factory=dict)
