@@ -1,13 +1,17 @@
-"""Write silver word alignments of a corpus' test split (eflomal, grow-diag-final-and).
+"""Write silver word alignments of a corpus split (eflomal, grow-diag-final-and).
 
     pip install -e ".[silver]"                                   # eflomal, once
     python scripts/silver_alignments.py data=ding_de_en  # -> <cache>/test.de-en.silver.align
     python scripts/silver_alignments.py data=ding_de_en --out FILE
     python evaluate.py ckpt=RUN split=test gold_alignments=FILE  # AER against them
+    python scripts/silver_alignments.py data=custom data.path=DIR --split train
+        # -> <cache>/train.<src>-<tgt>.silver.align: what guided alignment trains towards
+        #    (trainer.guided_alignment.links=null finds it there)
 
-Arguments other than ``--out`` are Hydra overrides of the ``data`` group, as for
-scripts/prepare_data.py. The links are an aligner's, not a person's: report AER against
-them as silver (see attnmt.data.silver).
+Arguments other than ``--out`` and ``--split`` are Hydra overrides of the ``data`` group, as
+for scripts/prepare_data.py. Each file gets its record beside it (``FILE.json``: split,
+languages, counts, aligner and the sha256 of the files it aligns). The links are an
+aligner's, not a person's: report AER against them as silver (see attnmt.data.silver).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from pathlib import Path
 
 from attnmt.cli.data_group import data_config
 from attnmt.data.corpora import PreparedCorpus, prepare_corpus
-from attnmt.data.silver import silver_links, write_pharaoh
+from attnmt.data.recipes.common import SPLITS
+from attnmt.data.silver import write_silver
 from attnmt.errors import AttnmtError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -34,18 +39,23 @@ def main(argv: list[str] | None = None) -> int:
     """Align, write, print the file and its number of links. Returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="the Pharaoh file to write")
+    parser.add_argument(
+        "--split", choices=SPLITS, default="test", help="the split to align (default: test)"
+    )
     parser.add_argument("overrides", nargs="*", help="data=NAME, data.KEY=VALUE")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         corpus = prepare_corpus(data_config(args.overrides, CONFIGS))
-        out = args.out or default_out(corpus)
-        links = silver_links(corpus, "test")
-        total = write_pharaoh(out, links)
+        out = args.out or default_out(corpus, args.split)
+        record = write_silver(corpus, args.split, out)
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {out}: {total} links over {len(links)} test pairs (silver: eflomal, gdfa)")
+    print(
+        f"wrote {out}: {record.links} links over {record.pairs} {args.split} pairs "
+        "(silver: eflomal, gdfa)"
+    )
     return 0
 
 

@@ -23,6 +23,10 @@ class Batch:
     tgt_pad_mask: BoolTensor [B, T]   True where tgt_out is padding
     n_tokens:     int                 non-pad target tokens (the loss normaliser)
     index:        LongTensor [B]      position of each pair in its dataset (or -1)
+    align_links:  LongTensor [N, 3]   guided alignment's reference links, one row per piece
+                                      link (b, t, s): attention row t of pair b (the step
+                                      that predicts tgt_out[b, t]) to source position s
+    align_rows:   int                 distinct (b, t) rows with a link (the loss normaliser)
 
     A source-only batch (decoding input) has no target: ``tgt_*`` are None and
     :meth:`target` raises.
@@ -35,6 +39,8 @@ class Batch:
     tgt_pad_mask: Tensor | None = None
     n_tokens: int = 0
     index: Tensor | None = None
+    align_links: Tensor | None = None
+    align_rows: int = 0
 
     def to(self, device: torch.device | str) -> Batch:
         """Move every tensor to ``device`` (non-blocking where possible)."""

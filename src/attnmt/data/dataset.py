@@ -10,7 +10,7 @@ source and BOS/EOS to a target, so a pair costs ``len + 1`` positions per side.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -90,9 +90,13 @@ def collate(items: Sequence[Item]) -> Batch:
 
 
 def make_loader(
-    dataset: Dataset[Item], sampler: Sampler[list[int]], num_workers: int = 0
+    dataset: Dataset[Item],
+    sampler: Sampler[list[int]],
+    num_workers: int = 0,
+    collate_fn: Callable[[Sequence[Item]], Batch] = collate,
 ) -> DataLoader:
-    """A DataLoader yielding :class:`Batch` objects, one per list the ``sampler`` yields.
+    """A DataLoader yielding :class:`Batch` objects, one per list the ``sampler`` yields
+    (``collate_fn`` builds them: :func:`collate`, or one that adds guided alignment's links).
 
     Keep ``num_workers=0`` when resuming from ``sampler.state_dict()``: worker processes
     prefetch batch indices, so the sampler's count runs ahead of the consumed batches.
@@ -103,7 +107,7 @@ def make_loader(
     return DataLoader(
         dataset,
         batch_sampler=sampler,
-        collate_fn=collate,
+        collate_fn=collate_fn,
         num_workers=num_workers,
         pin_memory=torch.cuda.is_available(),
         generator=torch.Generator(),

@@ -1,4 +1,4 @@
-"""Silver word alignments of a corpus' test split, from eflomal (optional: ``attnmt[silver]``).
+"""Silver word alignments of a corpus split, from eflomal (optional: ``attnmt[silver]``).
 
 A corpus without human (gold) alignments can still score attention with AER against the
 links of a statistical word aligner. eflomal (Östling & Tiedemann, 2016; a Bayesian IBM
@@ -18,20 +18,30 @@ The test split's links are written in Pharaoh format (:mod:`attnmt.data.gold`), 
 them sure. They are silver, not gold: an aligner's guesses, good enough to rank models by
 AER, not a human reference. eflomal takes no seed: two runs differ (on ding_de_en's test
 split about 10% of the links), so write the file once and score every model against it.
+
+The train split's links guide attention in training (attnmt.train.guided_alignment). Each
+links file gets a record beside it (:class:`LinksRecord`, ``<file>.json``): the split, the
+languages, counts, the aligner and the sha256 of the two prepared files it aligns, so that
+links are never used with another corpus' sentences (attnmt.data.train_links checks it).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.metadata
+import json
 import string
 import tempfile
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from attnmt.atomic import write_text
-from attnmt.data.corpora import PreparedCorpus
+from attnmt.atomic import write_json, write_text
+from attnmt.data.corpora import PreparedCorpus, file_info
 from attnmt.data.gold import Link, format_links, parse_links
-from attnmt.errors import ConfigError
+from attnmt.errors import ConfigError, DataError
 
 INSTALL = 'pip install -e ".[silver]"'
 """The command that installs eflomal, as the error message names it."""
@@ -158,3 +168,72 @@ def write_pharaoh(path: str | Path, alignments: Iterable[Iterable[Link]]) -> int
         lines.append(format_links(kept) + "\n")
     write_text(path, "".join(lines))
     return total
+
+
+@dataclass(frozen=True)
+class LinksRecord:
+    """What a links file aligns (written beside it as ``<file>.json``, see
+    :func:`record_path`): ``files`` maps each prepared file's name (``train.de``) to its
+    sha256, source first."""
+
+    split: str
+    src_lang: str
+    tgt_lang: str
+    pairs: int
+    links: int
+    files: dict[str, str]
+    aligner: str
+
+    @classmethod
+    def read(cls, path: Path) -> LinksRecord:
+        """The record at ``path``; DataError naming it when it is not one."""
+        try:
+            raw: Any = json.loads(path.read_text(encoding="utf-8"))
+            return cls(**{f.name: raw[f.name] for f in dataclasses.fields(cls)})
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise DataError(
+                f"{path}: not a links record ({type(err).__name__}: {err}); remove it, or "
+                "write the links again with scripts/silver_alignments.py"
+            ) from None
+
+
+def record_path(links: Path) -> Path:
+    """``<links>.json`` beside a links file (a compressed ``X.align.xz`` has ``X.align.json``)."""
+    return links.with_name(links.name.removesuffix(".xz") + ".json")
+
+
+def split_hashes(corpus: PreparedCorpus, split: str) -> dict[str, str]:
+    """{file name: sha256} of ``split``'s two prepared files, source first (as prepared;
+    hashed now for a cache older than that record)."""
+    hashes = {}
+    for path in corpus.files(split):
+        info = corpus.file_info.get(path.name) or file_info(path)
+        hashes[path.name] = str(info["sha256"])
+    return hashes
+
+
+def aligner_name() -> str:
+    """``eflomal <version>`` and the symmetrisation, as records name the aligner."""
+    try:
+        version = importlib.metadata.version("eflomal")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(version unknown)"
+    return f"eflomal {version}, both directions, grow-diag-final-and"
+
+
+def write_silver(corpus: PreparedCorpus, split: str, out: Path) -> LinksRecord:
+    """Align ``split`` with eflomal (:func:`silver_links`), write its Pharaoh file to
+    ``out`` and the record beside it (:func:`record_path`); returns the record."""
+    links = silver_links(corpus, split)
+    total = write_pharaoh(out, links)
+    record = LinksRecord(
+        split,
+        corpus.src_lang,
+        corpus.tgt_lang,
+        len(links),
+        total,
+        split_hashes(corpus, split),
+        aligner_name(),
+    )
+    write_json(record_path(out), dataclasses.asdict(record))
+    return record

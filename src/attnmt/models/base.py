@@ -14,6 +14,12 @@ and implements:
   ``"cross"`` [B,T,S] always; Transformers add ``"cross/layer{i}"`` [B,H,T,S],
   ``"self/layer{i}"`` [B,H,T,T] (decoder) and ``"enc_self/layer{i}"`` [B,H,S,S].
 
+Models whose training forward can also hand back one cross-attention map (the Transformer,
+the RNNs) report its layout with :meth:`Seq2Seq.guidable_attention` and take a
+:class:`CrossAttentionRequest`: ``forward(batch, request) -> (logits [B,T,V], attn
+[B,T,S])``, row t being the step that predicts ``tgt_out[:, t]`` (guided alignment trains it;
+without a request the forward computes no weights and stays on the fused path).
+
 The searches reorder, expand or drop a state's rows with :meth:`Seq2Seq.reorder_state`:
 by default :func:`select_state` (``index_select`` on dim 0 of every leaf), so models never
 need their own reorder code. A model may name the entries that depend on the source sentence
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from torch import Tensor, nn
@@ -67,6 +74,18 @@ def select_state(state: Any, index: Tensor) -> Any:
     return map_state(state, lambda t: t.index_select(0, index))
 
 
+@dataclass(frozen=True)
+class CrossAttentionRequest:
+    """Which cross-attention map a training forward returns beside its logits.
+
+    layer: decoder layer, Python indexing (-1: the last); an RNN has one map (-1 or 0).
+    heads: the heads averaged (None: all of them); an RNN's map is its one head (0).
+    """
+
+    layer: int = -1
+    heads: tuple[int, ...] | None = None
+
+
 MAX_DECODE_LENGTH = 1024
 """Hard cap on a hypothesis' length for models without a position table (RNNs): the
 Transformer's default ``max_positions``, far beyond any sentence (``decode.max_src_len``
@@ -103,6 +122,12 @@ class Seq2Seq(nn.Module, ABC):
             else:
                 out[key] = value
         return out
+
+    def guidable_attention(self) -> tuple[int, int] | None:
+        """(decoder layers, heads) of the cross-attention that ``forward(batch, request)``
+        can return (:class:`CrossAttentionRequest`); None when the model's forward takes
+        no request (it cannot be trained with guided alignment)."""
+        return None
 
     def max_target_length(self) -> int:
         """The most target pieces a hypothesis may hold (EOS not counted): the hard cap on

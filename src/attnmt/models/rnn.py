@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +47,7 @@ from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
 from attnmt.models.attention import Attention
-from attnmt.models.base import Seq2Seq, State
+from attnmt.models.base import CrossAttentionRequest, Seq2Seq, State
 from attnmt.models.rnn_cell import DecoderCell, layer_states
 from attnmt.models.rnn_config import (
     AttentionConfig,
@@ -238,9 +238,24 @@ class RNNSeq2Seq(Seq2Seq):
             attn.append(step_attn)
         return self._output(torch.stack(features, dim=1)), torch.stack(attn, dim=1)
 
-    def forward(self, batch: Batch) -> Tensor:
-        """Teacher forcing: batch.tgt_input [B,T] -> logits [B,T,V]."""
-        return self._teacher_force(batch)[0]
+    @overload
+    def forward(self, batch: Batch, request: None = None) -> Tensor: ...
+
+    @overload
+    def forward(self, batch: Batch, request: CrossAttentionRequest) -> tuple[Tensor, Tensor]: ...
+
+    def forward(
+        self, batch: Batch, request: CrossAttentionRequest | None = None
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Teacher forcing: batch.tgt_input [B,T] -> logits [B,T,V]; with a ``request``
+        (the model has one map: layer -1 or 0, heads None or (0,)) also its attention
+        weights [B,T,S], which the teacher-forced pass computes anyway."""
+        logits, attn = self._teacher_force(batch)
+        return logits if request is None else (logits, attn)
+
+    def guidable_attention(self) -> tuple[int, int]:
+        """One map of one head: the decoder's attention over the annotations."""
+        return 1, 1
 
     def attention(self, batch: Batch) -> dict[str, Tensor]:
         """{"cross": [B,T,S]} teacher-forced attention weights."""

@@ -25,7 +25,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import torch
 import torch.nn.functional as F
@@ -35,7 +35,13 @@ from attnmt import PAD_ID
 from attnmt.batch import Batch
 from attnmt.errors import ConfigError
 from attnmt.kernels import Dropout
-from attnmt.models.base import Seq2Seq, State, TypedModuleList, select_state
+from attnmt.models.base import (
+    CrossAttentionRequest,
+    Seq2Seq,
+    State,
+    TypedModuleList,
+    select_state,
+)
 from attnmt.models.positional import POSITIONS
 from attnmt.models.transformer_layers import (
     ACTIVATIONS,
@@ -227,29 +233,60 @@ class Transformer(Seq2Seq):
         return self.enc_norm(x), weights
 
     def _decode(
-        self, tgt_input: Tensor, memory: Tensor, src_pad_mask: Tensor, need_weights: bool = False
+        self,
+        tgt_input: Tensor,
+        memory: Tensor,
+        src_pad_mask: Tensor,
+        need_weights: bool = False,
+        cross_layer: int | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """Teacher forcing: tgt_input [B,T] -> (hidden [B,T,D], self [B,H,T,T] list,
-        cross [B,H,T,S] list)."""
+        cross [B,H,T,S] list). ``need_weights``: every layer's maps; ``cross_layer`` (an
+        index into the decoder layers): that layer's cross-attention map alone, the only
+        one off the fused path (the cross list then holds it alone)."""
         mask = self._src_mask(src_pad_mask)
         positions = torch.arange(tgt_input.size(1), device=tgt_input.device)
         x = self._embed(self.tgt_embed, tgt_input, positions)
         self_ws, cross_ws = [], []
-        for layer in self.decoder:
-            x, self_w, cross_w = layer(x, layer.cross_attn.project_kv(memory), mask, need_weights)
+        for i, layer in enumerate(self.decoder):
+            kv = layer.cross_attn.project_kv(memory)
+            x, self_w, cross_w = layer(x, kv, mask, need_weights, cross_weights=i == cross_layer)
             if need_weights:
                 self_ws.append(self_w)
+            if cross_w is not None:
                 cross_ws.append(cross_w)
         return self.dec_norm(x), self_ws, cross_ws
 
     # --------------------------------------------------------------- interface
 
-    def forward(self, batch: Batch) -> Tensor:
-        """Teacher-forced logits [B,T,V] for ``batch.tgt_input`` (fused attention path)."""
+    @overload
+    def forward(self, batch: Batch, request: None = None) -> Tensor: ...
+
+    @overload
+    def forward(self, batch: Batch, request: CrossAttentionRequest) -> tuple[Tensor, Tensor]: ...
+
+    def forward(
+        self, batch: Batch, request: CrossAttentionRequest | None = None
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Teacher-forced logits [B,T,V] for ``batch.tgt_input`` (fused attention path);
+        with a ``request`` also (logits, attn [B,T,S]): decoder layer ``request.layer``'s
+        cross-attention, the mean of ``request.heads`` (all heads when None), 0 on padding;
+        only that layer computes its weights explicitly."""
         tgt_input = batch.decoder_input()
         memory, _ = self._encode(batch.src, batch.src_pad_mask)
-        hidden, _, _ = self._decode(tgt_input, memory, batch.src_pad_mask)
-        return self.out_proj(hidden)
+        layer = None if request is None else range(len(self.decoder))[request.layer]
+        hidden, _, cross = self._decode(tgt_input, memory, batch.src_pad_mask, cross_layer=layer)
+        logits = self.out_proj(hidden)
+        if request is None:
+            return logits
+        (weights,) = cross  # [B,H,T,S]
+        if request.heads is not None:
+            weights = weights[:, list(request.heads)]
+        return logits, weights.mean(dim=1)
+
+    def guidable_attention(self) -> tuple[int, int]:
+        """(decoder layers, heads): every layer's cross-attention can be returned."""
+        return len(self.decoder), self.config.n_heads
 
     def encode(self, src: Tensor, src_pad_mask: Tensor) -> State:
         """src [B,S], src_pad_mask [B,S] -> {"memory": [B,S,D], "src_pad_mask": [B,S]}."""

@@ -134,13 +134,15 @@ class DecoderLayer(_Layer):
         cross_kv: tuple[Tensor, Tensor],
         src_mask: Tensor,
         need_weights: bool = False,
+        cross_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Teacher forcing. x [B,T,D], cross_kv: memory K/V [B,H,S,d_k], src_mask [B,1,1,S]
-        -> (x [B,T,D], self [B,H,T,T] | None, cross [B,H,T,S] | None)."""
+        -> (x [B,T,D], self [B,H,T,T] | None, cross [B,H,T,S] | None). ``need_weights``:
+        both maps; ``cross_weights``: the cross-attention map alone."""
         h = self.sublayer_input(x, self.self_norm)
         out, self_w = self.self_attn(h, causal=True, need_weights=need_weights)
         x = self.add_residual(x, out, self.self_norm)
-        x, cross_w = self.cross_attend(x, cross_kv, src_mask, need_weights)
+        x, cross_w = self.cross_attend(x, cross_kv, src_mask, need_weights or cross_weights)
         return self.feed_forward(x), self_w, cross_w
 
     def step(

@@ -31,6 +31,33 @@ MINUTES_PER_YEAR = 525_600
 
 
 @dataclass
+class GuidedAlignmentConfig:
+    """``trainer.guided_alignment``: train one cross-attention map towards word links
+    (attnmt.train.guided_alignment has the loss; docs/alignment.md the how-to)."""
+
+    # λ in L = L_translation + λ · L_align; 0 = off (no attention returned)
+    weight: float = field(default=0.0, metadata=within(0, 100))
+    # Transformer decoder layer whose cross-attention is trained (Python index, -1 = the last:
+    # the map evaluation and heatmaps read); RNNs have one map (-1 or 0)
+    layer: int = -1
+    heads: list[int] | None = None  # null = the mean of all heads; [0, 2]: the mean of these
+    # Pharaoh links of the train split (i-j, one line per pair; .xz read too); null = its
+    # silver links: the kept copy for a shipped corpus, else cached beside the prepared
+    # corpus (made with eflomal on first use when installed: scripts/silver_alignments.py)
+    links: str | None = None
+
+    def check(self, prefix: str = "trainer.guided_alignment") -> None:
+        """Heads distinct and >= 0 (λ's range: ``within`` above; the model's sizes:
+        attnmt.train.guided_alignment.check_guide)."""
+        if self.heads is not None:
+            if not self.heads or min(self.heads) < 0 or len(set(self.heads)) != len(self.heads):
+                raise ConfigError(
+                    f"{prefix}.heads must be null (all heads) or distinct head indices "
+                    f">= 0, got {self.heads}"
+                )
+
+
+@dataclass
 class TrainerConfig:
     """Every training knob (defaults = configs/trainer/default.yaml)."""
 
@@ -91,6 +118,8 @@ class TrainerConfig:
     test_ensemble: int = (
         1  # k > 1: decode the test split with the k best (best.json) as one ensemble
     )
+    # guided alignment: attention trained towards word links (off by default)
+    guided_alignment: GuidedAlignmentConfig = field(default_factory=GuidedAlignmentConfig)
 
     def check_best_at(self, prefix: str = "trainer") -> None:
         """``keep_best_at_minutes``: marks > 0, and a best checkpoint to keep at them."""
@@ -108,6 +137,7 @@ class TrainerConfig:
 
     def check(self, prefix: str = "trainer") -> None:
         """Value checks that types cannot express."""
+        self.guided_alignment.check(f"{prefix}.guided_alignment")
         # the float settings' ranges (within(...) above) are checked by attnmt.schema.parse
         positive = (
             "max_tokens",

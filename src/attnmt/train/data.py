@@ -10,7 +10,10 @@ and the files' size and mtime; the tokenizer's key still hashes the files' bytes
 With subword sampling (``data.tokenizer.sampling.enabled``) the loader reads the kept
 pairs from :class:`~attnmt.data.resample.EpochSegmentations` instead, which resamples
 each epoch's segmentation from the cached ids (never the text), and the sampler packs by
-that epoch's lengths or, for large corpora, by per-pair bounds.
+that epoch's lengths or, for large corpora, by per-pair bounds. With guided alignment
+(``trainer.guided_alignment.weight > 0``) the train split's word links are read and checked
+before the tokenizer (attnmt.data.train_links), and every batch carries them as piece links
+(attnmt.data.guided_batches).
 """
 
 from __future__ import annotations
@@ -26,12 +29,15 @@ from torch.utils.data import DataLoader
 
 from attnmt.data.config import DataConfig
 from attnmt.data.corpora import PreparedCorpus, prepare_corpus, require_splits
-from attnmt.data.dataset import filter_lengths, make_loader
+from attnmt.data.dataset import collate, filter_lengths, make_loader
+from attnmt.data.guided_batches import GuidedCollate, word_starts
 from attnmt.data.idcache import cached_token_array
 from attnmt.data.indexed import IndexedDataset
 from attnmt.data.resample import EpochSegmentations, SamplingSettings
 from attnmt.data.sampler import TokenBatchSampler
 from attnmt.data.tokenizer import Tokenizer, load_or_train_tokenizer
+from attnmt.data.train_links import train_links
+from attnmt.data.word_links import WordLinks
 from attnmt.train.config import TrainerConfig
 from attnmt.train.distributed import DistInfo, barrier
 from attnmt.train.evaluation import EvalSet, make_eval_set
@@ -68,6 +74,8 @@ def build_data(
         barrier()  # rank 0 prepares, trains the tokenizer, encodes; the others read the caches
     corpus = prepare_corpus(dcfg)
     require_splits(corpus, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
+    guided = tcfg.guided_alignment
+    word_links = train_links(corpus, guided.links) if guided.weight > 0 else None
     train_src, train_tgt = corpus.files("train")
     if tokenizer_files is not None:
         tokenizer = Tokenizer.from_files_dict(tokenizer_files)
@@ -110,12 +118,21 @@ def build_data(
         segmentation=resampled,
     )
     # num_workers=0: exact sampler position
-    loader = make_loader(train if resampled is None else resampled, sampler)
+    batches = collate if word_links is None else guided_collate(word_links, tokenizer, train)
+    loader = make_loader(train if resampled is None else resampled, sampler, collate_fn=batches)
     valid_src, valid_ref = corpus.read("valid")
     warn_suspicious_valid(corpus)
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
     return TrainingData(corpus, tokenizer, train, sampler, loader, valid, ids_seconds)
+
+
+def guided_collate(links: WordLinks, tokenizer: Tokenizer, train: IndexedDataset) -> GuidedCollate:
+    """Batches of ``train`` (its kept pairs, in its order) with their piece links."""
+    lines = train.index
+    return GuidedCollate(
+        links.subset(lines), word_starts(tokenizer, "src"), word_starts(tokenizer, "tgt"), lines
+    )
 
 
 def subword_sampling(

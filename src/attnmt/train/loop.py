@@ -44,6 +44,7 @@ from attnmt.train.averaging import average_files
 from attnmt.train.best_at import due, take
 from attnmt.train.checkpointing import make_checkpoint, restore
 from attnmt.train.evaluation import score_checkpoint, score_ensemble, validate
+from attnmt.train.guided_alignment import GuidedAlignment, batch_alignment_loss, teacher_forced
 from attnmt.train.interrupt import FinalTestInterrupted, StopFlag, TrainingInterrupted
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.meter import TrainMeter
@@ -132,6 +133,7 @@ class Trainer:
         self.resume_point = (self.parts.data.sampler.state_dict(), rng_state())
         self.rng_ranks: list[dict[str, Any]] | None = None  # every rank's, at the last save
         self.stop_flag = StopFlag()
+        self.guide = GuidedAlignment.of(self.tcfg.guided_alignment)  # None: off
         self.parts.translator.should_stop = self.stop_flag.poll  # long decodes stop too
         self.mid_update = False  # True from the first backward until the step is recorded
         self.record = self._open_record(parts) if self.parts.dist.is_main else None
@@ -270,7 +272,10 @@ class Trainer:
         local = sum(b.n_tokens for b in batches)
         n_global = ddp.global_token_count(local, self.parts.dist)
         scale = ddp.loss_scale(n_global, self.parts.dist)
-        sums = torch.zeros(3, dtype=torch.float64)
+        guide = self.guide  # guided alignment: λ · Σ rows' cross-entropy / the update's rows
+        rows = ddp.global_token_count(sum(b.align_rows for b in batches), self.parts.dist)
+        align_scale = ddp.loss_scale(rows, self.parts.dist)
+        sums = torch.zeros(5, dtype=torch.float64)  # loss, nll, tokens, align loss, align rows
         self.net.train()
         self.mid_update = True
         for i, batch in enumerate(batches):
@@ -278,19 +283,27 @@ class Trainer:
             batch = word_dropout(batch, self.tcfg.src_word_dropout, self.tcfg.tgt_word_dropout)
             with ddp.no_sync(self.net, sync=i == len(batches) - 1):
                 with self.parts.precision.autocast():
-                    logits = self.net(batch)
+                    logits, attn = teacher_forced(self.net, batch, guide)
                 out = label_smoothed_nll(logits, batch.target()[1], self.tcfg.label_smoothing)
-                self.parts.precision.scaler.scale(out.loss * scale).backward()
+                loss, align = out.loss * scale, 0.0
+                if guide is not None and attn is not None:
+                    aligned = batch_alignment_loss(attn, batch)
+                    loss = loss + guide.weight * align_scale * aligned.total
+                    align = float(aligned.total.detach())
+                self.parts.precision.scaler.scale(loss).backward()
             sums += torch.tensor(
-                [float(out.loss.detach()), float(out.nll), out.n_tokens], dtype=torch.float64
+                [float(out.loss.detach()), float(out.nll), out.n_tokens, align, batch.align_rows],
+                dtype=torch.float64,
             )
         self.parts.precision.scaler.unscale_(self.parts.optimizer)
         max_norm = self.tcfg.clip_grad_norm if self.tcfg.clip_grad_norm > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(self.parts.model.parameters(), max_norm)
         ddp.all_reduce_sum(sums)  # every rank decides alike whether the update is skipped
         # a non-finite loss, or gradient (with fp16 loss scaling the scaler owns inf gradients)
-        finite = math.isfinite(float(sums[0])) and (
-            self.parts.precision.scaler.is_enabled() or math.isfinite(float(grad_norm))
+        finite = (
+            math.isfinite(float(sums[0]))
+            and math.isfinite(float(sums[3]))
+            and (self.parts.precision.scaler.is_enabled() or math.isfinite(float(grad_norm)))
         )
         if finite:
             self.parts.precision.scaler.step(self.parts.optimizer)
@@ -301,14 +314,19 @@ class Trainer:
         self.resume_point = (self.parts.data.sampler.state_dict(), rng_state())
         self.mid_update = False
         tokens = max(float(sums[2]), 1.0)
-        return {
-            "loss": float(sums[0]) / tokens,
+        figures = {
+            "loss": float(sums[0]) / tokens,  # the translation loss alone, as unguided runs
             "nll": float(sums[1]) / tokens,
             "lr": lr,
             "grad_norm": float(grad_norm),
             "tokens": tokens,
             "seconds": time.perf_counter() - started,
         }
+        if guide is not None:  # L_align per row with a link, and those rows
+            figures.update(
+                align=float(sums[3]) / max(float(sums[4]), 1.0), align_rows=float(sums[4])
+            )
+        return figures
 
     def _count_bad_update(self, step: int, finite: bool) -> None:
         """Skipped updates: a total (logged, TensorBoard train/skipped_updates) and a run."""

@@ -88,6 +88,7 @@ def hparams(cfg: RunConfig, n_params: int, vocab: int, precision: str) -> dict[s
         "precision": precision,
         "seed": cfg.seed,
         "beam": cfg.decode.beam,
+        "guided_alignment": t.guided_alignment.weight,  # λ; 0 = unguided
     }
 
 

@@ -34,9 +34,11 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from attnmt.data.config import DataConfig
 from attnmt.decode.config import DecodeConfig
 from attnmt.errors import ConfigError
+from attnmt.models.base import Seq2Seq
 from attnmt.models.registry import MODELS, build_model, model_class
 from attnmt.schema import check_choice, no_value, parse, plain, suggest, unknown_key
 from attnmt.train.config import TrainerConfig
+from attnmt.train.guided_alignment import check_guide
 from attnmt.train.optim import OPTIMIZERS, SCHEDULES
 from attnmt.train.precision import RESOLVERS
 
@@ -99,11 +101,11 @@ def _model_schema(container: Mapping[str, Any]) -> type:
     return model_class(str(name)).Config
 
 
-def _build_model_on_meta(model_cfg: Any) -> None:
+def _build_model_on_meta(model_cfg: Any) -> Seq2Seq:
     """Run the model constructor's own checks without allocating (meta device)."""
     try:
         with torch.device("meta"):
-            build_model(model_cfg, 8, 8, True)
+            return build_model(model_cfg, 8, 8, True)
     except ConfigError:
         raise
     except (ValueError, KeyError) as err:
@@ -171,7 +173,8 @@ def validate_config(cfg: DictConfig | Mapping[str, Any] | RunConfig) -> RunConfi
     trainer = sections.get("trainer", TrainerConfig())
     for dotted, names in CHOICES.items():
         check_choice(dotted, getattr(trainer, dotted.partition(".")[2]), names)
-    _build_model_on_meta(sections["model"])
+    model = _build_model_on_meta(sections["model"])
+    check_guide(trainer.guided_alignment, model, "trainer.guided_alignment")
     return RunConfig(**sections, **dataclasses.asdict(scalars))
 
 
