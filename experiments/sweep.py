@@ -43,7 +43,8 @@ from typing import Protocol
 from attnmt.atomic import atomic_dir
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import BEST_FILE, LAST, RunDir
-from attnmt.run_record import RecordError, RunRecord, read_record
+from attnmt.run_record import RecordError, RunRecord, read_record, read_summary
+from attnmt.run_summary import Summary
 from experiments import die_with_parent
 from experiments.study import Run, Study, load_study
 
@@ -59,8 +60,15 @@ def record_of(folder: Path) -> RunRecord | None:
         return None
 
 
+def summary_of(folder: Path) -> Summary | None:
+    try:
+        return read_summary(folder)
+    except RecordError:
+        return None
+
+
 def finished(folder: Path) -> bool:
-    return (rec := record_of(folder)) is not None and rec.status == "finished"
+    return (s := summary_of(folder)) is not None and s.status == "finished"
 
 
 def trained_minutes(rec: RunRecord | None) -> float:
@@ -193,13 +201,13 @@ class Sweep:
         return f"; recorded in {target}"
 
     def ended(self, run: Run, code: int, started: float, out: Outcome) -> str:
-        rec = record_of(self.folder(run))
-        if code == 0 and rec is not None and rec.status == "finished":
+        s = summary_of(self.folder(run))
+        if code == 0 and s is not None and s.status == "finished":
             out.finished.append(run.name)
-            bleu = (rec.test or {}).get("bleu")
+            bleu = s.test.bleu if s.test is not None else None
             return (
                 f"finished {run.name}: test BLEU {'–' if bleu is None else f'{bleu:.2f}'}, "
-                f"{trained_minutes(rec):.1f} training minutes, "
+                f"{s.minutes or 0:.1f} training minutes, "
                 f"{(self.clock() - started) / 60:.1f} min in this call"
                 + (self.keep(run) if self.record else "")
             )

@@ -72,7 +72,8 @@ class FakeProc:
         self.run.hyps.mkdir(exist_ok=True)
         (self.run.hyps / "test.txt").write_text("a b c\nd e\n")
         self.writer.event("test", 4, epoch=1, minutes=1.5, bleu=12.5, chrf=30.0)
-        self.writer.update(status="finished", reason="max_steps")
+        test = {"beam": 1, "bleu": 12.5, "chrf": 30.0}
+        self.writer.update(status="finished", reason="max_steps", minutes=1.5, test=test)
 
     def send_signal(self, sig: int) -> None:
         assert sig == signal.SIGTERM
