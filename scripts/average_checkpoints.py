@@ -9,21 +9,23 @@ checkpoints best first (``checkpoints/best.json``), a file for itself.
 So it never replaces what a run still uses, ``--force`` or not: a run's ``last.pt`` (the
 training state ``resume=`` needs), a file its best.json lists, a name its trainer writes
 (``best-<step>.pt``, ``averaged.pt``), an input; another existing file only with
-``--force``. A checkpoint named twice (the same file, also through a run directory) is
+``--force`` (attnmt.output_guard, the guard every command's output path goes through).
+A checkpoint named twice (the same file, also through a run directory) is
 refused. All of that is checked before any checkpoint is read.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from attnmt.checkpoint import read_best_json
 from attnmt.errors import AttnmtError, CheckpointError, ConfigError
-from attnmt.run_dir import BEST_JSON, CHECKPOINTS, LAST, RunDir
+from attnmt.output_guard import OutputKind, is_checkpoint
+from attnmt.output_guard import check_output as check_output_path
+from attnmt.run_dir import BEST_JSON, RunDir
 from attnmt.train.averaging import average_checkpoints, average_state_dicts
 
 __all__ = [
@@ -34,8 +36,6 @@ __all__ = [
     "checkpoint_files",
     "main",
 ]
-
-"""The names a trainer writes in its checkpoints folder (resume= looks for them)."""
 
 
 def checkpoint_files(inputs: Sequence[str | Path], k: int) -> list[Path]:
@@ -80,45 +80,24 @@ def check_distinct(found: Sequence[tuple[Path, str]]) -> None:
         seen[key] = origin
 
 
-def _listed(ckpt_dir: Path) -> list[str]:
-    """The file names ``ckpt_dir/best.json`` lists (all of its ``"file"`` values, even of a
-    best.json that is otherwise malformed)."""
-    try:
-        return [e["file"] for e in read_best_json(ckpt_dir / BEST_JSON)]
-    except CheckpointError:
-        try:
-            text = (ckpt_dir / BEST_JSON).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return []
-        return re.findall(r'"file"\s*:\s*"([^"]+)"', text)
-
-
-def _is_checkpoint_dir(folder: Path) -> bool:
-    """Whether ``folder`` is (or looks like) a run's checkpoints folder."""
-    return folder.name == CHECKPOINTS or any((folder / n).is_file() for n in (BEST_JSON, LAST))
+AVERAGED = OutputKind(
+    "an averaged checkpoint", "--output", "avg.pt", own=is_checkpoint, force="--force", in_runs=True
+)
+"""What --output may name (attnmt.output_guard): a new file, in a run too, but never one the
+run uses or its trainer writes; an existing file only with --force."""
 
 
 def check_output(output: Path, files: Sequence[Path], force: bool) -> None:
-    """ConfigError when writing ``output`` would destroy something: a run's ``last.pt``, a
-    file of a run's best.json, a name its trainer writes, one of ``files`` (the inputs),
-    a directory, or (without ``force``) any existing file."""
-    in_run = _is_checkpoint_dir(output.parent)
-    suggestion = (output.parent.parent if in_run else output.parent) / "avg.pt"
-    why, advice = None, f"choose another name, e.g. {suggestion}"
-    if output.is_dir():
-        why, advice = "is a directory", f"name the file to write, e.g. {output / 'avg.pt'}"
-    elif in_run and output.name == LAST:
-        why = "is the run's last.pt, the training state resume= continues from"
-    elif in_run and output.name in _listed(output.parent):
-        why = f"is listed in {output.parent / BEST_JSON}, which evaluate.py and ensembles read"
-    elif in_run and RunDir.trainer_writes(output.name):
-        why = "is named like the run's own checkpoints, which resume= would take it for"
-    elif any(output.resolve() == f.resolve() for f in files):
-        why = "is one of the checkpoints being averaged"
-    elif output.exists() and not force:
-        why, advice = "exists", "pass --force to replace it, or choose another name"
-    if why is not None:
-        raise ConfigError(f"--output {output} {why}; {advice} (nothing was written)")
+    """ConfigError when writing ``output`` would destroy something: what the shared guard
+    refuses (a run's ``last.pt``, a file of its best.json, a name its trainer writes, its
+    record, a prepared corpus' file, a directory, without ``force`` any existing file) or
+    one of ``files`` (the inputs)."""
+    check_output_path(output, AVERAGED, force)
+    if any(output.resolve() == f.resolve() for f in files):
+        raise ConfigError(
+            f"--output {output} is one of the checkpoints being averaged; choose another "
+            "name, e.g. avg.pt (nothing was written)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

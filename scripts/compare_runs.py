@@ -30,6 +30,8 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from attnmt import run_curves
+from attnmt.errors import ConfigError
+from attnmt.output_guard import OutputKind, check_output
 from attnmt.run_curves import Curve, validation_figure
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
@@ -176,6 +178,21 @@ def figure(runs: list[Run], marks: Sequence[float] = ()) -> Figure:
     return validation_figure([Curve(r.label, r.valid) for r in runs], marks)
 
 
+def is_comparison(path: Path) -> bool:
+    """Whether ``path`` (OUT.md or OUT.png) is of a comparison this script wrote: OUT.md
+    starts with its table's header."""
+    try:
+        with path.with_suffix(".md").open(encoding="utf-8") as f:
+            return f.readline() == table([]).splitlines(keepends=True)[0]
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+COMPARISON = OutputKind("a comparison of runs", "--out", "compare", own=is_comparison)
+"""What --out may name (attnmt.output_guard): no run's file, no existing file but a
+previous comparison's OUT.md and OUT.png."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories or folders of runs")
@@ -190,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(m <= 0 for m in args.minutes):
         parser.error("--minutes: every mark must be a positive number of minutes")
+    try:
+        for path in (args.out.with_suffix(".md"), args.out.with_suffix(".png")):
+            check_output(path, COMPARISON)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     runs = [read_run(p) for p in run_dirs(args.runs)]
     text = table(runs)
     if args.minutes:

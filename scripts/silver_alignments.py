@@ -21,13 +21,23 @@ import logging
 import sys
 from pathlib import Path
 
+import attnmt.data.silver as silver
 from attnmt.cli.data_group import data_config
 from attnmt.data.corpora import PreparedCorpus, prepare_corpus
 from attnmt.data.recipes.common import SPLITS
 from attnmt.data.silver import write_silver
 from attnmt.errors import AttnmtError
+from attnmt.output_guard import OutputKind, check_output
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+SILVER = OutputKind(
+    "silver alignments",
+    "--out",
+    "test.silver.align",
+    own=lambda path: path.name.endswith(".silver.align"),
+)
+"""What --out may name (attnmt.output_guard): no file of a run or of a prepared corpus (its
+gold), no other existing file than a previous ``*.silver.align``."""
 
 
 def default_out(corpus: PreparedCorpus, split: str = "test") -> Path:
@@ -46,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
+        if args.out is not None:
+            check_output(args.out, SILVER)  # before minutes of preparing and aligning
+        silver.require_eflomal()  # likewise
         corpus = prepare_corpus(data_config(args.overrides, CONFIGS))
         out = args.out or default_out(corpus, args.split)
         record = write_silver(corpus, args.split, out)

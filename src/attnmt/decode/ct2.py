@@ -95,7 +95,8 @@ from attnmt.errors import CheckpointError, ConfigError
 from attnmt.models.base import Seq2Seq
 from attnmt.models.transformer import Transformer
 from attnmt.models.transformer_layers import DecoderLayer, EncoderLayer
-from attnmt.run_dir import BEST_JSON, CHECKPOINTS, LAST, RunDir
+from attnmt.output_guard import OutputKind, check_output_dir
+from attnmt.run_dir import BEST_JSON, CHECKPOINTS, LAST
 
 log = logging.getLogger(__name__)
 
@@ -318,29 +319,17 @@ def vocabularies(tokenizer: Tokenizer) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------- export
 
 
+EXPORT = OutputKind("a CTranslate2 export", "out=", "ct2-model")
+"""What ``out=`` may name (attnmt.output_guard); which existing export ``force=true`` may
+replace is :func:`check_replaceable`'s."""
+
+
 def refuse_run_output(out: Path) -> None:
-    """ConfigError when writing ``out`` could destroy a training run or a checkpoint: ``out``
-    is a checkpoint file, a run directory, inside one, or holds one (``force=true``
-    included, since an export replaces ``out`` whole)."""
-    out = out.resolve()
-    if out.is_file() and out.suffix == ".pt":
-        raise ConfigError(
-            f"out={out} is a checkpoint file; an export would destroy it. Choose a new "
-            "directory, e.g. out=ct2-model"
-        )
-    inside = next((p for p in [out, *out.parents] if RunDir.is_run(p)), None)
-    held = None
-    if inside is None and out.is_dir():
-        held = next(
-            (p for p in out.rglob("*") if p.suffix == ".pt" or (p.is_dir() and RunDir.is_run(p))),
-            None,
-        )
-    if inside is not None or held is not None:
-        what = f"is or is inside the run directory {inside}" if inside else f"holds {held}"
-        raise ConfigError(
-            f"out={out} {what}; an export replaces out whole and would delete its "
-            "checkpoints and logs (force=true too). Choose a new directory, e.g. out=ct2-model"
-        )
+    """ConfigError when writing ``out`` could destroy a training run, a checkpoint or a
+    prepared corpus: ``out`` is a file, a run directory or inside one, in a corpus cache, or
+    holds a run or a checkpoint (``force=true`` included, since an export replaces ``out``
+    whole): :func:`attnmt.output_guard.check_output_dir`."""
+    check_output_dir(out, EXPORT, replaces_whole=True)
 
 
 EXPORT_NAMES = re.compile(
