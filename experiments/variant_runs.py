@@ -41,7 +41,10 @@ class Variant:
 def train_run(overrides: tuple[str, ...], seed: int, run: Path, threads: int, out: Any) -> bool:
     """``python train.py <overrides> seed=S`` into ``run`` with ``threads`` threads, output to
     the open file ``out``; a folder cut off earlier goes on from its last checkpoint
-    (``resume=``). True when train.py succeeded."""
+    (``resume=``), a finished one is left as it is (resuming it is refused). True when
+    train.py succeeded, or had."""
+    if (run / "summary.json").is_file() and read_record(run).status == "finished":
+        return True
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     cmd = [sys.executable, "train.py", *overrides, f"seed={seed}", f"hydra.run.dir={run}"]
     if run.exists():

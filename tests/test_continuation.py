@@ -3,6 +3,8 @@ difference fails naming its key); finetune=PATH starts a new run from a checkpoi
 
 from __future__ import annotations
 
+import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,9 @@ import torch
 from helpers.toy_train import toy_train_config
 
 from attnmt.errors import ConfigError
+from attnmt.run_record import read_record
 from attnmt.train.continuation import explicit_keys
+from attnmt.train.interrupt import TrainingInterrupted
 from attnmt.train.loop import Trainer, train
 
 
@@ -46,8 +50,9 @@ def test_resume_with_run_defining_changes_fails_naming_each_key(
     with pytest.raises(ConfigError) as err:
         _trainer(data, tmp_path, f"resume={run}", "trainer.lr=0.005", override, explicit=None)
     message = str(err.value)
-    assert f"resume={run} continues the run in {run}" in message
-    assert key in message and "finetune=" in message
+    # the run is named by its folder (0e30e32 named the checkpoint file as the run)
+    assert f"resume={run} continues the run in {run} (from its checkpoints/last.pt) " in message
+    assert key in message and f"finetune={run / 'checkpoints' / 'last.pt'}" in message
 
 
 def test_resume_takes_unset_keys_from_the_checkpoint_and_allows_the_listed_ones(
@@ -137,8 +142,10 @@ def custom_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pa
 
 
 def _resume(files: Path, data: Path, run: Path, tmp_path: Path) -> Trainer:
-    overrides = (*CUSTOM, f"data.path={files}", f"resume={run}")
-    return Trainer(toy_train_config(data, *overrides), tmp_path / "new", explicit={"resume"})
+    """Resume the finished 4-step run for 2 more steps (as it was, it is not resumed)."""
+    overrides = (*CUSTOM, f"data.path={files}", f"resume={run}", "trainer.max_steps=6")
+    explicit = {"resume", "trainer.max_steps"}
+    return Trainer(toy_train_config(data, *overrides), tmp_path / "new", explicit=explicit)
 
 
 def test_resume_on_changed_corpus_files_fails_naming_them(
@@ -190,3 +197,81 @@ def test_a_checkpoint_without_a_corpus_fingerprint_still_resumes(
     finally:
         trainer.close()
     assert "records no corpus fingerprint" in caplog.text
+
+
+def test_resuming_a_finished_run_says_it_is_finished_and_raising_its_limit_goes_on(
+    tmp_path: Path,
+) -> None:
+    """On 0e30e32 ``resume=RUN`` of a finished run decoded the test again and appended a
+    second ``test`` and ``end`` event at the same step."""
+    data, run = tmp_path / "data", tmp_path / "run"
+    settings = ("trainer.max_steps=4", "trainer.val_every_steps=4", "trainer.test=true")
+    train(toy_train_config(data, *settings), run)
+    before = {name: (run / name).read_bytes() for name in ("metrics.jsonl", "summary.json")}
+    with pytest.raises(ConfigError) as err:
+        train(toy_train_config(data, *settings, f"resume={run}"), tmp_path / "hydra")
+    message = str(err.value)
+    assert message.startswith(
+        f"resume={run}: the run in {run} is finished (max_steps at step 4), so resuming would "
+        "train nothing and only decode the test again. To decode again: python evaluate.py "
+        f"ckpt={run} split=test; to train on, raise what stops it: trainer.max_steps=4 (step "
+        f"4), e.g. resume={run} trainer.max_steps=8; or start a new run"
+    ), message
+    assert "\n" not in message
+    assert {name: (run / name).read_bytes() for name in before} == before  # nothing written
+    assert not (run / ".lock").exists()
+    # the way on that the message names: a larger trainer.max_steps trains 2 more updates
+    result = train(
+        toy_train_config(data, *settings, f"resume={run}", "trainer.max_steps=6"),
+        tmp_path / "hydra",
+    )
+    assert result["step"] == 6
+    record = read_record(run)
+    assert [(e["event"], e["step"]) for e in record.events if e["event"] in ("test", "end")] == [
+        ("test", 4),
+        ("end", 4),
+        ("test", 6),
+        ("end", 6),
+    ]
+    assert record.status == "finished"
+
+
+def test_a_killed_run_at_its_last_step_is_still_resumed_to_finish(tmp_path: Path) -> None:
+    """A run killed during its final test (summary still ``running``) has reached its
+    limit too; resuming it is how it gets its test, so it is not refused."""
+    data, run = tmp_path / "data", tmp_path / "run"
+    settings = ("trainer.max_steps=2", "trainer.val_every_steps=2", "trainer.test=false")
+    train(toy_train_config(data, *settings), run)
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "status": "running"}))
+    result = train(toy_train_config(data, *settings, f"resume={run}"), tmp_path / "hydra")
+    assert result["step"] == 2 and read_record(run).status == "finished"
+
+
+def test_a_resumed_run_names_its_best_checkpoint_from_its_start(tmp_path: Path) -> None:
+    """On 0e30e32 the resumed run's summary.json had no ``best`` until its next validation,
+    although best.json listed the checkpoints of the validations before the stop."""
+    data, run = tmp_path / "data", tmp_path / "run"
+    settings = ("trainer.val_every_steps=4", "trainer.test=false")
+
+    def ctrl_c(step: int, fig: dict[str, float]) -> None:
+        if step == 6:
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(TrainingInterrupted):
+        train(toy_train_config(data, *settings, "trainer.max_steps=8"), run, on_step=ctrl_c)
+    valid = read_record(run).valid
+    assert [e["step"] for e in valid] == [4]
+    seen = []
+
+    def peek(step: int, fig: dict[str, float]) -> None:
+        if step == 7:  # resumed at 6; the next validation is at 8
+            seen.append(json.loads((run / "summary.json").read_text()))
+
+    cfg = toy_train_config(data, *settings, "trainer.max_steps=8", f"resume={run}")
+    train(cfg, tmp_path / "hydra", on_step=peek)
+    (summary,) = seen
+    assert summary["step"] == 6 and summary.get("best") is not None
+    assert (summary["best"]["file"], summary["best"]["step"]) == ("best-4.pt", 4)
+    assert summary["best"]["val_bleu"] == pytest.approx(valid[0]["bleu"])
+    assert (run / "checkpoints" / "best-4.pt").is_file()

@@ -18,15 +18,27 @@ Same settings are not the same data: ``data=custom`` files edited between the ru
 new prepared cache under the same settings. A checkpoint therefore records the train and
 valid files it was trained on (:meth:`attnmt.data.corpora.PreparedCorpus.fingerprint`), and
 :func:`check_same_corpus` refuses to resume on other pairs.
+
+A finished run is not resumed as it is: with the limit that stopped it still reached, it
+would train nothing and only decode the test again (:func:`check_unfinished`). Raising
+that limit (``trainer.max_steps``, ``max_epochs``, ``time_budget_min``,
+``early_stopping_patience``) continues it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from attnmt.checkpoint_format import Checkpoint
 from attnmt.errors import ConfigError
+from attnmt.run_dir import RunDir
+from attnmt.run_record import RecordError, read_summary
+from attnmt.train.config import TrainerConfig
 
 log = logging.getLogger(__name__)
 
@@ -165,12 +177,21 @@ def resumed_settings(
     merged, refused = _merge(raw, saved, explicit, "", _may_change, known)
     if refused:
         raise ConfigError(
-            f"resume={raw.get('resume')} continues the run in {source} with its own "
+            f"resume={raw.get('resume')} continues {run_of(source)} with its own "
             f"settings, but these differ from it: {'; '.join(refused)}. Drop those overrides to "
             "continue the run as it was, or start a new run from its weights with "
             f"finetune={source}"
         )
     return merged
+
+
+def run_of(checkpoint: str | Path) -> str:
+    """The run a checkpoint continues, for messages: ``the run in RUN (from its
+    checkpoints/last.pt)``, or ``the run of checkpoint FILE`` outside a run folder."""
+    run = RunDir.of_checkpoint(checkpoint)
+    if run is None:
+        return f"the run of checkpoint {checkpoint}"
+    return f"the run in {run.path} (from its checkpoints/{Path(checkpoint).name})"
 
 
 def finetuned_settings(
@@ -216,9 +237,92 @@ def check_same_corpus(saved: Mapping[str, Any] | None, now: Mapping[str, Any], s
     ]
     if changed:
         raise ConfigError(
-            f"resume: the corpus differs from the one the run in {source} trained on (prepared "
+            f"resume: the corpus differs from the one {run_of(source)} trained on (prepared "
             f"as {saved.get('cache')}, now {now.get('cache')}): {'; '.join(changed)}. "
             "Resuming would go on training and choosing checkpoints on other pairs. Put the "
             "files back as they were to continue this run, or start a new run from its "
             f"weights on the new data with finetune={source}"
         )
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A stop rule that holds: ``reached`` says which and why (``trainer.max_steps=8 (step
+    8)``), ``raised`` is an override that lifts it (``trainer.max_steps=16``)."""
+
+    reached: str
+    raised: str
+
+
+def limits_reached(trainer: TrainerConfig, checkpoint: Checkpoint) -> list[Limit]:
+    """The stop rules of the training loop (attnmt.train.loop) that already hold at
+    ``checkpoint`` under ``trainer``: a run resumed there would stop before its first
+    update."""
+    state = checkpoint.training.trainer if checkpoint.training is not None else {}
+    step, epoch = checkpoint.step, checkpoint.epoch
+    minutes = float(state.get("wall_s", 0.0)) / 60.0
+    bad_vals = int(state.get("bad_vals", 0))
+    t, reached = trainer, []
+    if t.max_steps and step >= t.max_steps:
+        more = max(2 * t.max_steps, step + 1)
+        reached.append(
+            Limit(f"trainer.max_steps={t.max_steps} (step {step})", f"trainer.max_steps={more}")
+        )
+    if t.max_epochs and epoch >= t.max_epochs:
+        more = max(2 * t.max_epochs, epoch + 1)
+        reached.append(
+            Limit(
+                f"trainer.max_epochs={t.max_epochs} (epoch {epoch})", f"trainer.max_epochs={more}"
+            )
+        )
+    patience = t.early_stopping_patience
+    if patience and bad_vals >= patience:
+        reached.append(
+            Limit(
+                f"trainer.early_stopping_patience={patience} ({bad_vals} validations without "
+                "a gain)",
+                f"trainer.early_stopping_patience={bad_vals + patience}",
+            )
+        )
+    budget = t.time_budget_min
+    if budget and step > 0 and minutes >= budget:
+        reached.append(
+            Limit(
+                f"trainer.time_budget_min={budget:g} ({minutes:.1f} minutes trained)",
+                f"trainer.time_budget_min={math.ceil(minutes + budget):g}",
+            )
+        )
+    return reached
+
+
+def check_unfinished(
+    trainer: TrainerConfig, checkpoint: Checkpoint, source: str | Path, resume: str
+) -> None:
+    """``resume=`` of a finished run whose stop rule still holds: ConfigError saying the
+    run is finished and what to do (a new decode: evaluate.py; more training: raise the
+    limit; or a new run), instead of decoding the test again and appending a second
+    ``test`` and ``end`` at the same step. A run that did not finish (killed, interrupted,
+    failed), an older checkpoint of a finished run, or raised limits go on."""
+    run = RunDir.of_checkpoint(source)
+    if run is None:
+        return
+    try:
+        summary = read_summary(run.path)
+    except RecordError as err:
+        log.warning("%s; resuming without knowing whether the run finished", err)
+        return
+    if summary is None or summary.status != "finished":
+        return
+    if summary.step != checkpoint.step:
+        return  # a checkpoint from before the end: the run goes on from there
+    reached = limits_reached(trainer, checkpoint)
+    if not reached:
+        return
+    raise ConfigError(
+        f"resume={resume}: the run in {run.path} is finished ({summary.reason} at step "
+        f"{checkpoint.step}), so resuming would train nothing and only decode the test again. "
+        f"To decode again: python evaluate.py ckpt={run.path} split=test; to train on, "
+        f"raise what stops it: {'; '.join(r.reached for r in reached)}, e.g. "
+        f"resume={resume} {' '.join(r.raised for r in reached)}; or start a new run from its "
+        f"weights with finetune={source}"
+    )

@@ -35,7 +35,7 @@ from attnmt.batch import Batch
 from attnmt.checkpoint import CheckpointManager
 from attnmt.checkpoint_format import Checkpoint
 from attnmt.decode.plots import figure_to_array
-from attnmt.errors import AttnmtError
+from attnmt.errors import AttnmtError, WriteError
 from attnmt.machine import this_machine
 from attnmt.run_dir import AVERAGED, RunDir
 from attnmt.run_record import RecordWriter, source_commit
@@ -165,7 +165,12 @@ class Trainer:
         }
         resume_step = self.step if resume is not None else None
         record = RecordWriter(RunDir(self.run_dir), resume_step, about)
-        record.update(step=self.step, epoch=self.parts.data.sampler.epoch, minutes=self.minutes())
+        record.update(
+            step=self.step,
+            epoch=self.parts.data.sampler.epoch,
+            minutes=self.minutes(),
+            best=self._best(),  # a resumed run's, from its start (None before a validation)
+        )
         if self.tcfg.keep_best_at_minutes or self.state.best_at:
             record.update(best_at=self._best_at())
         record.event(
@@ -733,7 +738,7 @@ def train(
             together = _every_rank_ends_so(err)
             try:
                 trainer.end_record(*_ending(err))
-            except OSError as record_err:  # the run's own error is the one to report
+            except (OSError, WriteError) as record_err:  # the run's own error is reported
                 log.warning("the run record's end was not written: %s", record_err)
             raise
         finally:

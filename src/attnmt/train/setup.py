@@ -33,7 +33,7 @@ from attnmt.models.registry import build_model
 from attnmt.run_dir import RunDir
 from attnmt.schema import plain
 from attnmt.train import distributed as ddp
-from attnmt.train.continuation import finetuned_settings, resumed_settings
+from attnmt.train.continuation import check_unfinished, finetuned_settings, resumed_settings
 from attnmt.train.data import TrainingData, build_data
 from attnmt.train.optim import Schedule, build_optimizer, build_schedule
 from attnmt.train.precision import Precision
@@ -129,7 +129,10 @@ def compose_settings(
         raw = finetuned_settings(raw, start.config, explicit, str(source), setting_keys)
         log.info("finetune: a new run from the weights and tokenizer of %s", source)
         origin = Finetune(source, start)
-    return Settings(validate_config(raw), run_dir, origin)
+    cfg = validate_config(raw)
+    if isinstance(origin, Resume):  # a finished run is not resumed to test it again
+        check_unfinished(cfg.trainer, origin.checkpoint, origin.path, str(resume))
+    return Settings(cfg, run_dir, origin)
 
 
 def start_run(
