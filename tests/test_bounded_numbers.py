@@ -4,7 +4,9 @@ where it multiplies a length or a score (``decode.max_len_a=1e308``, ``alpha=1e3
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -15,7 +17,7 @@ from attnmt.cli.evaluate import EvalSettings
 from attnmt.cli.translate import TranslateSettings
 from attnmt.decode.config import DecodeConfig
 from attnmt.errors import ConfigError
-from attnmt.schema import Range, check_numbers, parse, range_of, within
+from attnmt.schema import RANGE, Range, check_numbers, parse, range_of, within
 
 
 def test_a_range_holds_its_numbers_and_says_itself() -> None:
@@ -111,3 +113,42 @@ def test_serve_and_the_command_line_share_alphas_range() -> None:
         assert err.value.message == f"alpha: {alpha} is out of range; allowed: 0 <= alpha <= 10"
     _, options = options_of(TranslateRequest(text="a", beam=2, alpha=10), settings, served)
     assert options.alpha == 10.0
+
+
+def _schemas() -> list[type]:
+    """Every settings schema a user's values are parsed onto, with their sub-dataclasses."""
+    from attnmt.data.config import DataConfig
+    from attnmt.models.registry import MODELS
+    from attnmt.serve.settings import ServeSettings
+    from attnmt.train.config import TrainerConfig
+
+    roots = [DataConfig, TrainerConfig, DecodeConfig, EvalSettings, TranslateSettings]
+    roots += [ServeSettings, *(m.Config for m in MODELS.values())]
+    found: list[type] = []
+    while roots:
+        schema = roots.pop()
+        if schema in found:
+            continue
+        found.append(schema)
+        for hint in typing.get_type_hints(schema).values():
+            roots += [a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)]
+    return found
+
+
+def _has_float(hint: object) -> bool:
+    return hint is float or any(_has_float(a) for a in typing.get_args(hint))
+
+
+def test_every_float_setting_of_every_schema_states_its_range() -> None:
+    """No float setting without a stated finite range: a new one fails here until it has
+    ``field(..., metadata=within(lo, hi))``."""
+    unbounded = [
+        f"{schema.__name__}.{f.name}"
+        for schema in _schemas()
+        for f in dataclasses.fields(schema)
+        if _has_float(typing.get_type_hints(schema)[f.name]) and RANGE not in f.metadata
+    ]
+    assert unbounded == []
+    assert {"DecodeConfig", "TrainerConfig", "AttentionConfig", "SamplingConfig"} <= {
+        s.__name__ for s in _schemas()
+    }
