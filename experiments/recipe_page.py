@@ -625,7 +625,7 @@ def commands_section() -> list[str]:
         "",
         "One run at a time on otherwise idle cores, 2 threads each; each run's record is "
         "written to results/recipe/ when it is done (commit it then), and a run cut off is "
-        "resumed with what is left of its budget (experiments/recipe.py says how). Runs "
+        "resumed with its budget, which counts the run's training minutes across resumes. Runs "
         "compared at equal minutes are of one CPU kind (vendor, family/model, SIMD flags, "
         "torch): a change and the recipe run on its kind (the compare stage runs the recipe "
         "once more on each new kind), and the corpora stage's runs on one corpus; the runner "
@@ -653,8 +653,8 @@ def commands_section() -> list[str]:
         f"hydra.run.dir={compare[0].run_dir(Path('.'))}-cpu<family>.<model>",
         *(" ".join(b.command()) for b in DATA_BUILDS),
         *(r.command(Path(".")) for r in corpora),
-        f"python evaluate.py ckpt={shot}/snapshots/best-at-30min.pt split=test "
-        f"out_dir={shot}/snapshots/eval-30min   # + the run's decode settings",
+        f"python evaluate.py ckpt={shot}/checkpoints/best-at-30min.pt split=test "
+        f"out_dir={shot}/eval/test-best-at-30min   # + the run's decode settings",
         *(r.command(Path(".")) for r in [*seeds.others, *seeds.twins]),
         seeds.ensemble.command(Path(".")) + "   # + their decode settings",
         "# a member recorded on another machine is trained again (the same command) before "

@@ -172,7 +172,7 @@ def _kept(run: Path) -> dict[float, tuple[int, float]]:
 def _summary_best_at(run: Path) -> list[dict[str, Any]]:
     summary = read_record(run).summary
     assert summary is not None
-    return list(summary["best_at"])
+    return [vars(b) for b in summary.best_at or ()]  # attnmt.run_summary.BestAt
 
 
 def test_each_mark_keeps_the_best_as_of_its_minute_though_the_k_best_move_on(
@@ -211,7 +211,7 @@ def test_marks_passed_by_the_final_validation_count_it_only_at_its_minute(
     Planted(monkeypatch, {2: 1.0, 3: 2.0}, valid_min=0.5).train(cfg, tmp_path)
     assert _kept(tmp_path) == {3.75: (2, 1.0), 4.0: (3, 2.0)}
     summary = read_record(tmp_path).summary
-    assert summary is not None and summary["minutes"] == 4.0
+    assert summary is not None and summary.minutes == 4.0
 
 
 def test_a_resume_across_a_mark_keeps_the_marks_taken_and_takes_the_later_ones(

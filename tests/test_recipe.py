@@ -1,7 +1,7 @@
-"""experiments/recipe.py and recipe_page.py: the plan, the hours rule, resuming with what is
-left of a budget, records from hand-made run folders, the page from planted records, and one
-toy run end to end (train.py, a snapshot, evaluate.py). The snapshots themselves
-(attnmt.train.snapshots): tests/test_snapshots.py."""
+"""experiments/recipe.py and recipe_page.py: the plan, the hours rule, resuming with the
+whole budget, records from hand-made run folders, the page from planted records, and one
+toy run end to end (train.py, a checkpoint kept at a mark, evaluate.py). The marks
+themselves (trainer.keep_best_at_minutes): tests/test_best_at.py."""
 
 from __future__ import annotations
 
@@ -20,11 +20,9 @@ from helpers.toy_train import TOY_OVERRIDES
 from hydra import compose, initialize_config_dir
 
 from attnmt import run_curves
-from attnmt.errors import WriteError
 from attnmt.machine import Machine
 from attnmt.train.run_config import validate_config
 from attnmt.train.run_lock import owner_record
-from attnmt.train.snapshots import keep_snapshots
 from experiments import recipe, recipe_page
 from experiments.recipe import (
     CHANGES,
@@ -147,6 +145,7 @@ def test_every_planned_command_composes_with_the_settings_it_claims() -> None:
                 assert cfg.trainer.precision == "fp32"
             else:
                 assert cfg.trainer.time_budget_min == run.minutes and cfg.trainer.max_steps == 0
+            assert cfg.trainer.keep_best_at_minutes == list(run.marks)
             assert cfg.seed == run.seed
             if run.stage == "compare":  # the recipe as the stage measured it, one change
                 assert cfg.trainer.max_tokens == (2048 if "tokens2048" in run.variant else 1024)
@@ -278,7 +277,7 @@ def test_the_overhead_of_a_run_that_stopped_early_counts_from_its_last_validatio
     tmp_path: Path,
 ) -> None:
     """The recipe stops early (its own patience): its wall minutes minus the budget are
-    negative, but what it took beyond its training (the test, the snapshots' decodes) is
+    negative, but what it took beyond its training (the test, the decodes at its marks) is
     what the next run needs besides its budget."""
     run = corpora_run(RECIPE, DING)
     curve = [[5000, 48.0, 3.0, 5.0, 25.0], [5500, 50.0, 3.0, 4.9, 25.0]]
@@ -547,18 +546,28 @@ def test_no_run_starts_beside_one_that_another_process_trains(
     assert f"busy     {compare[0].stem}" in out and "on other-host" in out and ".lock" in out
 
 
-def test_a_run_cut_off_is_resumed_with_what_is_left_of_its_budget(
+def test_a_run_cut_off_is_resumed_with_its_whole_budget_and_its_marks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """trainer.time_budget_min counts the run's training minutes across resumes: the
+    runner passes the budget as planned (a folder an older runner resumed holds what was
+    left of it), and the marks, however much the folder has trained."""
     run = runs("compare")[0]
     folder = run.run_dir(tmp_path)
     folder.mkdir(parents=True)
     runner, calls = _recording_runner(tmp_path, monkeypatch)
-    for done, expected in (((30.0, 900), "trainer.time_budget_min=15.000"),
-                           ((44.8, 1000), "trainer.max_steps=1000")):  # fmt: skip
+    for done in ((30.0, 900), (44.8, 1000), (45.2, 1010)):
         monkeypatch.setattr(recipe, "trained", lambda folder, d=done: d)
         assert runner.train(run, None) == (True, True)  # type: ignore[arg-type]
-        assert calls[-1][2:] == [f"resume={folder}", f"hydra.run.dir={folder}", expected]
+        assert calls[-1][2:] == [
+            f"resume={folder}",
+            f"hydra.run.dir={folder}",
+            "trainer.time_budget_min=45",
+        ]
+    marked = runs("corpora")[0]
+    marked.run_dir(tmp_path).mkdir(parents=True)
+    assert runner.train(marked, None) == (True, True)  # type: ignore[arg-type]
+    assert calls[-1][4:] == ["trainer.keep_best_at_minutes=[30,60]", "trainer.time_budget_min=120"]
     # a folder without a checkpoint is moved aside and the run starts afresh
     monkeypatch.setattr(recipe, "trained", lambda folder: None)
     assert runner.train(run, None) == (True, False)  # type: ignore[arg-type]
@@ -717,6 +726,20 @@ def _run_folder(folder: Path, valid: list[tuple[int, float, float, float, float]
     (folder / ".hydra" / "config.yaml").write_text("decode:\n  beam: 5\n  alpha: 0.6\n")
 
 
+def _kept_at(folder: Path, *marks: tuple[Any, ...]) -> None:
+    """What trainer.keep_best_at_minutes leaves: for each (minute, step, val_bleu[, kept])
+    the summary's best_at entry and, when kept, ``checkpoints/best-at-<m>min.pt`` (a hard
+    link to the step's best checkpoint); missed: listed without a file."""
+    listed = []
+    for minutes, step, bleu, *kept in marks:
+        name = f"best-at-{minutes:g}min.pt" if not kept or kept[0] else None
+        if name is not None:
+            (folder / "checkpoints" / name).hardlink_to(folder / "checkpoints" / f"best-{step}.pt")
+        listed.append({"minutes": minutes, "file": name, "step": step, "val_bleu": bleu})
+    summary = json.loads((folder / "summary.json").read_text())
+    _write(folder / "summary.json", {**summary, "best_at": listed})
+
+
 TEST = {"checkpoint": "averaged.pt", "beam": 5, "bleu": 6.5, "chrf": 25.5,
         "bleu_signature": "BLEU|sig", "chrf_signature": "chrF2|sig", "ter": 80.0}  # fmt: skip
 
@@ -731,7 +754,7 @@ def test_a_finished_run_folder_gives_its_record_once(
     _run_folder(folder, VALID, 50.1, "finished", reason="early_stopping", step=2600, epoch=9,
                 minutes=50.4, params=9_000_000, precision="bf16", machine=MACHINE,
                 commit="abc1234", events=extra)  # fmt: skip
-    keep_snapshots(folder, run.marks)  # the run stopped before minute 60
+    _kept_at(folder, (30, 1000, 3.0))  # the trainer's mark at 30; it stopped before 60
     decoded: list[tuple[list[Path], Path, dict[str, Any]]] = []
 
     def evaluate(ckpts: list[Path], out_dir: Path, decode: dict[str, Any], log: TextIO) -> Any:
@@ -743,8 +766,8 @@ def test_a_finished_run_folder_gives_its_record_once(
     monkeypatch.setattr(runner, "train", lambda *a: pytest.fail("a finished run is not trained"))
     path = runner.execute(run)
     assert path == tmp_path / "results/recipe/corpora/recipe-ding_de_en-seed1-120min.json"
-    assert decoded == [([folder / "snapshots/best-at-30min.pt"], folder / "snapshots/eval-30min",
-                        {"beam": 5, "alpha": 0.6})]  # fmt: skip
+    assert decoded == [([folder / "checkpoints/best-at-30min.pt"],
+                        folder / "eval/test-best-at-30min", {"beam": 5, "alpha": 0.6})]  # fmt: skip
     rec = json.loads(path.read_text())
     assert rec["curve"] == [list(v) for v in VALID]
     assert rec["best_by"] == {"30": 3.0, "60": None, "120": None}  # ended at 50: shorter
@@ -757,7 +780,11 @@ def test_a_finished_run_folder_gives_its_record_once(
     assert rec["average"] == {"bleu": 4.2, "chrf": 25.2, "nll": 3.2, "kept": True}
     assert (rec["updates"], rec["params"], rec["precision"]) == (2600, 9_000_000, "bf16")
     assert (rec["threads"], rec["machine"], rec["train_commit"]) == (2, MACHINE, "abc1234")
-    assert rec["overrides"][-2:] == ["seed=1", "trainer.time_budget_min=120"]
+    assert rec["overrides"][-3:] == [
+        "trainer.keep_best_at_minutes=[30,60]",
+        "seed=1",
+        "trainer.time_budget_min=120",
+    ]
     assert rec["run_dir"] == "outputs/recipe/corpora/recipe-ding_de_en-seed1-120min"
     # trained by an earlier invocation: its minutes here are the decodes' alone, so it is
     # "resumed" and the hours rule does not take its overhead from it
@@ -768,31 +795,33 @@ def test_a_finished_run_folder_gives_its_record_once(
     assert runner.execute(run) == path and path.read_bytes() == before
 
 
-def test_a_run_that_finished_unwatched_gets_the_snapshots_its_checkpoints_still_give(
+def test_a_mark_the_trainer_missed_or_whose_checkpoint_is_gone_has_no_test(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No watcher saw the run (its runner was killed, train.py went on alone): the record's
-    look takes each mark whose best checkpoint is still there, and misses the pruned."""
+    """The summary lists minute 60 as missed (its best checkpoint was gone: no file): no
+    test at 60, and no decode of a file that is not there; minute 30's is decoded. A kept
+    mark whose file is gone since (a folder carried without it) is missing too, not a
+    decode that fails at every invocation."""
     run = corpora_run(RECIPE, DING)
     folder = run.run_dir(tmp_path)
     _run_folder(folder, VALID, 61.0, "finished", minutes=61.2,
                 events=[_event("test", 2600, 61.1, **TEST)])  # fmt: skip
-    (folder / "checkpoints" / "best-2000.pt").unlink()  # the best by 60: pruned
+    _kept_at(folder, (30, 1000, 3.0), (60, 2000, 5.0, False))
     runner = Runner(tmp_path)
-    monkeypatch.setattr(runner, "evaluate", lambda *a: {"bleu": 3.3, "chrf": 21.0})
+    decoded: list[Path] = []
+
+    def evaluate(ckpts: list[Path], *a: Any) -> Any:
+        decoded.extend(ckpts)
+        return {"bleu": 3.3, "chrf": 21.0}
+
+    monkeypatch.setattr(runner, "evaluate", evaluate)
     rec = json.loads(runner.execute(run).read_text())  # type: ignore[union-attr]
     assert rec["test_at"]["30"]["source"] == "snapshot" and rec["test_at"]["30"]["step"] == 1000
-    assert rec["test_at"]["60"] is None
-    assert (folder / "snapshots" / "best-at-30min.pt").read_bytes() == b"weights 1000"
-    # a copy that fails (a full disk) leaves no record and the runner going
+    assert rec["test_at"]["60"] is None and decoded == [folder / "checkpoints/best-at-30min.pt"]
     run.record_path(tmp_path).unlink()
-    (folder / "snapshots" / "snapshots.json").unlink()
-
-    def full(*a: Any) -> Any:
-        raise WriteError("cannot write: no space left on device")
-
-    monkeypatch.setattr(recipe, "keep_snapshots", full)
-    assert runner.execute(run) is None and not run.record_path(tmp_path).exists()
+    (folder / "checkpoints" / "best-at-30min.pt").unlink()
+    rec = json.loads(runner.execute(run).read_text())  # type: ignore[union-attr]
+    assert rec["test_at"]["30"] is None and len(decoded) == 1
 
 
 def test_no_record_from_a_run_that_did_not_finish(
@@ -1072,7 +1101,7 @@ def test_the_docs_figure_is_there_exactly_when_the_page_shows_it() -> None:
 def test_a_toy_run_end_to_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], real_runs: None
 ) -> None:
-    """train.py on toy_reverse for 3 seconds with a snapshot at 0.6 s, evaluate.py on it,
+    """train.py on toy_reverse for 3 seconds with the best kept at 0.6 s, evaluate.py on it,
     the record; then the plan says it is done."""
     toy = [
         o for o in TOY_OVERRIDES if not o.startswith(("trainer.time_budget_min", "trainer.test"))
@@ -1081,7 +1110,7 @@ def test_a_toy_run_end_to_end(
                  "data.toy.test=8", "trainer.max_tokens=256", "trainer.val_every_steps=3",
                  "trainer.keep_best=50", "trainer.early_stopping_patience=0")  # fmt: skip
     run = PlannedRun("corpora", "toy", "toy_reverse", 1, 0.05, overrides, (0.01,))
-    runner = Runner(tmp_path, threads=1, poll_s=0.2)
+    runner = Runner(tmp_path, threads=1)
     assert recipe.run_entries([run], runner, title="toy") == 0
     assert "toy: 1 recorded now, 0 left" in capsys.readouterr().out
     rec = json.loads(run.record_path(tmp_path).read_text())
@@ -1094,7 +1123,7 @@ def test_a_toy_run_end_to_end(
     assert rec["resumed"] is False
     snap = rec["test_at"]["0.01"]
     assert snap["source"] == "snapshot" and snap["checkpoints"] == [
-        f"outputs/recipe/corpora/{run.stem}/snapshots/best-at-0.01min.pt"
+        f"outputs/recipe/corpora/{run.stem}/checkpoints/best-at-0.01min.pt"
     ]
     by_then = [p for p in rec["curve"] if p[1] <= 0.01]
     assert snap["val_bleu"] == max(p[3] for p in by_then)

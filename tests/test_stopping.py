@@ -116,7 +116,7 @@ def test_a_time_budget_spent_across_a_kill_and_a_resume_trains_its_minutes_in_to
     assert second["stop_reason"] == "time_budget" and second["step"] == 5
     assert again.steps == list(range(at + 1, 6))
     summary = read_record(run).summary
-    assert summary is not None and summary["minutes"] == 5.0 and summary["step"] == 5
+    assert summary is not None and summary.minutes == 5.0 and summary.step == 5
 
 
 def test_a_resumed_run_whose_budget_is_spent_stops_at_once_and_a_larger_one_goes_on(
