@@ -423,3 +423,29 @@ def test_the_alignment_loss_is_logged_apart() -> None:
     assert scalars["train/align"] == pytest.approx((1.0 * 3 + 2.0 * 1) / 4)
     assert scalars["train/nll"] == pytest.approx(1.5)  # the translation loss alone
     assert "| align 1.250 |" in meter.line(3, 0)
+
+
+def test_guided_training_logs_its_loss_apart_and_keeps_the_translation_loss(
+    tmp_path: Path,
+) -> None:
+    """Two updates of a guided run and of its unguided twin: the first update's translation
+    loss is the same number (the alignment term is not in it), and only the guided run's
+    figures carry ``align`` over the rows that have links."""
+    from attnmt.data.corpora import prepare_corpus
+    from attnmt.train.loop import train
+
+    toy = ["data=toy_align", "data.toy.train=100", "data.toy.valid=4", "data.toy.test=4"]
+    small = [*toy, "trainer.max_steps=2", "trainer.val_every_steps=0", "trainer.num_samples=0"]
+    corpus = prepare_corpus(validate_config(toy_train_config(tmp_path, *small)).data)
+    gold = corpus.gold_alignments("train")
+    figures: dict[str, list[dict[str, float]]] = {"plain": [], "guided": []}
+    guided = ["trainer.guided_alignment.weight=0.5", f"trainer.guided_alignment.links={gold}"]
+    for name, extra in (("plain", []), ("guided", guided)):
+        cfg = toy_train_config(tmp_path, *small, *extra)
+        train(cfg, tmp_path / name, on_step=lambda _, fig, n=name: figures[n].append(fig))
+    plain, aligned = figures["plain"], figures["guided"]
+    assert len(plain) == len(aligned) == 2
+    assert aligned[0]["nll"] == pytest.approx(plain[0]["nll"], rel=1e-5)
+    assert aligned[0]["loss"] == pytest.approx(plain[0]["loss"], rel=1e-5)
+    assert "align" not in plain[0]
+    assert all(f["align_rows"] > 0 and 0 < f["align"] < 20 for f in aligned)

@@ -278,8 +278,9 @@ class Trainer:
         n_global = ddp.global_token_count(local, self.parts.dist)
         scale = ddp.loss_scale(n_global, self.parts.dist)
         guide = self.guide  # guided alignment: λ · Σ rows' cross-entropy / the update's rows
-        rows = ddp.global_token_count(sum(b.align_rows for b in batches), self.parts.dist)
-        align_scale = ddp.loss_scale(rows, self.parts.dist)
+        if guide is not None:  # (no extra all-reduce without it)
+            rows = ddp.global_token_count(sum(b.align_rows for b in batches), self.parts.dist)
+            align_scale = ddp.loss_scale(rows, self.parts.dist)
         sums = torch.zeros(5, dtype=torch.float64)  # loss, nll, tokens, align loss, align rows
         self.net.train()
         self.mid_update = True
