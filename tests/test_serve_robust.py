@@ -137,9 +137,10 @@ def test_attention_maps_stay_within_max_attention_values(models: list[ServedMode
 def test_a_probe_sized_request_stays_within_the_stated_volume(models: list[ServedModel]) -> None:
     """64 lines of 300 characters, beam 16, n_best 16, attention: within the default bound
     (4,000,000 values, about 7 bytes of JSON each); best translations get their maps
-    first; every line left without some says so."""
+    first; every line left without some says so. (The default max_decode_work refuses
+    this request before decoding: tests/test_serve_cost.py; lifted here.)"""
     line = " ".join("abcdef"[i % 6] for i in range(150))
-    with client(models) as c:
+    with client(models, max_decode_work=10**9) as c:
         response = c.post(
             "/translate",
             json={"text": [line] * 64, "beam": 16, "n_best": 16, "attention": True},
@@ -397,7 +398,9 @@ def test_ctrl_c_stops_within_seconds_answering_503(
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
+    # the heavy requests are over the default max_decode_work: lifted, so that they decode
     args = [f"ckpt={run}", f"port={port}", "batch_lines=1", "timeout_s=600"]
+    args.append("max_decode_work=100000000")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
@@ -454,7 +457,8 @@ def test_the_load_benchmark_runs_on_a_tiny_model(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """benchmarks/serve_throughput.py --load: concurrent clients against serve.py in its own
-    process; answers by status, latencies, peak memory, a clean Ctrl-C (no figures kept)."""
+    process; answers by status, latencies, peak memory, a clean Ctrl-C (no figures kept).
+    The probe is over the default max_decode_work: refused at once (413)."""
     import argparse
 
     from benchmarks import serve_throughput
@@ -466,9 +470,10 @@ def test_the_load_benchmark_runs_on_a_tiny_model(
     record = json.loads(written.read_text())
     kinds = {row["kind"]: row for row in record["rows"]}
     assert kinds["sentence"]["requests"] == 22 and kinds["probe"]["requests"] == 1
+    assert kinds["probe"]["statuses"] == {"413": 1}
     for row in kinds.values():
         assert sum(row["statuses"].values()) == row["requests"]
-        assert set(row["statuses"]) <= {"200", "503"}
+        assert set(row["statuses"]) <= {"200", "413", "503"}
         assert row["p50_s"] <= row["p99_s"]
     assert record["peak_rss_mb"] >= record["idle_rss_mb"] > 0
     assert record["exit_status"] == 0 and record["tracebacks"] == 0

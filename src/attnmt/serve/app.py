@@ -23,6 +23,7 @@ from fastapi.staticfiles import StaticFiles
 
 from attnmt.serve.api import ApiError, TranslateRequest, lines_of, options_of, references_of
 from attnmt.serve.backend import ServedModel
+from attnmt.serve.cost import check_work, decode_work
 from attnmt.serve.errors import BodyLimit, install_error_handlers
 from attnmt.serve.info import NO_ATTENTION
 from attnmt.serve.jsonio import dumps
@@ -46,7 +47,13 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
     """The app serving ``models`` (the first is ``ckpt=``, a second ``ckpt2=``) within the
     limits of ``settings``; one :class:`DecodeWorker` per model, stopped at shutdown."""
     workers = [
-        DecodeWorker(m, settings.queue_size, settings.batch_lines, settings.max_attention_values)
+        DecodeWorker(
+            m,
+            settings.queue_size,
+            settings.batch_lines,
+            settings.max_attention_values,
+            settings.max_decode_work,
+        )
         for m in models
     ]
 
@@ -97,7 +104,11 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
                     "batch_lines": settings.batch_lines,
                     "timeout_s": settings.timeout_s,
                     "max_attention_values": settings.max_attention_values,
+                    "max_decode_work": settings.max_decode_work,
                     "body_timeout_s": settings.body_timeout_s,
+                    "header_timeout_s": settings.header_timeout_s,
+                    "keep_alive_s": settings.keep_alive_s,
+                    "max_connections": settings.max_connections,
                 },
             }
         )
@@ -112,7 +123,9 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
             },
             400: {"description": "invalid JSON"},
             408: {"description": "the body did not arrive within body_timeout_s"},
-            413: {"description": "body or line count over the limit"},
+            413: {
+                "description": "body, line count or decode work (max_decode_work) over the limit"
+            },
             422: {"description": "a field with a wrong type or value (named in `field`)"},
             503: {"description": "the queue is full, decoding took too long, or stopping"},
         },
@@ -121,10 +134,13 @@ def create_app(settings: ServeSettings, models: list[ServedModel]) -> FastAPI:
         lines = lines_of(req.text, settings.max_lines)
         model, options = options_of(req, settings, models)
         references = references_of(req, lines, model)
+        # refused before it waits or decodes; tokenizing 256 KB is done off the event loop
+        work = await asyncio.to_thread(decode_work, model, lines, options, references)
+        check_work(work, settings.max_decode_work, options)
         note = NO_ATTENTION if req.attention and not model.has_attention else None
         worker = workers[req.model]
         try:
-            job = worker.submit(lines, options, references)
+            job = worker.submit(lines, options, references, work.total)
         except QueueFull:
             raise ApiError(
                 503,

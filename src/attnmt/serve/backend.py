@@ -15,7 +15,7 @@ from attnmt.data.textio import normalize_space
 from attnmt.decode.attention_maps import AttentionMaps, attention_maps
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.ct2 import CT2Translator, is_export_dir, load_ct2_translator
-from attnmt.decode.search import Hypothesis, StopCheck
+from attnmt.decode.search import Hypothesis, StopCheck, length_cap, max_length
 from attnmt.decode.translator import Translator, detokenize_lines, load_translator
 from attnmt.decode.word_alignment import pharaoh, word_alignment
 from attnmt.errors import ConfigError
@@ -70,6 +70,16 @@ class ServedModel:
         if isinstance(self.translator, CT2Translator):
             return min(self.decode.max_src_len, self.translator.max_positions - 1)
         return self.decode.max_src_len
+
+    def length_limit(self, pieces: int) -> int:
+        """The most target pieces (decoder steps) a translation of a source of ``pieces``
+        pieces (already cut) may take: floor(a·(pieces + 1) + b), within the model's cap
+        (attnmt: ``max_target_length``; CTranslate2: the export's positions)."""
+        if isinstance(self.translator, CT2Translator):
+            return self.translator.max_length(pieces, self.decode)
+        limit = max_length(pieces + 1, self.decode.max_len_a, self.decode.max_len_b)
+        cap = length_cap(self.translator.model)
+        return limit if cap is None else min(limit, cap)
 
     def search(
         self, lines: Sequence[str], options: Options, n: int, should_stop: StopCheck | None = None

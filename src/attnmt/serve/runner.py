@@ -20,10 +20,16 @@ from typing import Any
 
 import uvicorn
 
+from attnmt.serve.protocol import header_timeout_protocol
+from attnmt.serve.settings import ServeSettings
+
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 3  # seconds a stopping server gives responses still being sent
 JOIN_S = 10.0  # seconds it waits for a decode thread to leave the model
+#: the largest request line and headers (h11's own default, stated): more gets 400 and the
+#: connection closed
+MAX_HEADER_BYTES = 16 * 1024
 
 
 class StoppingServer(uvicorn.Server):
@@ -45,13 +51,31 @@ class StoppingServer(uvicorn.Server):
             self._loop.call_soon_threadsafe(self._on_stop)
 
 
+def server_config(app: Any, host: str, port: int, log_level: str) -> uvicorn.Config:
+    """uvicorn's settings for ``app`` within the connection limits of its ServeSettings
+    (``app.state.settings``): request line and headers within ``header_timeout_s``
+    (:mod:`attnmt.serve.protocol`; uvicorn has no option for it) and MAX_HEADER_BYTES, an
+    idle connection closed after ``keep_alive_s``, at most ``max_connections`` open
+    connections (uvicorn's ``limit_concurrency``: past it, requests get its 503)."""
+    s: ServeSettings = app.state.settings
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=header_timeout_protocol(s.header_timeout_s),
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        timeout_keep_alive=s.keep_alive_s,
+        limit_concurrency=s.max_connections,
+        timeout_graceful_shutdown=STOP_GRACE_S,
+    )
+
+
 def serve(app: Any, host: str, port: int, log_level: str) -> None:
     """Serve ``app`` (from :func:`attnmt.serve.app.create_app`) on ``host:port`` until an
-    exit signal; returns once its decode threads have ended (or after JOIN_S each)."""
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=STOP_GRACE_S
-    )
-    server = StoppingServer(config, app.state.stop)
+    exit signal (:func:`server_config`'s limits); returns once its decode threads have
+    ended (or after JOIN_S each)."""
+    server = StoppingServer(server_config(app, host, port, log_level), app.state.stop)
     try:
         server.run()
     except KeyboardInterrupt:  # uvicorn raises again the Ctrl-C it handled, once stopped

@@ -29,8 +29,16 @@ class ServeSettings:
     # a request waiting longer for its decode gets 503
     timeout_s: float = field(default=120.0, metadata=within(0, 3600, lo_open=True))
     max_attention_values: int = 4_000_000  # attention weights per response (more: left out)
+    # decoder positions a request may cost (more: 413), counted before decoding:
+    # Σ lines (beam + n_best with attention/alignments) × length limit + reference pieces
+    max_decode_work: int = 50_000
     # a request body not received in full by then gets 408
     body_timeout_s: float = field(default=10.0, metadata=within(0, 3600, lo_open=True))
+    # a connection whose request line and headers are not in full by then is closed
+    # (once opened, and again after each answer)
+    header_timeout_s: float = field(default=10.0, metadata=within(0, 3600, lo_open=True))
+    keep_alive_s: int = 5  # an idle connection is closed this long after its last answer
+    max_connections: int = 128  # open connections; past it, a request gets uvicorn's 503
     docs: bool = False  # /docs: FastAPI's Swagger UI, which loads its scripts from a CDN
     log_level: str = "info"  # uvicorn's: critical | error | warning | info | debug
 
@@ -47,6 +55,9 @@ class ServeSettings:
             "queue_size",
             "batch_lines",
             "max_attention_values",
+            "max_decode_work",
+            "keep_alive_s",
+            "max_connections",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")

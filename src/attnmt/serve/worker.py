@@ -3,8 +3,10 @@
 Requests wait in a queue of ``queue_size``; a full queue refuses the next at once
 (:class:`QueueFull`, the API's 503) instead of letting it wait without end. The thread takes
 the oldest request and every queued request that decodes the same way (same beam and
-alpha: :meth:`Options.batch_key`) up to ``batch_lines`` lines, and decodes their lines in
-one call of the Translator, which length-sorts and batches them itself. A request's
+alpha: :meth:`Options.batch_key`) up to ``batch_lines`` lines and ``max_work`` decoder
+positions together (:mod:`attnmt.serve.cost`: each request was refused up front past it,
+so a batch holds the model no longer than the largest request may), and decodes their
+lines in one call of the Translator, which length-sorts and batches them itself. A request's
 n-best lists are cut to its own ``n_best`` (beam search does not depend on it), so batching
 never changes a translation. Each request's result is built and encoded as JSON bytes in
 this thread (:mod:`attnmt.serve.jsonio`), so the event loop only sends it.
@@ -46,9 +48,10 @@ class Abandoned(Exception):
 
 
 class Job(Future):
-    """One request: its lines, options and the lines' references (None: none asked for;
-    they never change the search, so they do not keep a request out of a batch); as a
-    Future, its result is the JSON byte parts of its ``lines`` array
+    """One request: its lines, options, the lines' references (None: none asked for;
+    they never change the search, so they do not keep a request out of a batch) and its
+    decode work (decoder positions, :class:`attnmt.serve.cost.DecodeWork`); as a Future,
+    its result is the JSON byte parts of its ``lines`` array
     (:func:`attnmt.serve.jsonio.json_parts`)."""
 
     def __init__(
@@ -56,9 +59,11 @@ class Job(Future):
         lines: list[str],
         options: Options,
         references: list[Reference | None] | None = None,
+        work: int = 0,
     ) -> None:
         super().__init__()
         self.lines, self.options, self.references = lines, options, references
+        self.work = work
         self.abandoned = False  # its client left: drop it, stop its decode
 
 
@@ -83,9 +88,11 @@ class DecodeWorker:
         queue_size: int,
         batch_lines: int,
         max_attention_values: int | None = None,
+        max_work: int | None = None,
     ) -> None:
         self.model = model
         self.queue_size, self.batch_lines = queue_size, batch_lines
+        self.max_work = max_work  # decoder positions a batch may hold (None: no limit)
         self.max_attention_values = max_attention_values
         self._jobs: deque[Job] = deque()  # waiting, oldest first
         self._running: list[Job] = []  # the batch in flight
@@ -101,10 +108,11 @@ class DecodeWorker:
         lines: list[str],
         options: Options,
         references: list[Reference | None] | None = None,
+        work: int = 0,
     ) -> Job:
-        """Queue a request; the Job (a Future) gets its result. QueueFull when full,
-        Stopping once closed."""
-        job = Job(lines, options, references)
+        """Queue a request of ``work`` decoder positions; the Job (a Future) gets its
+        result. QueueFull when full, Stopping once closed."""
+        job = Job(lines, options, references, work)
         with self._cond:
             if self._closed:
                 raise Stopping
@@ -171,7 +179,8 @@ class DecodeWorker:
 
     def _take(self) -> list[Job] | None:
         """The oldest job and the queued jobs that decode like it, within ``batch_lines``
-        lines (the others keep their places); None once closed."""
+        lines and ``max_work`` decoder positions (the others keep their places); None
+        once closed."""
         with self._cond:
             while not self._jobs and not self._closed:
                 self._cond.wait()
@@ -179,11 +188,16 @@ class DecodeWorker:
                 return None
             first = self._jobs.popleft()
             key, size, batch = first.options.batch_key(), len(first.lines), [first]
+            work = first.work
             for job in list(self._jobs):
-                if job.options.batch_key() == key and size + len(job.lines) <= self.batch_lines:
+                if (
+                    job.options.batch_key() == key
+                    and size + len(job.lines) <= self.batch_lines
+                    and (self.max_work is None or work + job.work <= self.max_work)
+                ):
                     self._jobs.remove(job)
                     batch.append(job)
-                    size += len(job.lines)
+                    size, work = size + len(job.lines), work + job.work
             # running under the lock, so that close() finds them running, never half-taken
             self._running = [job for job in batch if job.set_running_or_notify_cancel()]
             return self._running
