@@ -40,6 +40,20 @@ SILVER = OutputKind(
 gold), no other existing file than a previous ``*.silver.align``."""
 
 
+def is_record(path: Path) -> bool:
+    """Whether ``path`` is a links record (:class:`attnmt.data.silver.LinksRecord`)."""
+    try:
+        silver.LinksRecord.read(path)
+    except AttnmtError:
+        return False
+    return True
+
+
+RECORD = OutputKind("a links record", "--out", "test.silver.align", own=is_record)
+"""The record written beside --out (``<out>.json``): no file of a run or a prepared corpus,
+no existing file but a previous record."""
+
+
 def default_out(corpus: PreparedCorpus, split: str = "test") -> Path:
     """``<cache>/<split>.<src>-<tgt>.silver.align``, beside the corpus' prepared files."""
     return corpus.directory / f"{split}.{corpus.src_lang}-{corpus.tgt_lang}.silver.align"
@@ -58,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out is not None:
             check_output(args.out, SILVER)  # before minutes of preparing and aligning
+            check_output(silver.record_path(args.out), RECORD)
         silver.require_eflomal()  # likewise
         corpus = prepare_corpus(data_config(args.overrides, CONFIGS))
         out = args.out or default_out(corpus, args.split)

@@ -88,6 +88,20 @@ def test_silver_out_never_replaces_a_runs_files_or_a_corpus_gold(
     assert _files(run, toy_align.directory) == before
 
 
+def test_silver_out_never_replaces_a_foreign_file_with_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The links' record goes beside them as ``<out>.json``: guarded like --out."""
+    _no_work(monkeypatch)
+    (tmp_path / "notes").write_text("mine\n")
+    (tmp_path / "links.txt.json").write_text("not json, mine\n")
+    for out, refused in [("notes", "notes"), ("links.txt", "links.txt.json")]:
+        assert silver_alignments.main(["data=toy_align", "--out", str(tmp_path / out)]) == 2
+        err = capsys.readouterr().err
+        assert f"--out {tmp_path / refused} exists and is not " in err, err
+    assert (tmp_path / "links.txt.json").read_text() == "not json, mine\n"
+
+
 def test_silver_checks_eflomal_before_preparing_the_corpus(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
