@@ -449,3 +449,40 @@ def test_guided_training_logs_its_loss_apart_and_keeps_the_translation_loss(
     assert aligned[0]["loss"] == pytest.approx(plain[0]["loss"], rel=1e-5)
     assert "align" not in plain[0]
     assert all(f["align_rows"] > 0 and 0 < f["align"] < 20 for f in aligned)
+
+
+def test_train_py_refuses_mismatched_links_in_one_line_with_status_2(tmp_path: Path) -> None:
+    """Through the entry point: links with a line too few stop train.py before the
+    tokenizer, exit status 2, one line naming the file, no traceback."""
+    import subprocess
+    import sys
+
+    links = tmp_path / "short.align"
+    links.write_text("0-0\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(root / "train.py"),
+            "data=toy_align",
+            "data.toy.train=20",
+            "data.toy.valid=4",
+            "data.toy.test=4",
+            f"data.root={tmp_path / 'data'}",
+            "model=transformer_tiny",
+            "device=cpu",
+            "trainer.guided_alignment.weight=0.05",
+            f"trainer.guided_alignment.links={links}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "lines of links" in line]
+    assert len(errors) == 1
+    assert f"{links}: 1 lines of links, but the split has 20 pairs" in errors[0]
+    assert not list((tmp_path / "data").glob("*/spm-*"))  # refused before the tokenizer
