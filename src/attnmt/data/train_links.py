@@ -69,9 +69,10 @@ def _hashes(corpus: PreparedCorpus, flipped: bool) -> dict[str, str]:
 def _refusal(record: LinksRecord, where: Path, corpus: PreparedCorpus) -> DataError:
     """Why ``record`` (at ``where``) does not describe the corpus' train split."""
     remake = (
-        "they align other sentences: remake them for this corpus "
-        "(python scripts/silver_alignments.py --split train with the run's data settings) "
-        "or set trainer.guided_alignment.links=null"
+        "they align other sentences: remake them for this corpus (python "
+        "scripts/silver_alignments.py --split train with the run's data settings; a stale "
+        "cache beside the corpus: delete it and its record) or set "
+        "trainer.guided_alignment.links"
     )
     if record.split != SPLIT:
         return DataError(f"{where}: links of the {record.split} split, not train; {remake}")
