@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.tiny_checkpoint import MODEL_CONFIGS, private_run, run_entry_point
+from helpers.tiny_checkpoint import MODEL_CONFIGS, make_run, private_run, run_entry_point
 
 from attnmt.checkpoint import save_checkpoint
 from attnmt.checkpoint_format import Checkpoint, VocabInfo
@@ -19,8 +19,10 @@ from attnmt.data.corpora import prepare_corpus
 from attnmt.data.gold import parse_links
 from attnmt.data.tokenizer import load_or_train_tokenizer
 from attnmt.decode.alignment_error import alignment_error, read_gold
-from attnmt.decode.forced_alignment import forced_alignments
+from attnmt.decode.attention_maps import attention_maps, source_ids
+from attnmt.decode.forced_alignment import EVALUATE_EXTRACTION, forced_alignments
 from attnmt.decode.translator import load_translator
+from attnmt.decode.word_alignment import Extraction, pharaoh, word_alignment
 from attnmt.errors import ConfigError, DataError
 from attnmt.models.registry import build_model
 
@@ -56,37 +58,67 @@ def _entry(run_dir: Path) -> tuple[Path, dict]:
     return folder, json.loads((folder / "scores.json").read_text())[folder.name]
 
 
-@pytest.mark.parametrize("head", [None, 1])
+@pytest.mark.parametrize(("layer", "head"), [("all", None), (-1, 1)])
 def test_scores_equal_the_scorer_on_the_links_written(
-    run_dir: Path, files: dict[str, str], head: int | None
+    run_dir: Path, files: dict[str, str], layer: int | str, head: int | None
 ) -> None:
+    """The default map (the mean over layers) and one head, read as evaluate.py reads by
+    default (configs/evaluate.yaml: EVALUATE_EXTRACTION)."""
     out = io.StringIO()
-    run({"ckpt": str(run_dir), "beam": 1, "align_head": head, **files}, out)
+    choice = {} if layer == "all" else {"align_layer": layer, "align_head": head}
+    run({"ckpt": str(run_dir), "beam": 1, **choice, **files}, out)
     folder, entry = _entry(run_dir)
     written = (folder / "forced-alignments.txt").read_text(encoding="utf-8").splitlines()
     links = [sorted(parse_links(line, "x").sure) for line in written]
     # the file holds the model's forced links of each pair, in input order
     translator = load_translator(run_dir, "cpu")
-    assert links == forced_alignments(translator, SOURCES, REFS, -1, head)
+    reading = EVALUATE_EXTRACTION
+    assert links == forced_alignments(translator, SOURCES, REFS, layer, head, extraction=reading)
     want = alignment_error(links, read_gold(files["gold_alignments"]))
     assert want.sure == 9 and want.possible == 16  # 16 words: 9 sure links, 7 possible
     assert entry["aer"] == pytest.approx(want.aer)
     assert entry["aer_precision"] == pytest.approx(want.precision)
     assert entry["aer_recall"] == pytest.approx(want.recall)
-    assert (entry["align_layer"], entry["align_head"]) == (-1, head)
+    assert (entry["align_layer"], entry["align_head"]) == (layer, head)
+    assert (entry["align_words"], entry["align_eos"], entry["align_step"]) == (
+        "any",
+        "unaligned",
+        "predict",
+    )
     assert entry["alignment"]["links"] == want.links
     assert entry["alignment"]["gold_file"] == files["gold_alignments"]
     printed = out.getvalue().splitlines()
-    assert [line.split("|")[0] for line in printed] == ["BLEU", "chrF2", "TER", "AER"]
+    assert [line.split("|")[0] for line in printed[:4]] == ["BLEU", "chrF2", "TER", "AER"]
     head_text = "mean" if head is None else str(head)
-    assert printed[3].startswith(f"AER|layer:-1|head:{head_text}|gold:in.align = {want.aer:.4f}")
+    assert printed[3].startswith(
+        f"AER|layer:{layer}|head:{head_text}|words:any|eos:unaligned|step:predict|gold:in.align = "
+        f"{want.aer:.4f}"
+    )
     assert f"precision {want.precision:.4f}, recall {want.recall:.4f}" in printed[3]
+    # the table of every map (the tiny Transformer: 1 layer, 2 heads), each row the AER of
+    # that map's own forced links
+    table = entry["aer_table"]
+    assert [(r["layer"], r["head"]) for r in table["rows"]] == [(0, None), (0, 0), (0, 1)]
+    for row in table["rows"]:
+        own = forced_alignments(
+            translator, SOURCES, REFS, row["layer"], row["head"], extraction=reading
+        )
+        assert row["aer"] == pytest.approx(
+            alignment_error(own, read_gold(files["gold_alignments"])).aer
+        )
+    best = min(table["rows"], key=lambda r: r["aer"])
+    assert table["best"] == best["map"]
+    assert printed[4].startswith("AER by cross-attention map (align_words=any")
+    assert printed[5].split() == ["layer", "mean", "head", "0", "head", "1"]
+    assert printed[6].split() == ["0", *(f"{r['aer']:.4f}" for r in table["rows"])]
+    assert printed[7] == f"best: {best['map']} (AER {best['aer']:.4f})"
+    assert len(printed) == 8
 
 
 def test_a_perfect_alignment_scores_0(run_dir: Path, files: dict[str, str]) -> None:
     """The gold is the model's own forced links: AER 0, precision and recall 1."""
     translator = load_translator(run_dir, "cpu")
-    own = forced_alignments(translator, SOURCES, REFS)
+    own = forced_alignments(translator, SOURCES, REFS, "all", None, extraction=EVALUATE_EXTRACTION)
     Path(files["gold_alignments"]).write_text(
         "".join(" ".join(f"{i}-{j}" for i, j in x) + "\n" for x in own), encoding="utf-8"
     )
@@ -102,7 +134,7 @@ def test_another_gold_or_map_gets_its_own_folder(run_dir: Path, files: dict[str,
     gold = Path(files["gold_alignments"])
     gold.write_text("\n".join([*GOLD[:-1], "0-0"]) + "\n", encoding="utf-8")  # same name
     run(base, io.StringIO())
-    run({**base, "align_head": 0}, io.StringIO())
+    run({**base, "align_layer": -1, "align_head": 0}, io.StringIO())
     folders = sorted((run_dir / "eval").iterdir())
     assert len(folders) == 4
     plain = [f for f in folders if not (f / "forced-alignments.txt").exists()]
@@ -153,7 +185,7 @@ def test_a_map_the_model_lacks_fails_before_anything_is_written(
     with pytest.raises(ConfigError, match=r"^align_layer=1: the model has 1 cross-attention"):
         run({"ckpt": str(run_dir), "align_layer": 1, **files}, io.StringIO())
     with pytest.raises(ConfigError, match=r"^align_head=5: "):
-        run({"ckpt": str(run_dir), "align_head": 5, **files}, io.StringIO())
+        run({"ckpt": str(run_dir), "align_layer": 0, "align_head": 5, **files}, io.StringIO())
     assert not (run_dir / "eval").exists()
 
 
@@ -199,12 +231,98 @@ def test_a_split_with_gold_is_scored_without_being_asked(tmp_path: Path) -> None
     assert entry["aer"] == pytest.approx(want.aer)
     assert entry["aer_precision"] == pytest.approx(want.precision)
     assert entry["aer_recall"] == pytest.approx(want.recall)
-    assert out.getvalue().splitlines()[-1].startswith("AER|layer:-1|head:mean|gold:test.")
+    (line,) = [x for x in out.getvalue().splitlines() if x.startswith("AER|")]
+    assert line.startswith(
+        "AER|layer:all|head:mean|words:any|eos:unaligned|step:predict|gold:test."
+    )
 
 
-def test_an_ensemble_aligns_with_its_mean_map_only(run_dir: Path, files: dict[str, str]) -> None:
-    with pytest.raises(ConfigError, match=r"^align_layer=-1 align_head=0: an ensemble aligns"):
-        run({"ckpt": str(run_dir), "ensemble": 2, "align_head": 0, **files}, io.StringIO())
-    run({"ckpt": str(run_dir), "ensemble": 2, "beam": 1, **files}, io.StringIO())
-    _, entry = _entry(run_dir)
+def test_an_ensemble_aligns_with_its_members_mean_of_the_chosen_map(
+    run_dir: Path, files: dict[str, str]
+) -> None:
+    """Each member's head-0 map, then their mean (an ensemble was limited to its members'
+    last-layer mean before); its table has that one row."""
+    head0 = {"align_layer": -1, "align_head": 0, "align_eos": "ignore"}
+    run({"ckpt": str(run_dir), "ensemble": 2, "beam": 1, **head0, **files}, io.StringIO())
+    folder, entry = _entry(run_dir)
     assert entry["alignment"]["sentences"] == len(SOURCES) and entry["aer"] is not None
+    written = (folder / "forced-alignments.txt").read_text(encoding="utf-8").splitlines()
+    ensemble = load_translator(run_dir, "cpu", ensemble=2)
+    tok = ensemble.tokenizer
+    want = []
+    for src, ref in zip(SOURCES, REFS):
+        per_member = [
+            attention_maps(m, tok, ensemble.device, source_ids(tok, [src], 250),
+                           [(tok.encode_tgt([ref])[0], True)])[0]
+            for m in ensemble.model.members
+        ]  # fmt: skip
+        mean = torch.stack([m.cross[0, 0] for m in per_member]).mean(dim=0)
+        m = per_member[0]
+        want.append(pharaoh(word_alignment(mean, m.source_pieces, m.target_pieces)))
+    assert written == want
+    assert [(r["layer"], r["head"]) for r in entry["aer_table"]["rows"]] == [(-1, 0)]
+    assert entry["aer_table"]["rows"][0]["aer"] == entry["aer"]
+
+
+def test_another_reading_reaches_the_links_the_key_and_the_line(
+    run_dir: Path, files: dict[str, str]
+) -> None:
+    base = {"ckpt": str(run_dir), "beam": 1, **files}
+    run(base, io.StringIO())
+    reading = {"align_layer": "all", "align_words": "one", "align_eos": "unaligned"}
+    out = io.StringIO()
+    run({**base, **reading, "align_step": "shift"}, out)
+    folders = sorted((run_dir / "eval").iterdir())
+    assert len(folders) == 2  # another reading, another folder
+    (folder,) = [f for f in folders if json.loads((f / "evaluation.json").read_text())[
+        "alignment"]["align_step"] == "shift"]  # fmt: skip
+    entry = json.loads((folder / "scores.json").read_text())[folder.name]
+    translator = load_translator(run_dir, "cpu")
+    extraction = Extraction("one", "unaligned", "shift")
+    want = forced_alignments(translator, SOURCES, REFS, "all", None, extraction=extraction)
+    written = (folder / "forced-alignments.txt").read_text(encoding="utf-8").splitlines()
+    assert written == [pharaoh(x) for x in want]
+    assert entry["aer"] == pytest.approx(
+        alignment_error(want, read_gold(files["gold_alignments"])).aer
+    )
+    assert (entry["align_layer"], entry["align_words"], entry["align_eos"]) == (
+        "all",
+        "one",
+        "unaligned",
+    )
+    assert entry["alignment"]["map"] == "all layers, mean of heads"
+    assert entry["aer_table"]["extraction"] == {"words": "one", "eos": "unaligned", "step": "shift"}
+    assert "AER|layer:all|head:mean|words:one|eos:unaligned|step:shift|gold:in.align" in (
+        out.getvalue()
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("align_layer=last", "error: align_layer='last': give a decoder layer index"),
+        ("align_words=each", "error: align_words='each': choose one of any, one"),
+        ("align_eos=keep", "error: align_eos='keep': choose one of ignore, unaligned"),
+        ("align_step=next", "error: align_step='next': choose one of predict, shift"),
+    ],
+)
+def test_a_bad_reading_fails_in_one_line_before_anything_is_written(
+    run_dir: Path, files: dict[str, str], monkeypatch, capsys, setting: str, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    args = [f"ckpt={run_dir}", setting, *(f"{k}={v}" for k, v in files.items())]
+    code, out, err = run_entry_point("evaluate", args, monkeypatch, capsys)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (run_dir / "eval").exists()
+
+
+def test_an_rnn_has_a_table_of_one_row_and_prints_none(
+    tmp_path: Path, files: dict[str, str]
+) -> None:
+    rnn = make_run(tmp_path / "rnn", "rnn_bahdanau")
+    out = io.StringIO()
+    run({"ckpt": str(rnn), "beam": 1, **files}, out)
+    _, entry = _entry(rnn)
+    (row,) = entry["aer_table"]["rows"]
+    assert (row["layer"], row["head"], row["aer"]) == (0, None, entry["aer"])
+    assert out.getvalue().splitlines()[-1].startswith("AER|layer:all|head:mean|")

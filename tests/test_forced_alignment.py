@@ -13,14 +13,17 @@ from helpers.tiny_checkpoint import MODEL_CONFIGS, shared_run, tiny_model, toy_t
 from attnmt.decode.attention_maps import attention_maps, source_ids
 from attnmt.decode.config import DecodeConfig
 from attnmt.decode.forced_alignment import (
+    MapChoice,
     check_map_choice,
     cross_layout,
     describe_map,
     forced_alignments,
+    forced_links,
     select_map,
+    table_choices,
 )
 from attnmt.decode.translator import Translator, load_translator
-from attnmt.decode.word_alignment import word_alignment
+from attnmt.decode.word_alignment import Extraction, word_alignment
 from attnmt.errors import ConfigError
 from attnmt.models.registry import build_model
 
@@ -169,3 +172,39 @@ def test_an_rnn_aligns_with_its_one_map(tmp_path: Path) -> None:
     links = forced_alignments(translator, ["a b c", "d"], ["c b a", "d"], -1, None)
     assert {j for _, j in links[0]} == {0, 1, 2} and links[1] == [(0, 0)]
     assert links == forced_alignments(translator, ["a b c", "d"], ["c b a", "d"], 0, 0)
+    assert links == forced_alignments(translator, ["a b c", "d"], ["c b a", "d"], "all", None)
+
+
+def test_every_map_of_a_deeper_transformer_is_read_in_one_pass(tmp_path: Path) -> None:
+    """A 2-layer, 2-head Transformer: forced_links gives, per map of the table and per
+    reading, the links of that map of the pair's own teacher-forced maps."""
+    tok = toy_tokenizer(tmp_path)
+    config = {**MODEL_CONFIGS["transformer"], "dec_layers": 2}
+    torch.manual_seed(0)
+    model = build_model(config, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
+    translator = Translator(model, tok, torch.device("cpu"))
+    assert cross_layout(model, translator.device) == (2, 2)
+    check_map_choice(model, translator.device, "all", None)
+    with pytest.raises(ConfigError, match=r"^align_layer=2: the model has 2 cross-attention"):
+        check_map_choice(model, translator.device, 2, None)
+    sources, refs = ["a b c", "d e f a", "b"], ["c b a", "a f e d", "b"]
+    choices = [*table_choices(2, 2), MapChoice(-1, None)]
+    maps = attention_maps(
+        model,
+        tok,
+        translator.device,
+        source_ids(tok, sources, 250),
+        [(ids, True) for ids in tok.encode_tgt(refs)],
+    )
+    for extraction in (Extraction(), Extraction("one", "unaligned", "shift")):
+        got = forced_links(translator, sources, refs, choices, extraction, batch_size=2)
+        for c, links in zip(choices, got):
+            want = [
+                word_alignment(c.select(m.cross), m.source_pieces, m.target_pieces, extraction)
+                for m in maps
+            ]
+            assert links == want, c
+    # the mean over layers is a map of its own: here not any single layer's
+    mean_all = [select_map(m.cross, "all", None) for m in maps]
+    assert not any(torch.allclose(a, m.cross[k].mean(dim=0)) for a, m in zip(mean_all, maps)
+                   for k in range(2))  # fmt: skip

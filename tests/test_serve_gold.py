@@ -20,7 +20,7 @@ from helpers.serving import attention_values, client, post, tiny_models, tiny_ru
 
 from attnmt.data.gold import parse_links
 from attnmt.decode.alignment_error import alignment_error
-from attnmt.decode.forced_alignment import forced_alignments
+from attnmt.decode.forced_alignment import EVALUATE_EXTRACTION, EVALUATE_MAP, forced_alignments
 from attnmt.decode.translator import Translator
 from attnmt.decode.word_alignment import pharaoh, word_index
 from attnmt.serve.backend import ServedModel
@@ -30,6 +30,7 @@ from attnmt.serve.references import word_warnings
 TEXT = ["a b c", "d e f a", "", "b c"]
 REFS = ["c b a", "a f e d", None, "c b"]
 GOLD = ["0-2 1-1 2-0", "0-3 1?2 2-1 3-0 3?1", None, "0-0 1?1"]
+EVALUATE_READING = (EVALUATE_MAP.layer, EVALUATE_MAP.head)  # evaluate.py's default map
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +73,26 @@ def test_aer_equals_alignment_error_on_the_forced_links(
         if ref is None:
             assert got is None
             continue
-        (links,) = forced_alignments(translator, [src], [ref])
+        (links,) = forced_alignments(
+            translator, [src], [ref], *EVALUATE_READING, extraction=EVALUATE_EXTRACTION
+        )
         assert got["text"] == ref and got["alignment"] == pharaoh(links)
         parsed = parse_links(gold)
         want = alignment_error([links], [parsed]).to_dict()
         del want["sentences"]
         assert got["scores"] == want
+        # every map's AER, as evaluate.py's table scores it: the tiny Transformer has one
+        # layer of two heads, the RNN one map
+        rows = got["aer_table"]["rows"]
+        maps = [(0, None), (0, 0), (0, 1)] if index == 0 else [(0, None)]
+        assert [(r["layer"], r["head"]) for r in rows] == maps
+        for row in rows:
+            (own,) = forced_alignments(
+                translator, [src], [ref], row["layer"], row["head"], extraction=EVALUATE_EXTRACTION
+            )
+            assert row["aer"] == alignment_error([own], [parsed]).aer
+            assert row["links"] == len(own)
+        assert got["aer_table"]["best"] == min(rows, key=lambda r: r["aer"])["map"]
         assert got["scores"]["aer"] is not None and 0 <= got["scores"]["aer"] <= 1
         assert {tuple(x) for x in got["gold"]["sure"]} == parsed.sure
         assert {tuple(x) for x in got["gold"]["possible"]} == parsed.possible - parsed.sure
@@ -92,7 +107,10 @@ def test_aer_equals_alignment_error_on_the_forced_links(
 def test_the_models_own_forced_links_as_gold_score_aer_0(models: list[ServedModel]) -> None:
     with client(models) as c:
         refs = [line["reference"] for line in post(c, text=TEXT, reference=REFS)["lines"]]
-        assert all(r is None or (r["gold"] is None and r["scores"] is None) for r in refs)
+        assert all(
+            r is None or (r["gold"], r["scores"], r["aer_table"]) == (None, None, None)
+            for r in refs
+        )
         forced = [None if r is None else r["alignment"] for r in refs]
         scored = post(c, text=TEXT, reference=REFS, gold=forced)
     for line, gold in zip(scored["lines"], forced):

@@ -1,12 +1,13 @@
 """evaluate.py's alignment error: the gold file checked against the pairs, the references
 forced through the model (:mod:`attnmt.decode.forced_alignment`), AER, precision and
-recall (:mod:`attnmt.decode.alignment_error`) for scores.json and the terminal."""
+recall (:mod:`attnmt.decode.alignment_error`) of the chosen map, and the same for every
+map of the model (:mod:`attnmt.decode.alignment_table`), for scores.json and the terminal."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,16 @@ from attnmt.decode.alignment_error import (
     check_gold_ranges,
     read_gold,
 )
-from attnmt.decode.forced_alignment import describe_map, forced_alignments
+from attnmt.decode.alignment_table import AerTable, aer_table
+from attnmt.decode.forced_alignment import (
+    MapChoice,
+    cross_layout,
+    forced_links,
+    members,
+    table_choices,
+)
 from attnmt.decode.translator import Translator
-from attnmt.decode.word_alignment import pharaoh
+from attnmt.decode.word_alignment import Extraction, pharaoh
 from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -58,53 +66,67 @@ def load_gold(
     return Gold(path, links, digest.hexdigest())
 
 
-def key_record(gold: Gold, layer: int, head: int | None) -> dict[str, Any]:
+def key_record(gold: Gold, choice: MapChoice, extraction: Extraction) -> dict[str, Any]:
     """What the evaluation key hashes of an alignment evaluation."""
     return {
         "gold_file": str(gold.path.resolve()),
         "gold_sha256": gold.sha256,
-        "align_layer": layer,
-        "align_head": head,
+        "align_layer": choice.layer,
+        "align_head": choice.head,
+        "align_words": extraction.words,
+        "align_eos": extraction.eos,
+        "align_step": extraction.step,
     }
 
 
 @dataclass(frozen=True)
 class AlignmentResult:
-    """The scores of one forced alignment and where its links were written."""
+    """The scores of one forced alignment, the table of every map, and where the chosen
+    map's links were written."""
 
     scores: AlignmentScores
-    layer: int
-    head: int | None
+    choice: MapChoice
+    extraction: Extraction
+    table: AerTable
     gold: Path
     written: Path
 
     def fields(self) -> dict[str, Any]:
         """scores.json's keys: ``aer``, ``aer_precision``, ``aer_recall``, ``align_layer``,
-        ``align_head`` (null: the heads' mean) and ``alignment`` (counts and files)."""
+        ``align_head`` (null: the heads' mean), ``align_words``, ``align_eos``,
+        ``align_step``, ``alignment`` (counts and files) and ``aer_table`` (every map:
+        :meth:`attnmt.decode.alignment_table.AerTable.to_dict`)."""
         s = self.scores
         return {
             "aer": s.aer,
             "aer_precision": s.precision,
             "aer_recall": s.recall,
-            "align_layer": self.layer,
-            "align_head": self.head,
+            "align_layer": self.choice.layer,
+            "align_head": self.choice.head,
+            **{f"align_{k}": v for k, v in asdict(self.extraction).items()},
             "alignment": {
                 **s.to_dict(),
-                "map": describe_map(self.layer, self.head),
+                "map": self.choice.describe(),
                 "gold_file": str(self.gold),
                 "alignment_file": str(self.written),
             },
+            "aer_table": self.table.to_dict(),
         }
 
     def line(self) -> str:
         """The terminal line, in the form of the metric lines (name|settings = score)."""
-        s = self.scores
-        head = "mean" if self.head is None else str(self.head)
+        s, x = self.scores, self.extraction
+        head = "mean" if self.choice.head is None else str(self.choice.head)
         return (
-            f"AER|layer:{self.layer}|head:{head}|gold:{self.gold.name} = {_num(s.aer)} "
+            f"AER|layer:{self.choice.layer}|head:{head}|words:{x.words}|eos:{x.eos}|"
+            f"step:{x.step}|gold:{self.gold.name} = {_num(s.aer)} "
             f"(precision {_num(s.precision)}, recall {_num(s.recall)}; {s.links} links, "
             f"{s.sure} sure, {s.possible} possible)"
         )
+
+    def lines(self) -> list[str]:
+        """The AER line, then the table of every map when the model has more than one."""
+        return [self.line(), *(self.table.lines() if len(self.table.rows) > 1 else [])]
 
 
 def _num(x: float | None) -> str:
@@ -116,13 +138,20 @@ def score_alignments(
     sources: list[str],
     refs: list[str],
     gold: Gold,
-    layer: int,
-    head: int | None,
+    choice: MapChoice,
+    extraction: Extraction,
     out_dir: Path,
 ) -> AlignmentResult:
-    """Force the references through the model, write their links (Pharaoh, one line per
-    pair) to ``out_dir``/forced-alignments.txt and score them against ``gold``."""
-    links = forced_alignments(translator, sources, refs, layer, head)
+    """Force the references through the model, write the links of ``choice`` (Pharaoh,
+    one line per pair) to ``out_dir``/forced-alignments.txt and score them against
+    ``gold``, and every map of the model beside them (an ensemble: the chosen map only)."""
+    if len(members(translator.model)) > 1:
+        rows = [choice]
+    else:
+        rows = table_choices(*cross_layout(translator.model, translator.device))
+    every = [choice, *rows]
+    found = forced_links(translator, sources, refs, every, extraction)
+    links = found[0]
     written = out_dir / ALIGNMENTS_FILE
     write_lines(written, [pharaoh(x) for x in links])
     scores = alignment_error(links, gold.links)
@@ -132,4 +161,5 @@ def score_alignments(
             "and AER = 1 - precision",
             gold.path,
         )
-    return AlignmentResult(scores, layer, head, gold.path, written)
+    table = aer_table(rows, found[1:], gold.links, extraction)
+    return AlignmentResult(scores, choice, extraction, table, gold.path, written)

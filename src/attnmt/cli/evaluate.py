@@ -25,10 +25,13 @@ fails at once:
   corpus has gold): the model's word links of each (source, reference) pair, Pharaoh
   ``i-j``, read from its cross-attention while teacher-forced on the reference
   (:mod:`attnmt.decode.forced_alignment`); scores.json gets ``aer``, ``aer_precision``,
-  ``aer_recall``, ``align_layer``, ``align_head`` and ``alignment`` (the counts)
+  ``aer_recall``, ``align_*`` (the map and its reading), ``alignment`` (the counts) and
+  ``aer_table`` (the AER of every layer, head and the mean over layers:
+  :mod:`attnmt.decode.alignment_table`)
 
 Every path written is logged on stderr; stdout gets one line per metric, in sacrebleu's own
-format with its signature, then the AER line when alignments are scored.
+format with its signature, then the AER line and the table of every map (a model with more
+than one) when alignments are scored.
 """
 
 from __future__ import annotations
@@ -51,11 +54,18 @@ from attnmt.cli.common import check_ckpt, parse_settings
 from attnmt.cli.eval_alignment import Gold, key_record, load_gold, score_alignments
 from attnmt.data.textio import read_lines, write_lines
 from attnmt.decode.config import DecodeConfig
-from attnmt.decode.forced_alignment import check_map_choice, describe_map
+from attnmt.decode.forced_alignment import (
+    EVALUATE_EXTRACTION,
+    EVALUATE_MAP,
+    MapChoice,
+    check_choice_setting,
+    check_map_choice,
+)
 from attnmt.decode.metrics import METRICS, MetricResult, corpus_scores, score_fields
 from attnmt.decode.plots import save_attention_png
 from attnmt.decode.search import Hypothesis
 from attnmt.decode.translator import Translator, load_translator
+from attnmt.decode.word_alignment import Extraction
 from attnmt.errors import CommandInterrupted, ConfigError, DataError, WriteError
 from attnmt.run_dir import RunDir
 from attnmt.run_record import VERSION as RECORD_VERSION
@@ -82,8 +92,24 @@ class EvalSettings:
     # Pharaoh gold links (i-j sure, i?j possible), one line per pair; a split of a corpus
     # with gold (data=toy_align) is scored without it
     gold_alignments: str | None = None
-    align_layer: int = -1  # the Transformer's cross-attention layer aligned with (-1: last)
-    align_head: int | None = None  # one of its heads; None: their mean
+    # the Transformer's cross-attention layer aligned with (an index, -1: the last; "all":
+    # the mean over every layer and head); Any: an int or "all" (checked in check())
+    align_layer: Any = EVALUATE_MAP.layer
+    align_head: int | None = EVALUATE_MAP.head  # one of its heads; None: their mean
+    # how the map becomes word links (attnmt.decode.word_alignment.Extraction):
+    align_words: str = EVALUATE_EXTRACTION.words  # any | one: pieces to words
+    align_eos: str = EVALUATE_EXTRACTION.eos  # ignore | unaligned: an argmax on source </s>
+    align_step: str = EVALUATE_EXTRACTION.step  # predict | shift: the row aligning y_t
+
+    @property
+    def map_choice(self) -> MapChoice:
+        """The map aligned with (``align_layer``, ``align_head``)."""
+        return MapChoice(self.align_layer, self.align_head)
+
+    @property
+    def extraction(self) -> Extraction:
+        """How the map becomes word links (``align_words``, ``align_eos``, ``align_step``)."""
+        return Extraction(self.align_words, self.align_eos, self.align_step)
 
     def check(self, prefix: str = "") -> None:
         check_ckpt(self.ckpt, self.ensemble)
@@ -99,6 +125,8 @@ class EvalSettings:
                 f"metrics={self.metrics}: unknown metric {unknown[0] if unknown else '(none)'!r}"
                 f"; choose from: {', '.join(sorted(METRICS))}"
             )
+        check_choice_setting(self.align_layer, self.align_head)
+        self.extraction.check()
         if self.out_dir is not None and Path(self.out_dir).is_file():
             raise ConfigError(
                 f"out_dir={self.out_dir} is an existing file, not a folder; "
@@ -149,10 +177,11 @@ def alignment_gold(s: EvalSettings, translator: Translator, data: EvalData) -> G
     """The gold alignments to score (checked against the pairs, and the map asked for
     against the model), or None when there are none."""
     if data.gold is None:
-        if s.align_layer != -1 or s.align_head is not None:
+        defaults = EvalSettings()
+        if (s.map_choice, s.extraction) != (defaults.map_choice, defaults.extraction):
             log.warning(
-                "align_layer/align_head have no effect: %s has no gold alignments "
-                "(gold_alignments=FILE gives them)",
+                "align_layer/align_head/align_words/align_eos/align_step have no effect: %s "
+                "has no gold alignments (gold_alignments=FILE gives them)",
                 data.pairs,
             )
         return None
@@ -346,7 +375,7 @@ def _run(
     ckpt = translator.checkpoint_path
     assert ckpt is not None
     members = translator.checkpoint_paths or (ckpt,)
-    aligning = key_record(gold, s.align_layer, s.align_head) if gold is not None else None
+    aligning = key_record(gold, s.map_choice, s.extraction) if gold is not None else None
     key, record = evaluation_key(list(members), s, decode, sources, refs, aligning)
     name = ckpt.stem if len(members) == 1 else f"ensemble{len(members)}-{ckpt.stem}"
     tag = f"{name}-{label}-beam{decode.beam}-{key}"
@@ -358,13 +387,14 @@ def _run(
     if gold is not None:
         progress.stage = "while aligning the references"
         log.info(
-            "aligning %d references against %s (cross-attention %s)",
+            "aligning %d references against %s (cross-attention %s; %s)",
             len(refs),
             gold.path,
-            describe_map(s.align_layer, s.align_head),
+            s.map_choice.describe(),
+            s.extraction.describe(),
         )
         aligned = score_alignments(
-            translator, sources, refs, gold, s.align_layer, s.align_head, out_dir
+            translator, sources, refs, gold, s.map_choice, s.extraction, out_dir
         )
     progress.stage = "while decoding"
     log.info("decoding %d sentences of %s with beam %d", len(sources), label, decode.beam)
@@ -414,6 +444,6 @@ def _run(
     progress.scores = out_dir / "scores.json"
     for path in [out_dir / "evaluation.json", *written, out_dir / "scores.json", *plots]:
         log.info("wrote %s", path)
-    lines = [r.text for r in scores.values()] + ([aligned.line()] if aligned else [])
+    lines = [r.text for r in scores.values()] + (aligned.lines() if aligned else [])
     print_scores(lines, out, out_dir / "scores.json")
     return scores

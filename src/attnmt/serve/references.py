@@ -1,12 +1,14 @@
 """A line's reference translation and gold word alignment, as the API answers them.
 
 The reference is forced through the model and its links read from the cross-attention
-the way evaluate.py's alignment error reads them (:mod:`attnmt.decode.forced_alignment`:
-the last decoder layer's map averaged over its heads, an RNN its one map; each target
-piece linked to the source piece it attends to most; pieces mapped to whitespace words).
-With a gold alignment (:mod:`attnmt.data.gold`: ``i-j`` sure, ``i?j`` possible) the links
-are scored by :func:`attnmt.decode.alignment_error.alignment_error`, the one sentence's
-counts as evaluate.py sums them over a corpus.
+the way evaluate.py's alignment error reads them by default
+(:data:`attnmt.decode.forced_alignment.EVALUATE_MAP` and ``EVALUATE_EXTRACTION``, the
+defaults of configs/evaluate.yaml; pieces mapped to whitespace words). With a gold
+alignment (:mod:`attnmt.data.gold`: ``i-j`` sure, ``i?j`` possible) the links are scored
+by :func:`attnmt.decode.alignment_error.alignment_error`, the one sentence's counts as
+evaluate.py sums them over a corpus, and so is every map of the model (``aer_table``:
+each layer's mean of heads, each head, the mean over layers, as in evaluate.py's table:
+:mod:`attnmt.decode.alignment_table`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from typing import Any
 
 from attnmt.data.gold import Alignment
 from attnmt.decode.alignment_error import alignment_error
+from attnmt.decode.alignment_table import aer_table
 from attnmt.decode.attention_maps import AttentionMaps
-from attnmt.decode.forced_alignment import select_map
-from attnmt.decode.word_alignment import pharaoh, word_alignment, word_index
+from attnmt.decode.forced_alignment import (
+    EVALUATE_EXTRACTION,
+    EVALUATE_MAP,
+    map_links,
+    table_choices,
+)
+from attnmt.decode.word_alignment import pharaoh, word_index
 from attnmt.serve.jsonio import attention_json
-
-#: evaluate.py's default map (align_layer=-1, align_head=null): the last layer's head mean
-ALIGN_LAYER, ALIGN_HEAD = -1, None
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,10 @@ def gold_json(gold: Alignment) -> dict[str, list[list[int]]]:
 
 def reference_json(maps: AttentionMaps, ref: Reference, attention: bool) -> dict[str, Any]:
     """The API's ``reference`` of a line from the maps of its forced reference: pieces and
-    the word of each (-1: ``</s>``), the forced alignment (Pharaoh), the gold echoed and the
-    scores (null without gold); with ``attention`` its encoded maps."""
-    links = word_alignment(
-        select_map(maps.cross, ALIGN_LAYER, ALIGN_HEAD), maps.source_pieces, maps.target_pieces
-    )
+    the word of each (-1: ``</s>``), the forced alignment (Pharaoh), the gold echoed, the
+    scores and the AER of every map (``aer_table``; these three null without gold); with
+    ``attention`` its encoded maps."""
+    (links,) = map_links([maps], [EVALUATE_MAP], EVALUATE_EXTRACTION)
     out: dict[str, Any] = {
         "text": ref.text,
         "target_pieces": maps.target_pieces,
@@ -58,11 +62,16 @@ def reference_json(maps: AttentionMaps, ref: Reference, attention: bool) -> dict
         "alignment": pharaoh(links),
         "gold": None,
         "scores": None,
+        "aer_table": None,
     }
     if ref.gold is not None:
         scores = alignment_error([links], [ref.gold]).to_dict()
         del scores["sentences"]
-        out.update(gold=gold_json(ref.gold), scores=scores)
+        layers, heads = maps.cross.shape[:2]
+        choices = table_choices(layers, heads)
+        per_map = [[x] for x in map_links([maps], choices, EVALUATE_EXTRACTION)]
+        table = aer_table(choices, per_map, [ref.gold], EVALUATE_EXTRACTION)
+        out.update(gold=gold_json(ref.gold), scores=scores, aer_table=table.to_dict())
     if attention:
         out["attention"] = attention_json(maps)
     return out

@@ -1,7 +1,8 @@
 // attnmt's page: translate through POST /translate and draw each translation's attention
 // as an SVG grid (rows: the attending pieces, columns: the attended ones; colours fixed
 // 0-1). With references (and gold alignments) each line's reference is forced through the
-// model: its AER is shown and the gold links are outlined on its map. Plain JS, no build
+// model: its AER is shown with a table of the AER of every layer and head (a click on a
+// cell shows that map), and the gold links are outlined on its map. Plain JS, no build
 // step, nothing from the network.
 "use strict";
 
@@ -75,10 +76,12 @@ function refreshChoices() {
             heads = Math.max(heads, m[0].length);
           }
         }
-  fill($("layer"), [...Array(Math.max(layers, 1)).keys()].map((i) => [i, `${i + 1}`]),
-    layers ? layers - 1 : 0);
+  const layerOptions = [...Array(Math.max(layers, 1)).keys()].map((i) => [i, `${i + 1}`]);
+  if (layers > 1) layerOptions.push(["all", "mean over layers"]);
+  fill($("layer"), layerOptions, layers ? layers - 1 : 0);
   fill($("head"), [["mean", "mean over heads"], ...[...Array(heads).keys()].map((h) => [h, `${h + 1}`])],
     "mean");
+  $("head").disabled = $("layer").value === "all";
 }
 
 function fill(select, options, fallback) {
@@ -87,13 +90,19 @@ function fill(select, options, fallback) {
   select.value = options.some(([v]) => String(v) === before) ? before : String(fallback);
 }
 
+// The mean of a list of equally shaped matrices.
+function meanOf(maps) {
+  return maps[0].map((row, r) => row.map((_, c) => maps.reduce((s, h) => s + h[r][c], 0) / maps.length));
+}
+
 function matrix(translation, kind) {
   const m = mapOf(translation, kind);
   if (!m) return null;
+  if ($("layer").value === "all") return meanOf(m.flat()); // every layer's every head
   const layer = m[Math.min(Number($("layer").value) || 0, m.length - 1)];
   const head = $("head").value;
   if (head !== "mean" && Number(head) < layer.length) return layer[Number(head)];
-  return layer[0].map((row, r) => row.map((_, c) => layer.reduce((s, h) => s + h[r][c], 0) / layer.length));
+  return meanOf(layer);
 }
 
 function axes(line, translation, kind) {
@@ -216,6 +225,46 @@ function scoresText(s) {
     ` (${s.links} links; gold: ${s.sure} sure, ${s.possible - s.sure} possible)`;
 }
 
+// The AER of every map (ref.aer_table: rows {layer: 0-based or "all", head: null or
+// 0-based, aer}) as a small table, layers and heads numbered from 1 as in the selectors;
+// the best cell is marked and a click on a cell shows that map.
+function aerTable(table) {
+  const heads = [...new Set(table.rows.filter((r) => r.head !== null).map((r) => r.head))]
+    .sort((a, b) => a - b);
+  const box = el("table", { class: "aer-table" });
+  box.appendChild(el("caption", {}, `AER per map (lower is better; reading: words ` +
+    `${table.extraction.words}, </s> ${table.extraction.eos}, step ${table.extraction.step})`));
+  const head = el("tr");
+  ["layer", "mean of heads", ...heads.map((h) => `head ${h + 1}`)]
+    .forEach((t) => head.appendChild(el("th", {}, t)));
+  box.appendChild(head);
+  const layers = [...new Set(table.rows.map((r) => r.layer))];
+  for (const layer of layers) {
+    const tr = el("tr");
+    tr.appendChild(el("th", {}, layer === "all" ? "mean over layers" : `${layer + 1}`));
+    for (const h of [null, ...heads]) {
+      const row = table.rows.find((r) => r.layer === layer && r.head === h);
+      const td = el("td", row ? { "data-layer": layer, "data-head": h === null ? "mean" : h } : {},
+        row ? (row.aer == null ? "n/a" : row.aer.toFixed(3)) : "");
+      if (row && row.map === table.best) td.classList.add("best");
+      if (row) {
+        td.title = `${row.map}: precision ${row.precision == null ? "n/a" : row.precision.toFixed(3)}` +
+          `, recall ${row.recall == null ? "n/a" : row.recall.toFixed(3)}, ${row.links} links`;
+        td.addEventListener("click", () => { // the reference's own click then draws it
+          $("kind").value = "cross";
+          refreshChoices();
+          $("layer").value = String(layer);
+          $("head").value = h === null ? "mean" : String(h);
+          $("head").disabled = layer === "all";
+        });
+      }
+      tr.appendChild(td);
+    }
+    box.appendChild(tr);
+  }
+  return box;
+}
+
 function referenceItem(ref, panel) {
   const item = el("div", {
     class: panel.chosen === "ref" ? "translation reference selected" : "translation reference",
@@ -225,6 +274,7 @@ function referenceItem(ref, panel) {
   item.appendChild(el("span", { class: "alignment" }, ref.alignment));
   item.appendChild(el("div", { class: "aer" },
     ref.scores ? scoresText(ref.scores) : "forced alignment (no gold alignment given)"));
+  if (ref.aer_table && ref.aer_table.rows.length > 1) item.appendChild(aerTable(ref.aer_table));
   item.addEventListener("click", () => { panel.chosen = "ref"; render(); });
   return item;
 }
@@ -333,5 +383,9 @@ $("src").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) translate(e);
 });
 for (const id of ["kind", "layer", "head"])
-  $(id).addEventListener("change", () => { if (id === "kind") refreshChoices(); render(); });
+  $(id).addEventListener("change", () => {
+    if (id === "kind") refreshChoices();
+    $("head").disabled = $("layer").value === "all";
+    render();
+  });
 loadInfo().catch((err) => showError(`cannot read /info: ${err.message}`));
