@@ -5,6 +5,7 @@ checks and the logged figures."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -486,3 +487,28 @@ def test_train_py_refuses_mismatched_links_in_one_line_with_status_2(tmp_path: P
     assert len(errors) == 1
     assert f"{links}: 1 lines of links, but the split has 20 pairs" in errors[0]
     assert not list((tmp_path / "data").glob("*/spm-*"))  # refused before the tokenizer
+
+
+@pytest.mark.skipif(importlib.util.find_spec("eflomal") is None, reason="eflomal not installed")
+def test_the_script_caches_train_links_where_guided_training_finds_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``silver_alignments.py --split train`` writes the train split's links beside the
+    prepared corpus with their record; a guided run with links=null reads that cache."""
+    from attnmt.cli.data_group import data_config
+    from attnmt.data.corpora import prepare_corpus
+    from scripts.silver_alignments import CONFIGS, main
+    from tests.test_silver import _cli_args, _custom_dir
+
+    args = _cli_args(tmp_path, _custom_dir(tmp_path))
+    assert main([*args, "--split", "train"]) == 0
+    corpus = prepare_corpus(data_config(args, CONFIGS))
+    cache = corpus.directory / "train.de-en.silver.align"
+    assert f"wrote {cache}: " in capsys.readouterr().out
+    record = LinksRecord.read(record_path(cache))
+    assert (record.split, record.pairs) == ("train", 600)
+    assert record.files == split_hashes(corpus, "train")
+    assert silver_file(corpus, tmp_path / "no-kept-copies") == (cache, False)
+    links = train_links(corpus, None, tmp_path / "no-kept-copies")
+    assert len(links) == 600 and links.n_links == record.links
+    assert pair_list(links, 0) == [(0, 0), (1, 1), (2, 2)]  # der hund schläft: word for word
