@@ -49,12 +49,12 @@ class GuidedAlignmentConfig:
     def check(self, prefix: str = "trainer.guided_alignment") -> None:
         """Heads distinct and >= 0 (λ's range: ``within`` above; the model's sizes:
         attnmt.train.guided_alignment.check_guide)."""
-        if self.heads is not None:
-            if not self.heads or min(self.heads) < 0 or len(set(self.heads)) != len(self.heads):
-                raise ConfigError(
-                    f"{prefix}.heads must be null (all heads) or distinct head indices "
-                    f">= 0, got {self.heads}"
-                )
+        heads = self.heads
+        if heads is not None and (not heads or min(heads) < 0 or len(set(heads)) != len(heads)):
+            raise ConfigError(
+                f"{prefix}.heads must be null (all heads) or distinct head indices >= 0, "
+                f"got {heads}"
+            )
 
 
 @dataclass

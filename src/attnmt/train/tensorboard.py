@@ -2,7 +2,8 @@
 
 Other ranks get a writer whose methods do nothing, so the trainer calls it unconditionally.
 Tags used by the trainer: ``train/{nll,loss_smoothed,ppl,lr,grad_norm,tokens_per_sec,
-skipped_updates}`` (and ``train/align`` with guided alignment), ``val/{nll,ppl,accuracy,bleu,chrf,best_bleu}`` and at the end
+skipped_updates}`` (and ``train/align`` with guided alignment),
+``val/{nll,ppl,accuracy,bleu,chrf,best_bleu}`` and at the end
 ``val/{test_bleu,test_chrf}`` (the HParams metrics), the attention entropy
 ``val_attention/{entropy,entropy_norm}/<map>`` (attnmt.decode.attention_entropy),
 ``valid_attention/<i>/<map>`` and ``valid_summary/results`` images, ``samples/valid<i>``
