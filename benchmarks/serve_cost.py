@@ -204,7 +204,7 @@ def main() -> None:
     if args.quick:
         args.model, args.data, args.root = "transformer_tiny", "toy_reverse", None
         args.repeat, args.old_repeat = 1, 1
-        decode = {"max_src_len": 30}
+        decode = {"max_src_len": 12}
     settings = ServeSettings(ckpt="x")
     limit = args.max_decode_work or settings.max_decode_work
     limits = {"max_decode_work": limit}

@@ -6,7 +6,9 @@ batch together only within the limit."""
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from attnmt.serve.cost import decode_work
 from attnmt.serve.references import Reference
 from attnmt.serve.settings import ServeSettings
 from attnmt.serve.worker import DecodeWorker
+from benchmarks import serve_cost
 from benchmarks.serve_cost import item7_request
 
 
@@ -143,3 +146,25 @@ def test_queued_requests_batch_together_only_within_the_limit(
         assert job.result(30)
     worker.stop()
     assert batches == [[1], [1, 1], [1, 1], [1]]
+
+
+@pytest.mark.slow
+def test_the_cost_benchmark_runs_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """benchmarks/serve_cost.py --quick: item 7's request refused under the default limit
+    and decoded under the old ones; the largest admitted requests decoded (no figures
+    kept)."""
+    monkeypatch.setattr(sys, "argv", ["serve_cost", "--quick", "--out", str(tmp_path)])
+    serve_cost.main()
+    (written,) = tmp_path.glob("*.json")
+    rows = {r["scenario"]: r for r in json.loads(written.read_text())["rows"]}
+    assert rows["item7 refused"]["statuses"] == [413]
+    assert "(max_decode_work)" in rows["item7 refused"]["error"]
+    assert rows["item7 old limits"]["statuses"] == [200]
+    limit = ServeSettings().max_decode_work
+    assert rows["item7 old limits"]["work"] > limit
+    for name in ("largest, item 7's shape", "largest, beam 16", "largest, beam 4"):
+        assert rows[name]["statuses"] == [200] and 0 < rows[name]["work"] <= limit
+        assert rows[name]["peak_mb"] >= rows[name]["idle_mb"] > 0
+    assert "| item7 refused | 64 | 16 | 16 |" in capsys.readouterr().out
