@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.run_record import read_record
+from experiments.alignment_baselines import ScoredBaseline, aer_with_interval, diagonal_links
 from experiments.variant_runs import evaluate_test
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,17 +75,15 @@ def cross_map(maps: dict[str, Any]) -> list[list[float]]:
             for t in range(len(cross[0]))]  # fmt: skip
 
 
-def diagonal_aer(corpus: str, sources: Sequence[str], refs: Sequence[str]) -> float | None:
-    """AER against the corpus' silver links of the alignment that knows no words: target word
-    j linked to source word min(S − 1, round(j·S/T)) (S, T: the pair's word counts); None
-    without silver links or pairs."""
-    from attnmt.decode.alignment_error import alignment_error, read_gold
+def silver_diagonal(
+    corpus: str, sources: Sequence[str], refs: Sequence[str]
+) -> ScoredBaseline | None:
+    """The diagonal alignment (experiments/alignment_baselines.py ``diagonal_links``) scored
+    against the corpus' silver links, with its AER's bootstrap interval over the sentences;
+    None without silver links or pairs."""
+    from attnmt.decode.alignment_error import read_gold
 
     gold = SILVER.get(corpus)
     if gold is None or not gold.is_file() or not sources:
         return None
-    links = []
-    for src, ref in zip(sources, refs):
-        s, t = len(src.split()), len(ref.split())
-        links.append({(min(s - 1, round(j * s / t)), j) for j in range(t)} if s and t else set())
-    return alignment_error(links, read_gold(gold)).aer
+    return aer_with_interval(diagonal_links(sources, refs), read_gold(gold))

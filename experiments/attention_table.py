@@ -24,10 +24,13 @@ from typing import Any
 
 from experiments import luong_reference
 from experiments.alignment_aer import UPDATES, grid_name
-from experiments.attention_measures import COLLAPSED, collapse_share, cross_map, diagonal_aer
+from experiments.alignment_baselines import ScoredBaseline
+from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
 from experiments.comparison_stats import (
     MainEffects,
     PairedBootstrap,
+    cell_means_rows,
+    interaction,
     main_effects,
     marginal_rows,
     mean_std,
@@ -157,6 +160,8 @@ MEASURES: tuple[tuple[str, bool, int], ...] = (
 )
 """(measure, higher is better, digits) of the analysis, in the order it is written."""
 MIN_RUNS = 3
+ALPHA = 0.05
+"""Level of the interaction tests (a resolved one shows its cell means)."""
 
 
 def _values(m: CellMeasures, measure: str) -> tuple[float, ...]:
@@ -171,13 +176,7 @@ def _values(m: CellMeasures, measure: str) -> tuple[float, ...]:
 def effects_of(cells: Sequence[CellMeasures], measure: str, higher: bool) -> MainEffects | None:
     """Scorer and mode main effects of one measure over the grid's runs (Bonferroni-widened
     differences); None when the runs do not yet support a fit."""
-    rows = [
-        (m.cell.label["score"], m.cell.label["mode"], v)
-        for m in cells
-        if m.cell.label["model"] == GRID_MODEL
-        for v in _values(m, measure)
-        if not math.isnan(v)
-    ]
+    rows = _grid_rows(cells, measure)
     if len(rows) < MIN_RUNS:
         return None
     try:
@@ -196,9 +195,11 @@ def bootstrap_of(
     """Each cell against the :data:`GRID_MODEL` cell of best mean test BLEU (sacrebleu's paired
     bootstrap, 1,000 resamples, seed 12345) over that cell's seeds' test outputs, concatenated
     in seed order; cells lacking one of those seeds' kept outputs (experiments/kept_outputs.py
-    ``kept_lines``) are left out. The baseline is the grid's best, not the best row: a
-    reference row ahead of every grid cell would separate from each of them and tell none
-    apart; it is tested against the grid's best like any other cell."""
+    ``kept_lines``) are left out. Its paragraph Holm-adjusts the p-values over the cells
+    tested (comparison_stats ``holm``); it resamples sentences, not training runs. The
+    baseline is the grid's best, not the best row: a reference row ahead of every grid cell
+    would separate from each of them and tell none apart; it is tested against the grid's
+    best like any other cell."""
     kept = [m for m in cells if m.records]
     grid = [m for m in kept if m.cell.label["model"] == GRID_MODEL]
     if len(kept) < 2 or not grid or not refs:
@@ -232,14 +233,49 @@ def left_out_sentence(cells: Sequence[CellMeasures], boot: PairedBootstrap) -> s
     )
 
 
-def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -> list[str]:
-    """The generated analysis: a table of each scorer's and mode's marginal mean with its 95%
-    interval per measure, then one paragraph per measure (experiments/comparison_stats.py)."""
+def _grid_rows(cells: Sequence[CellMeasures], measure: str) -> list[tuple[str, str, float]]:
+    """(scorer, mode, value) of every seed's run of the :data:`GRID_MODEL` cells."""
+    return [
+        (m.cell.label["score"], m.cell.label["mode"], v)
+        for m in cells
+        if m.cell.label["model"] == GRID_MODEL
+        for v in _values(m, measure)
+        if not math.isnan(v)
+    ]
+
+
+def seed_spread_sentence(cells: Sequence[CellMeasures]) -> str:
+    """' Training variance ...: the seeds of one cell differ by up to D BLEU (cell: a, b).'
+    for the cell whose seeds' test BLEU lie furthest apart; '' with no cell of two seeds."""
+    spread = [(max(m.bleu) - min(m.bleu), m) for m in cells if len(m.records) > 1]
+    if not spread:
+        return ""
+    width, m = max(spread, key=lambda x: x[0])
+    seeds = " and ".join(f"{b:.2f}" for b in m.bleu)
+    return (
+        " Training variance shows in the table's ± instead: the seeds of one cell differ by "
+        f"up to {width:.2f} BLEU ({cell_name(m.cell)}: {seeds})."
+    )
+
+
+def analysis(
+    cells: Sequence[CellMeasures],
+    ledger: Path,
+    refs: Sequence[str],
+    diagonal: ScoredBaseline | None = None,
+) -> list[str]:
+    """The generated analysis: the verdict against the diagonal alignment (``diagonal``:
+    its silver AER, :func:`diagonal_verdict`), a table of each scorer's and mode's marginal
+    mean with its 95% interval per measure, then one paragraph per measure with the scorer ×
+    mode interaction test and, where it is resolved, the cell means
+    (experiments/comparison_stats.py), then the comparison with Luong et al."""
     fits = {name: effects_of(cells, name, higher) for name, higher, _ in MEASURES}
+    verdict = diagonal_verdict(cells, diagonal)
     if all(f is None for f in fits.values()):
-        return ["Not enough runs for the analysis yet."]
+        return [*verdict, "Not enough runs for the analysis yet."]
     head = [name for name, _, _ in MEASURES]
     lines = [
+        *verdict,
         f"Marginal means over the {GRID_MODEL} grid (additive fit of scorer and mode over "
         "every seed's run; 95% intervals; a level whose difference to its factor's best is "
         "resolved, with Bonferroni-widened intervals, is marked *):",
@@ -247,18 +283,28 @@ def analysis(cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]) -
         "| factor | level | " + " | ".join(head) + " |",
         "|---|---|" + "---:|" * len(head),
     ]
-    lines += marginal_rows(fits, {name: digits for name, _, digits in MEASURES})
+    factors = {name: () if f is None else (f.a, f.b) for name, f in fits.items()}
+    lines += marginal_rows(factors, {name: digits for name, _, digits in MEASURES})
     boot = bootstrap_of(cells, ledger, refs)
     lines.append("")
     for name, _, digits in MEASURES:
         fit = fits[name]
-        if fit is not None:
-            tested = boot if name == "test BLEU" else None
-            text = paragraph(fit, name, tested, digits=digits)
-            text += left_out_sentence(cells, tested) if tested is not None else ""
-            lines += [text, ""]
-    return lines + luong_reference.comparison(grid_means(cells, "test BLEU"),
-                                              grid_means(cells, "AER silver"))  # fmt: skip
+        if fit is None:
+            continue
+        crossed = interaction(_grid_rows(cells, name), ("scorer", "mode"))
+        tested = boot if name == "test BLEU" else None
+        text = paragraph(fit, name, tested, digits=digits, crossed=crossed)
+        if tested is not None:
+            text += left_out_sentence(cells, tested) + seed_spread_sentence(cells)
+        lines += [text, ""]
+        if crossed is not None and crossed.p < ALPHA:
+            lines += [*cell_means_rows(crossed, name, digits), ""]
+    return lines + luong_reference.comparison(
+        grid_means(cells, "test BLEU"),
+        grid_means(cells, "AER silver"),
+        None if diagonal is None else diagonal.aer,
+        beating_keys(cells, diagonal),
+    )
 
 
 def grid_means(cells: Sequence[CellMeasures], measure: str) -> dict[tuple[str, str], float]:
@@ -282,15 +328,74 @@ def test_split(plan: Plan, root: Path) -> tuple[str, list[str], list[str]]:
     return (str((data or {}).get("name", "")), *test_pairs(data, root))
 
 
-def silver_baseline(corpus: str, sources: Sequence[str], refs: Sequence[str]) -> list[str]:
-    """One sentence for scale: the silver AER of the diagonal alignment on the test split
-    ([] without silver links)."""
-    aer = diagonal_aer(corpus, sources, refs)
-    if aer is None:
+def beating_cells(
+    cells: Sequence[CellMeasures], diagonal: ScoredBaseline | None
+) -> list[CellMeasures]:
+    """The cells each of whose seeds scores a silver AER below the diagonal's by more than
+    √2 × the half-width of the diagonal's 95% bootstrap interval (:func:`noise_margin`)."""
+    if diagonal is None:
         return []
+    bar = diagonal.aer - noise_margin(diagonal)
+    return [m for m in cells if m.silver_aer and all(v < bar for v in m.silver_aer)]
+
+
+def beating_keys(
+    cells: Sequence[CellMeasures], diagonal: ScoredBaseline | None
+) -> set[tuple[str, str]]:
+    """(scorer, mode) of the :data:`GRID_MODEL` cells of :func:`beating_cells`."""
+    return {
+        (m.cell.label["score"], m.cell.label["mode"])
+        for m in beating_cells(cells, diagonal)
+        if m.cell.label["model"] == GRID_MODEL
+    }
+
+
+def noise_margin(diagonal: ScoredBaseline) -> float:
+    """How far below the diagonal a cell's AER must lie to beat it beyond the silver file's
+    noise: √2 × the half-width h of the diagonal's 95% interval over the test sentences.
+    A cell's AER on the same sentences is taken to be as noisy as the diagonal's and
+    independent of it (the difference's interval is then √(h² + h²) wide each side); where
+    the sentences hard for one are hard for the other too, the true margin is smaller, so
+    the test errs towards naming no cell."""
+    return math.sqrt(2.0) * diagonal.half_width
+
+
+def diagonal_verdict(cells: Sequence[CellMeasures], diagonal: ScoredBaseline | None) -> list[str]:
+    """The paragraph that reads the AER silver column against the alignment that reads no
+    words: its AER and interval, how many cell means are at or above it, and the cells that
+    beat it beyond the silver file's noise (:func:`beating_cells`), or the closest one when
+    none does; [] without silver links."""
+    if diagonal is None:
+        return []
+    measured = [m for m in cells if m.silver_aer]
+    h, margin = diagonal.half_width, noise_margin(diagonal)
+    text = (
+        "The alignment that reads no words (target word j linked to source word "
+        f"round(j·S/T)) scores AER {diagonal.aer:.3f} against the same silver links, 95% "
+        f"interval {diagonal.low:.3f} to {diagonal.high:.3f} over the "
+        f"{diagonal.scores.sentences} test sentences ({diagonal.samples} bootstrap "
+        "resamples): the silver file's own noise. A cell beats it beyond that noise when each "
+        f"of its seeds scores below {diagonal.aer:.3f} − √2 × {h:.3f} = "
+        f"{diagonal.aer - margin:.3f} (its AER on the same sentences taken as noisy as the "
+        "diagonal's and independent of it, which errs towards naming no cell)."
+    )
+    if not measured:
+        return [text + " No cell has a silver AER yet.", ""]
+    worse = [m for m in measured if statistics.fmean(m.silver_aer) >= diagonal.aer]
+    text += f" {len(worse)} of the {len(measured)} measured cells' means are at or above it"
+    beat = beating_cells(measured, diagonal)
+    if beat:
+        named = ", ".join(
+            f"{cell_name(m.cell)} ({', '.join(f'{v:.3f}' for v in m.silver_aer)})" for m in beat
+        )
+        verb = "beats" if len(beat) == 1 else "beat"
+        return [f"{text}; beyond the noise, {len(beat)} {verb} it: {named}.", ""]
+    best = min(measured, key=lambda m: statistics.fmean(m.silver_aer))
+    gap = diagonal.aer - statistics.fmean(best.silver_aer)
+    where = f"{abs(gap):.3f} {'below' if gap > 0 else 'above'} it"
     return [
-        f"For scale, the alignment that reads no words (target word j linked to source word "
-        f"round(j·S/T)) scores AER {aer:.3f} against the same silver links.",
+        f"{text}; no cell beats it beyond the noise (the closest, {cell_name(best.cell)}, "
+        f"{statistics.fmean(best.silver_aer):.3f}: {where}).",
         "",
     ]
 

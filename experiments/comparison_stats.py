@@ -4,8 +4,10 @@
   :func:`t_interval`: the interval of one sample's mean.
 - :func:`flattened_at`: the flattening rule that sets a protocol's training length.
 - :func:`main_effects`: the additive fit of a two-factor grid with replicate seeds (e.g. scorer
-  × mode) and each level's marginal mean and difference to the best level, with intervals.
-- :func:`paired_bootstrap`: sacrebleu's paired bootstrap resampling of each system against one.
+  × mode) and each level's marginal mean and difference to the best level, with intervals;
+  :func:`interaction`: the F test of its interaction (additive fit against cell means).
+- :func:`paired_bootstrap`: sacrebleu's paired bootstrap resampling of each system against one;
+  :func:`holm`: Holm's adjustment of several tests' p-values.
 - :func:`paragraph`: one paragraph of text that says what those numbers resolve and what not.
 """
 
@@ -320,6 +322,61 @@ def _factor(
     return FactorEffects(name, levels[best], tuple(effects))
 
 
+@dataclass(frozen=True)
+class Interaction:
+    """The F test of the A × B interaction: the additive fit y = μ + α_a + β_b + ε against
+    the cell-means fit y = μ_ab + ε (every observed cell its own mean).
+
+    F = ((RSS_add − RSS_cells) / df1) / (RSS_cells / df2), df1 = df_add − df2 (the
+    interaction's free parameters), df2 = n − cells; p = P(F(df1, df2) > F). ``cells``: each
+    observed (level of A, level of B) -> its mean, in the order the rows first give them.
+    """
+
+    factors: tuple[str, str]
+    f: float
+    df1: int
+    df2: int
+    p: float
+    cells: dict[tuple[str, str], float]
+
+
+def f_sf(f: float, df1: int, df2: int) -> float:
+    """P(F > f) for Fisher's F(df1, df2): I_{df2/(df2 + df1·f)}(df2/2, df1/2)."""
+    if df1 < 1 or df2 < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df1}, {df2}")
+    return 1.0 if f <= 0.0 else betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
+
+
+def interaction(
+    rows: Sequence[tuple[str, str, float]], factors: tuple[str, str] = ("A", "B")
+) -> Interaction | None:
+    """:class:`Interaction` of rows (level of A, level of B, y); None when it cannot be
+    tested: the additive fit is not estimable, no cell has two runs (df2 = 0), or the
+    observed cells leave the interaction no free parameter (df1 = 0)."""
+    levels_a = list(dict.fromkeys(a for a, _, _ in rows))
+    levels_b = list(dict.fromkeys(b for _, b, _ in rows))
+    x = _design(rows, levels_a, levels_b)
+    y = np.array([value for _, _, value in rows], dtype=float)
+    if np.linalg.matrix_rank(x) < x.shape[1]:
+        return None
+    theta = np.linalg.lstsq(x, y, rcond=None)[0]
+    rss_add = float(np.sum((y - x @ theta) ** 2))
+    groups: dict[tuple[str, str], list[float]] = {}
+    for a, b, value in rows:
+        groups.setdefault((a, b), []).append(value)
+    cells = {k: statistics.fmean(v) for k, v in groups.items()}
+    rss_cells = sum((value - cells[(a, b)]) ** 2 for a, b, value in rows)
+    df2 = len(rows) - len(cells)
+    df1 = len(rows) - x.shape[1] - df2
+    if df1 < 1 or df2 < 1:
+        return None
+    if rss_cells == 0.0:
+        f = math.inf if rss_add > 0.0 else 0.0
+    else:
+        f = ((rss_add - rss_cells) / df1) / (rss_cells / df2)
+    return Interaction(factors, f, df1, df2, 0.0 if math.isinf(f) else f_sf(f, df1, df2), cells)
+
+
 # --- paired bootstrap -----------------------------------------------------------------------
 
 
@@ -427,26 +484,40 @@ def _float(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of m p-values, in their order: with p_(1) <= ... <= p_(m),
+    p̃_(i) = max over k <= i of min(1, (m − k + 1)·p_(k)); rejecting p̃ < α keeps the chance
+    of any false rejection among the m tests below α."""
+    m = len(p_values)
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda k: p_values[k])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
 # --- the paragraph --------------------------------------------------------------------------
 
 
 def marginal_rows(
-    fits: Mapping[str, MainEffects | None], digits: Mapping[str, int], runs: bool = False
+    fits: Mapping[str, Sequence[FactorEffects]],
+    digits: Mapping[str, int],
+    runs: bool = False,
 ) -> list[str]:
     """Markdown rows ``| factor | level | [runs |] mean [low, high][*] | ...`` of the levels
-    of the first fit, one column per measure of ``fits`` (in its order): the marginal mean
-    with its interval, ``*`` where the difference to the factor's best is resolved, '–'
-    where that measure has no fit or no such level."""
-    first = next((f for f in fits.values() if f is not None), None)
-    if first is None:
-        return []
+    of the first measure's factors, one column per measure of ``fits`` (in its order; each
+    measure's factors, e.g. ``(fit.a, fit.b)``, or one factor from each of two fits, or none
+    without a fit): the marginal mean with its interval, ``*`` where the difference to the
+    factor's best is resolved, '–' where that measure has no such factor or level."""
+    first = next((f for f in fits.values() if f), ())
     rows = []
-    for which, factor in (("a", first.a), ("b", first.b)):
+    for factor in first:
         for level in factor.levels:
             cells = []
-            for name, fit in fits.items():
-                effects = None if fit is None else getattr(fit, which)
-                found = [e for e in effects.levels if e.level == level.level] if effects else []
+            for name, factors in fits.items():
+                found = [e for f in factors if f.factor == factor.factor
+                         for e in f.levels if e.level == level.level]  # fmt: skip
                 cells.append(_level_text(found[0], digits[name]) if found else "–")
             lead = f"| {factor.factor} | {level.level} | " + (f"{level.runs} | " if runs else "")
             rows.append(lead + " | ".join(cells) + " |")
@@ -466,26 +537,74 @@ def paragraph(
     bootstrap: PairedBootstrap | None = None,
     alpha: float = 0.05,
     digits: int = 2,
+    factors: Sequence[FactorEffects] | None = None,
+    scope: str = "",
+    crossed: Interaction | None = None,
 ) -> str:
-    """One paragraph from the numbers: each factor's best level with its interval, which
-    differences to it are resolved (interval excludes 0) and which not, the residual std, and
-    which systems the paired bootstrap separates from its baseline (p < alpha) and which not."""
-    sentences = [_fit_sentence(effects, measure, digits)]
-    sentences += [_factor_sentence(f, effects, digits) for f in (effects.a, effects.b)]
+    """One paragraph from the numbers: the fit (``scope``: which runs it is over, when not
+    all), each of ``factors``' (default: both of the fit's) best level with its interval,
+    which differences to it are resolved (interval excludes 0) and which not, the residual
+    std, the interaction test ``crossed`` when given, and which systems the paired bootstrap
+    separates from its baseline (Holm-adjusted p < alpha) and which not."""
+    sentences = [_fit_sentence(effects, measure, digits, scope)]
+    chosen = (effects.a, effects.b) if factors is None else factors
+    sentences += [_factor_sentence(f, effects, digits) for f in chosen]
+    if crossed is not None:
+        sentences.append(interaction_sentence(crossed, effects.higher_is_better, digits, alpha))
     if bootstrap is not None:
         sentences.append(_bootstrap_sentence(bootstrap, alpha, digits))
     return " ".join(sentences)
+
+
+def p_text(p: float) -> str:
+    """'p = 0.023', or 'p < 0.001' below that."""
+    return f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
+
+
+def interaction_sentence(test: Interaction, higher: bool, digits: int, alpha: float = 0.05) -> str:
+    """Whether the interaction is resolved (p < alpha); when it is, that a level's marginal
+    mean averages cells far apart: the best and the worst cell, and the level they share."""
+    a, b = test.factors
+    stat = f"F = {test.f:.2f} on {test.df1} and {test.df2} degrees of freedom, {p_text(test.p)}"
+    if test.p >= alpha:
+        return f"The {a} × {b} interaction is not resolved ({stat})."
+    order = sorted(test.cells, key=test.cells.__getitem__, reverse=higher)
+    best, worst = order[0], order[-1]
+    shared = [f"the {f} {x}" for f, x, y in zip(test.factors, best, worst) if x == y]
+    return (
+        f"The {a} × {b} interaction is resolved ({stat}): what a {a} gains or loses "
+        f"depends on the {b}, so each marginal mean above averages cells that go different "
+        f"ways; the best cell is {' '.join(best)} "
+        f"({_num(test.cells[best], digits)}), the worst {' '.join(worst)} "
+        f"({_num(test.cells[worst], digits)})"
+        + (f", both of {shared[0]}" if shared else "")
+        + ". The cell means:"
+    )
+
+
+def cell_means_rows(test: Interaction, measure: str, digits: int) -> list[str]:
+    """Markdown table of the cell means: a row per level of A, a column per level of B."""
+    rows = list(dict.fromkeys(k[0] for k in test.cells))
+    cols = list(dict.fromkeys(k[1] for k in test.cells))
+    lines = [
+        f"| {measure}: {test.factors[0]} × {test.factors[1]} | " + " | ".join(cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for r in rows:
+        values = [_num(test.cells[(r, c)], digits) if (r, c) in test.cells else "–" for c in cols]
+        lines.append(f"| {r} | " + " | ".join(values) + " |")
+    return lines
 
 
 def _num(value: float, digits: int, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _fit_sentence(effects: MainEffects, measure: str, digits: int) -> str:
+def _fit_sentence(effects: MainEffects, measure: str, digits: int, scope: str = "") -> str:
     direction = "higher" if effects.higher_is_better else "lower"
     fit = (
         f"On {measure} ({direction} is better), an additive fit of {effects.a.factor} and "
-        f"{effects.b.factor} to {effects.runs} runs"
+        f"{effects.b.factor} to {effects.runs} runs{scope}"
     )
     if effects.df <= 0:
         return f"{fit} leaves no residual degrees of freedom, so it gives no intervals."
@@ -528,6 +647,13 @@ def _differences(levels: list[LevelEffect], effects: MainEffects, digits: int) -
     )
 
 
+BOOTSTRAP_NOISE = (
+    "It resamples the test sentences of the outputs it is given, so it measures the test "
+    "set's noise, not training variance: another seed's model is not in it."
+)
+"""What a paired bootstrap over concatenated seeds' outputs does not measure."""
+
+
 def _bootstrap_sentence(bootstrap: PairedBootstrap, alpha: float, digits: int) -> str:
     base = bootstrap.system(bootstrap.baseline)
     others = [s for s in bootstrap.systems if s.p_value is not None]
@@ -538,15 +664,22 @@ def _bootstrap_sentence(bootstrap: PairedBootstrap, alpha: float, digits: int) -
     )
     if not others:
         return head + " has nothing to compare."
-    separated = [s for s in others if s.p_value is not None and s.p_value < alpha]
+    raw = [1.0 if s.p_value is None else s.p_value for s in others]
+    adjusted = dict(zip((s.name for s in others), holm(raw)))
+    head += f", its p-values Holm-adjusted over its {len(others)} tests,"
+    separated = [s for s in others if adjusted[s.name] < alpha]
     kept = [s for s in others if s not in separated]
     if not separated:
-        return f"{head} separates nothing from it at p < {alpha:g}: {_tests(kept, digits)}."
-    text = f"{head} separates from it at p < {alpha:g}: {_tests(separated, digits)}"
-    return text + (f"; not resolved: {_tests(kept, digits)}." if kept else ".")
+        text = (
+            f"{head} separates nothing from it at p < {alpha:g}: {_tests(kept, adjusted, digits)}."
+        )
+    else:
+        text = f"{head} separates from it at p < {alpha:g}: {_tests(separated, adjusted, digits)}"
+        text += f"; not resolved: {_tests(kept, adjusted, digits)}." if kept else "."
+    return f"{text} {BOOTSTRAP_NOISE}"
 
 
-def _tests(tests: list[SystemTest], digits: int) -> str:
+def _tests(tests: list[SystemTest], p: Mapping[str, float], digits: int) -> str:
     return ", ".join(
-        f"{s.name} {_num(s.diff, digits, sign=True)} (p = {s.p_value:.3f})" for s in tests
+        f"{s.name} {_num(s.diff, digits, sign=True)} (p = {p[s.name]:.3f})" for s in tests
     )

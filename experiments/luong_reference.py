@@ -12,14 +12,16 @@ does the same per target piece (attnmt.decode.forced_alignment and word_alignmen
 of several pieces may get several links. The constants below were checked on 2026-11-27
 against two public transcriptions of the paper (Table 4: all six cells and the local-m dot
 row; Table 6: all three, beside the ensemble's 0.34 and the Berkeley aligner's 0.32).
-:func:`comparison` ranks the cells both grids share by their figure and by attnmt's (test
-BLEU; AER against silver alignments), and says where each of their best cells ranks here.
-Differences here are resolved or not by the analysis above it, not by ranks.
+:func:`comparison` ranks the cells both grids share by their figure and by attnmt's test
+BLEU, and says where their best cell ranks here; their AER order is compared only among the
+shared cells whose silver AER beats the diagonal alignment beyond the silver file's noise
+(experiments/attention_table.py ``beating_cells``). Differences here are resolved or not by
+the analysis above it, not by ranks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 Key = tuple[str, str]
 """(scorer, mode) in attnmt's names."""
@@ -85,10 +87,40 @@ def _part(
     return text
 
 
-def comparison(bleu: Mapping[Key, float], silver_aer: Mapping[Key, float]) -> list[str]:
+def _aer_part(here: Mapping[Key, float], diagonal: float | None, beats: Collection[Key]) -> str:
+    """Their AER ranking beside this table's silver AER, read against the diagonal: their
+    order is compared only among the shared cells that beat the diagonal beyond the silver
+    file's noise (``beats``); a cell that does not has shown no alignment to rank."""
+    theirs = f"AER (here: silver): theirs {ranking(PUBLISHED_AER, False, 2)}; here "
+    shared = {k: here[k] for k in PUBLISHED_AER if k in here}
+    if not shared:
+        return theirs + "none of these cells is measured yet."
+    text = theirs + ", ".join(f"{name(k)} {v:.3f}" for k, v in shared.items())
+    won = {k: v for k, v in shared.items() if diagonal is not None and k in beats}
+    if diagonal is None:
+        return text + "; without the diagonal alignment's AER their order is not tested here."
+    text += f", the diagonal alignment {diagonal:.3f}; beyond the silver file's noise "
+    if len(won) < 2:
+        who = f"only {name(next(iter(won)))} beats" if won else "none of them beats"
+        return text + f"{who} the diagonal, so their order is not tested here."
+    best = min(PUBLISHED_AER, key=PUBLISHED_AER.__getitem__)
+    text += f"{len(won)} beat the diagonal: {ranking(won, False, 3)}; their best, {name(best)}, "
+    if best in won:
+        return text + f"ranks {rank_of(best, won, False)} of {len(won)} of those."
+    return text + "is not among them."
+
+
+def comparison(
+    bleu: Mapping[Key, float],
+    silver_aer: Mapping[Key, float],
+    diagonal: float | None = None,
+    beats: Collection[Key] = (),
+) -> list[str]:
     """The generated paragraph: Luong et al.'s ranking of the shared cells beside this
     table's (``bleu``: mean test BLEU per (scorer, mode) of the rnn_luong grid; ``silver_aer``:
-    mean AER against silver links), and where their best cells rank here."""
+    mean AER against silver links, read against the ``diagonal`` alignment's AER: ``beats``
+    are the cells that beat it beyond the silver file's noise), and where their best cells
+    rank here."""
     here_bleu = {k: v for k, v in bleu.items() if k in PUBLISHED_BLEU}
     theirs = {k for table in (PUBLISHED_BLEU, PUBLISHED_AER) for k in table}
     modes = sorted({m for _, m in bleu} - {m for _, m in theirs})
@@ -105,6 +137,6 @@ def comparison(bleu: Mapping[Key, float], silver_aer: Mapping[Key, float]) -> li
         + "."
         + (" Here local_m dot trains." if ("dot", "local_m") in bleu else ""),
         _part("BLEU", PUBLISHED_BLEU, here_bleu, True, (1, 2)),
-        _part("AER (here: silver)", PUBLISHED_AER, silver_aer, False, (2, 3)),
+        _aer_part(silver_aer, diagonal, beats),
     ]
     return [" ".join(lines), ""]

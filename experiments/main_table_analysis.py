@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.comparison_stats import (
+    BOOTSTRAP_NOISE,
+    Interaction,
     MainEffects,
     PairedBootstrap,
     SystemTest,
+    holm,
+    interaction,
     main_effects,
     marginal_rows,
     paired_bootstrap,
@@ -58,20 +62,78 @@ def main_records(plan: Plan, records: Sequence[Record]) -> list[Record]:
     return out
 
 
-def effects_of(records: Sequence[Record], key: str) -> MainEffects | None:
-    """Preset and corpus main effects of ``test[key]`` (higher is better) over every record;
-    None when the runs do not yet support a fit."""
-    rows = [
-        (r.cell["model"], r.cell["data"], float(r.test[key]))
-        for r in records
-        if key in r.test and not math.isnan(float(r.test[key]))
-    ]
+@dataclass(frozen=True)
+class Fits:
+    """The main table's fits of one measure, each over a part where no cell is missing: the
+    presets over ``preset_over`` (the corpora where every preset ran), the corpora over
+    ``corpus_over`` (the presets that ran on every corpus). A marginal mean over a corpus a
+    preset has no run on would be the additive fit's guess, not a measurement. When every
+    preset ran on every corpus both are the one fit of all runs and ``crossed`` tests the
+    preset × corpus interaction."""
+
+    preset: MainEffects | None
+    corpus: MainEffects | None
+    preset_over: tuple[str, ...]
+    corpus_over: tuple[str, ...]
+    crossed: Interaction | None
+
+    @property
+    def complete(self) -> bool:
+        return self.preset is self.corpus
+
+
+def _fit(rows: Sequence[tuple[str, str, float]]) -> MainEffects | None:
     if len(rows) < MIN_RUNS:
         return None
     try:
         return main_effects(rows, True, FACTORS, bonferroni=True)
     except ValueError:  # the observed cells do not connect every level yet
         return None
+
+
+def effects_of(records: Sequence[Record], key: str) -> Fits:
+    """:class:`Fits` of ``test[key]`` (higher is better) over the records; a fit is None
+    when its runs do not yet support it."""
+    rows = [
+        (r.cell["model"], r.cell["data"], float(r.test[key]))
+        for r in records
+        if key in r.test and not math.isnan(float(r.test[key]))
+    ]
+    ran = {(p, c) for p, c, _ in rows}
+    presets = list(dict.fromkeys(p for p, _, _ in rows))
+    corpora = list(dict.fromkeys(c for _, c, _ in rows))
+    full_corpora = tuple(c for c in corpora if all((p, c) in ran for p in presets))
+    full_presets = tuple(p for p in presets if all((p, c) in ran for c in corpora))
+    if len(full_corpora) == len(corpora):
+        fit = _fit(rows)
+        crossed = interaction(rows, FACTORS) if fit is not None else None
+        return Fits(fit, fit, full_corpora, full_presets, crossed)
+    preset = _fit([row for row in rows if row[1] in full_corpora]) if full_corpora else None
+    corpus = _fit([row for row in rows if row[0] in full_presets]) if full_presets else None
+    return Fits(preset, corpus, full_corpora, full_presets, None)
+
+
+def measure_paragraph(fits: Fits, measure: str, digits: int) -> str:
+    """The paragraph of one measure: the one fit and its interaction test, or each factor
+    from its own fit, saying over which runs."""
+    if fits.complete:
+        return (
+            paragraph(fits.preset, measure, digits=digits, crossed=fits.crossed)
+            if fits.preset
+            else ""
+        )
+    parts = []
+    if fits.preset is not None:
+        scope = f" on {', '.join(fits.preset_over)} (where every preset ran)"
+        parts.append(
+            paragraph(fits.preset, measure, digits=digits, factors=(fits.preset.a,), scope=scope)
+        )
+    if fits.corpus is not None:
+        scope = f" of {', '.join(fits.corpus_over)} (the presets that ran on every corpus)"
+        parts.append(
+            paragraph(fits.corpus, measure, digits=digits, factors=(fits.corpus.b,), scope=scope)
+        )
+    return " ".join(parts)
 
 
 # ---- the paired bootstrap per corpus -------------------------------------------------------
@@ -176,31 +238,46 @@ def _seeds(seeds: Sequence[int]) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
 
-def _tests(tests: Sequence[PresetTest], digits: int) -> str:
+def _tests(tests: Sequence[PresetTest], adjusted: Mapping[PresetTest, float], digits: int) -> str:
     return ", ".join(
         f"{t.preset} {t.result.diff:+.{digits}f} ({_seeds(t.seeds)}, {t.bootstrap.segments} "
-        f"segments, p = {t.result.p_value:.3f})"
+        f"segments, p = {adjusted[t]:.3f})"
         for t in tests
     )
 
 
-def corpus_sentence(b: CorpusBootstrap, alpha: float = ALPHA, digits: int = 2) -> str:
-    """What the bootstrap of one corpus separates from its best preset and what not."""
+def holm_adjusted(boots: Sequence[CorpusBootstrap]) -> dict[PresetTest, float]:
+    """Every test of every corpus -> its p-value Holm-adjusted over all of them."""
+    tests = [t for b in boots for t in b.tests]
+    raw = [1.0 if t.result.p_value is None else t.result.p_value for t in tests]
+    return dict(zip(tests, holm(raw)))
+
+
+def corpus_sentence(
+    b: CorpusBootstrap,
+    adjusted: Mapping[PresetTest, float] | None = None,
+    alpha: float = ALPHA,
+    digits: int = 2,
+) -> str:
+    """What the bootstrap of one corpus separates from its best preset and what not, at
+    ``adjusted`` p-values (default: Holm over this corpus' tests alone)."""
+    p = holm_adjusted([b]) if adjusted is None else adjusted
     head = f"On {b.corpus} ({b.kept} of {b.runs} runs with kept outputs), against {b.best}"
     head += f" (mean test BLEU {b.best_bleu:.{digits}f})"
     left = f"; no seed in common with it: {', '.join(b.untested)}" if b.untested else ""
     if not b.tests:
         return f"{head}, nothing is tested{left}."
-    separated = [t for t in b.tests if t.result.p_value is not None and t.result.p_value < alpha]
+    separated = [t for t in b.tests if p[t] < alpha]
     kept = [t for t in b.tests if t not in separated]
     if not separated:
-        return f"{head}, nothing is separated at p < {alpha:g}: {_tests(kept, digits)}{left}."
-    text = f"{head}, separated at p < {alpha:g}: {_tests(separated, digits)}"
-    return text + (f"; not resolved: {_tests(kept, digits)}" if kept else "") + left + "."
+        return f"{head}, nothing is separated at p < {alpha:g}: {_tests(kept, p, digits)}{left}."
+    text = f"{head}, separated at p < {alpha:g}: {_tests(separated, p, digits)}"
+    return text + (f"; not resolved: {_tests(kept, p, digits)}" if kept else "") + left + "."
 
 
 def bootstrap_paragraph(boots: Sequence[CorpusBootstrap], samples: int = SAMPLES) -> str:
-    """The bootstrap's paragraph: what it is, how many runs it had, one sentence a corpus."""
+    """The bootstrap's paragraph: what it is, how many runs it had, one sentence a corpus,
+    the p-values Holm-adjusted over the tests of every corpus together."""
     runs, kept = sum(b.runs for b in boots), sum(b.kept for b in boots)
     head = (
         f"A paired bootstrap of BLEU per corpus (sacrebleu, {samples} resamples) tests each "
@@ -212,8 +289,10 @@ def bootstrap_paragraph(boots: Sequence[CorpusBootstrap], samples: int = SAMPLES
             f"{head}. None of the {runs} runs has kept test outputs yet (the runner keeps them "
             "since issue 36; earlier records have none), so it tests nothing."
         )
-    text = f"{head}; it had {kept} of the {runs} runs (the others have no kept test outputs)."
-    return " ".join([text, *(corpus_sentence(b) for b in boots)])
+    adjusted = holm_adjusted(boots)
+    text = f"{head}; it had {kept} of the {runs} runs (the others have no kept test outputs)"
+    text += f", its p-values Holm-adjusted over its {len(adjusted)} tests." if adjusted else "."
+    return " ".join([text, *(corpus_sentence(b, adjusted) for b in boots), BOOTSTRAP_NOISE])
 
 
 # ---- the section ---------------------------------------------------------------------------
@@ -227,25 +306,47 @@ def analysis(
     samples: int = SAMPLES,
 ) -> list[str]:
     """The generated section: each preset's and corpus' marginal mean with its 95% interval
-    on test BLEU and chrF, one paragraph per measure, then the bootstrap's paragraph."""
+    on test BLEU and chrF (each over the part of the grid where no cell is missing,
+    :class:`Fits`), one paragraph per measure, then the bootstrap's paragraph."""
     runs = main_records(plan, records)
     fits = {name: effects_of(runs, key) for name, key, _ in MEASURES}
-    if all(f is None for f in fits.values()):
+    if all(f.preset is None and f.corpus is None for f in fits.values()):
         return ["Not enough runs for the analysis yet."]
     lines = [
-        f"Marginal means over the {len(runs)} runs of the table (additive fit of preset and "
-        "corpus, every seed a run: the corpus term absorbs the corpora's different levels, so "
-        "the presets compare on the same footing; 95% intervals; a level whose difference to "
-        "its factor's best is resolved, with Bonferroni-widened intervals, is marked *):",
+        _table_head(next(iter(fits.values())), len(runs)),
         "",
         "| factor | level | runs | " + " | ".join(name for name, _, _ in MEASURES) + " |",
         "|---|---|---:|" + "---:|" * len(MEASURES),
     ]
-    lines += marginal_rows(fits, {name: digits for name, _, digits in MEASURES}, runs=True)
+    factors = {
+        name: [*([f.preset.a] if f.preset else []), *([f.corpus.b] if f.corpus else [])]
+        for name, f in fits.items()
+    }
+    lines += marginal_rows(factors, {name: digits for name, _, digits in MEASURES}, runs=True)
     lines.append("")
     for name, _, digits in MEASURES:
-        fit = fits[name]
-        if fit is not None:
-            lines += [paragraph(fit, name, digits=digits), ""]
+        text = measure_paragraph(fits[name], name, digits)
+        lines += [text, ""] if text else []
     lines.append(bootstrap_paragraph(bootstraps(runs, ledger, refs_of, samples), samples))
     return lines
+
+
+def _table_head(fits: Fits, runs: int) -> str:
+    tail = (
+        "95% intervals; a level whose difference to its factor's best is resolved, with "
+        "Bonferroni-widened intervals, is marked *):"
+    )
+    if fits.complete:
+        return (
+            f"Marginal means over the {runs} runs of the table (additive fit of preset and "
+            "corpus, every seed a run: the corpus term absorbs the corpora's different levels, "
+            f"so the presets compare on the same footing; {tail}"
+        )
+    return (
+        f"Marginal means of the presets over {', '.join(fits.preset_over) or 'no corpus'} (the "
+        f"corpora where every preset ran) and of the corpora over "
+        f"{', '.join(fits.corpus_over) or 'no preset'} (the presets that ran on every corpus): "
+        "a mean over a corpus where a preset has no run would be the additive fit's guess, not "
+        "a measurement, and the preset × corpus interaction is tested once every preset has "
+        f"run on every corpus (additive fit of preset and corpus, every seed a run; {tail}"
+    )

@@ -28,6 +28,7 @@ from typing import Any
 from attnmt.atomic import atomic_path, write_text
 from attnmt.run_curves import Curve, validation_figure
 from experiments import (
+    attention_measures,
     attention_preset,
     attention_protocol,
     attention_table,
@@ -314,10 +315,8 @@ def write_docs(
     cells = attention_table.measures(plan, plan.current, ledger, toy)
     preset = attention_table.measures(plan, plan.current, ledger, (), PRESET_CHECK)
     corpus, sources, refs = attention_table.test_split(plan, ROOT)
-    analysis = [
-        *attention_table.silver_baseline(corpus, sources, refs),
-        *attention_table.analysis(cells, ledger, refs),
-    ]
+    diagonal = attention_measures.silver_diagonal(corpus, sources, refs)
+    analysis = attention_table.analysis(cells, ledger, refs, diagonal)
     protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)

@@ -121,12 +121,16 @@ def test_silver_scores_read_what_evaluate_py_writes(tmp_path: Path, monkeypatch)
 
 def test_the_diagonal_alignment_by_hand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """S = 4, T = 2: target word 0 -> source 0, word 1 -> round(1·4/2) = 2; against sure links
-    0-0 1-1, AER = 1 − (1 + 1) / (2 + 2) = 0.5; against 0-0 2-1 it is 0."""
+    0-0 1-1, AER = 1 − (1 + 1) / (2 + 2) = 0.5 (one sentence: every resample is it, so the
+    interval has no width); against 0-0 2-1 it is 0."""
     gold = tmp_path / "silver.align"
     monkeypatch.setitem(am.SILVER, "toy", gold)
     gold.write_text("0-0 1-1\n", encoding="utf-8")
-    assert am.diagonal_aer("toy", ["a b c d"], ["w x"]) == pytest.approx(0.5)
+    scored = am.silver_diagonal("toy", ["a b c d"], ["w x"])
+    assert scored is not None and scored.aer == pytest.approx(0.5)
+    assert (scored.low, scored.high) == (pytest.approx(0.5), pytest.approx(0.5))
     gold.write_text("0-0 2-1\n", encoding="utf-8")
-    assert am.diagonal_aer("toy", ["a b c d"], ["w x"]) == pytest.approx(0.0)
-    assert am.diagonal_aer("no_silver", ["a b c d"], ["w x"]) is None
-    assert am.diagonal_aer("toy", [], []) is None
+    scored = am.silver_diagonal("toy", ["a b c d"], ["w x"])
+    assert scored is not None and scored.aer == pytest.approx(0.0)
+    assert am.silver_diagonal("no_silver", ["a b c d"], ["w x"]) is None
+    assert am.silver_diagonal("toy", [], []) is None

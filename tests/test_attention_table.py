@@ -1,13 +1,19 @@
-"""experiments/attention_table.py's paired bootstrap: every cell against the best cell of the
-scorer × mode grid, from toy records with kept test outputs (no training)."""
+"""experiments/attention_table.py's paired bootstrap (every cell against the best cell of the
+scorer × mode grid) and its verdict against the diagonal alignment, from toy records with kept
+test outputs and planted silver AER (no training)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import pytest
 from helpers.ledger_records import keep_outputs, record_for, toy_plan
 
+from attnmt.decode.alignment_error import AlignmentScores
 from experiments import attention_table as at
+from experiments import luong_reference
+from experiments.alignment_baselines import ScoredBaseline
 from experiments.ledger import Record
 from experiments.results_plan import Plan
 
@@ -108,3 +114,93 @@ def test_valid_nll_is_the_tested_checkpoints(tmp_path: Path) -> None:
     assert at.brief([record]).endswith("/ 3.500")
     empty = record_for(plan, TRANSFORMER, table="attention", curve=[])
     assert str(empty.tested_valid_nll) == "nan"
+
+
+# ---- the verdict against the diagonal alignment --------------------------------------------
+
+
+def diagonal(aer: float, low: float, high: float) -> ScoredBaseline:
+    """A diagonal alignment's silver score with its bootstrap interval, planted."""
+    scores = AlignmentScores(aer, 1 - aer, 1 - aer, 100, 100, 100, 45, 45, 10)
+    return ScoredBaseline(scores, low, high, 1000)
+
+
+def silver_cells(plan: Plan, aer: dict[str, tuple[float, ...]]) -> list[at.CellMeasures]:
+    """The plan's attention cells, those named in ``aer`` with one record a seed holding
+    that seed's silver AER."""
+    records = []
+    for cell, values in aer.items():
+        for seed, value in enumerate(values, 1):
+            record = record_for(plan, cell, seed=seed, table="attention")
+            record.extra["silver"] = {"aer": value}
+            records.append(record)
+    return at.measures(plan, records, Path("."), ())
+
+
+def test_a_cell_that_clearly_beats_the_diagonal_is_named() -> None:
+    """Diagonal 0.550, interval 0.530 to 0.570: h = 0.020, the bar 0.550 − √2·0.020 = 0.522.
+    general local_m (0.300, 0.320) is below it in both seeds: named. concat local_m (0.510,
+    0.530) has a mean below the diagonal but a seed above the bar: not named. Means at or
+    above 0.550: dot hard's 0.710 alone, 1 of 3."""
+    plan = toy_plan([])
+    aer = {
+        "rnn_luong general local_m": (0.30, 0.32),
+        "rnn_luong concat local_m": (0.51, 0.53),
+        "rnn_luong dot hard": (0.70, 0.72),
+    }
+    cells = silver_cells(plan, aer)
+    base = diagonal(0.55, 0.53, 0.57)
+    assert at.noise_margin(base) == pytest.approx(math.sqrt(2) * 0.02)
+    assert [at.cell_name(m.cell) for m in at.beating_cells(cells, base)] == [
+        "rnn_luong general local_m"
+    ]
+    assert at.beating_keys(cells, base) == {("general", "local_m")}
+    (text, blank) = at.diagonal_verdict(cells, base)
+    assert blank == ""
+    assert "scores AER 0.550 against the same silver links, 95% interval 0.530 to 0.570" in text
+    assert "each of its seeds scores below 0.550 − √2 × 0.020 = 0.522" in text
+    assert text.endswith(
+        "1 of the 3 measured cells' means are at or above it; beyond the noise, 1 beats it: "
+        "rnn_luong general local_m (0.300, 0.320)."
+    )
+    (luong, _) = luong_reference.comparison(
+        {}, at.grid_means(cells, "AER silver"), base.aer, at.beating_keys(cells, base)
+    )
+    assert "only local_m general beats the diagonal, so their order is not tested here" in luong
+
+
+def test_no_cell_is_named_when_all_are_at_or_worse_than_the_diagonal() -> None:
+    """Every cell at or above the diagonal's 0.554: none named, and the closest cell's gap
+    stated (additive local_m 0.560 + 0.566 → 0.563, 0.009 above it); no ranking of the cells
+    of Luong et al. on this column."""
+    plan = toy_plan([])
+    aer = {
+        "rnn_luong general local_m": (0.57, 0.58),
+        "rnn_luong general local_p": (0.70, 0.78),
+        "rnn_luong location global": (0.66, 0.69),
+        "rnn_luong additive local_m": (0.560, 0.566),
+    }
+    cells = silver_cells(plan, aer)
+    base = diagonal(0.554, 0.536, 0.572)
+    assert at.beating_cells(cells, base) == []
+    (text, _) = at.diagonal_verdict(cells, base)
+    assert text.endswith(
+        "4 of the 4 measured cells' means are at or above it; no cell beats it beyond the "
+        "noise (the closest, rnn_luong additive local_m, 0.563: 0.009 above it)."
+    )
+    (luong, _) = luong_reference.comparison(
+        {}, at.grid_means(cells, "AER silver"), base.aer, at.beating_keys(cells, base)
+    )
+    assert (
+        "here local_m general 0.575, local_p general 0.740, global location 0.675, the "
+        "diagonal alignment 0.554; beyond the silver file's noise none of them beats the "
+        "diagonal, so their order is not tested here."
+    ) in luong
+    assert "ranks 1 of 3" not in luong
+
+
+def test_without_silver_links_there_is_no_verdict() -> None:
+    plan = toy_plan([])
+    assert at.diagonal_verdict(silver_cells(plan, {}), None) == []
+    (text, _) = at.diagonal_verdict(silver_cells(plan, {}), diagonal(0.5, 0.49, 0.51))
+    assert text.endswith("No cell has a silver AER yet.")

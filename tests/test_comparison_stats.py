@@ -390,11 +390,127 @@ def test_marginal_rows_show_each_measure_of_each_level() -> None:
     a measure without a fit '–', and the run counts when asked."""
     rows = [("x", "p", 1.0), ("x", "q", 2.0), ("y", "p", 3.0), ("y", "q", 4.0)]
     fit = cs.main_effects(rows, True, ("scorer", "mode"))
-    lines = cs.marginal_rows({"BLEU": fit, "AER": None}, {"BLEU": 2, "AER": 3}, runs=True)
+    lines = cs.marginal_rows({"BLEU": (fit.a, fit.b), "AER": ()}, {"BLEU": 2, "AER": 3}, runs=True)
     assert lines == [
         "| scorer | x | 2 | 1.50 [1.50, 1.50]* | – |",
         "| scorer | y | 2 | 3.50 [3.50, 3.50] | – |",
         "| mode | p | 2 | 2.00 [2.00, 2.00]* | – |",
         "| mode | q | 2 | 3.00 [3.00, 3.00] | – |",
     ]
-    assert cs.marginal_rows({"BLEU": None}, {"BLEU": 2}) == []
+    assert cs.marginal_rows({"BLEU": ()}, {"BLEU": 2}) == []
+
+
+def test_marginal_rows_take_each_factor_from_its_own_fit() -> None:
+    """The scorers from a fit over mode p alone (x 1, y 3: one run each, no df, so no
+    interval and nothing resolved), the modes from a fit over scorer x alone (p 1, q 2); a
+    measure with the scorer factor only shows '–' on the mode rows."""
+    rows = [("x", "p", 1.0), ("x", "q", 2.0), ("y", "p", 3.0)]
+    over_p = cs.main_effects([r for r in rows if r[1] == "p"], True, ("scorer", "mode"))
+    over_x = cs.main_effects([r for r in rows if r[0] == "x"], True, ("scorer", "mode"))
+    lines = cs.marginal_rows(
+        {"BLEU": (over_p.a, over_x.b), "chrF": (over_p.a,)}, {"BLEU": 1, "chrF": 1}, runs=True
+    )
+    assert lines == [
+        "| scorer | x | 1 | 1.0 | 1.0 |",
+        "| scorer | y | 1 | 3.0 | 3.0 |",
+        "| mode | p | 1 | 1.0 | – |",
+        "| mode | q | 1 | 2.0 | – |",
+    ]
+
+
+# --- interaction and Holm -------------------------------------------------------------------
+
+
+def test_holm_by_hand() -> None:
+    """m = 3: sorted 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → max(0.06, 0.04) = 0.06;
+    in the input's order; capped at 1."""
+    assert cs.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert cs.holm([0.5]) == [0.5]
+    assert cs.holm([0.02, 0.02]) == pytest.approx([0.04, 0.04])
+    assert cs.holm([0.6, 0.9]) == [1.0, 1.0]
+    assert cs.holm([]) == []
+
+
+def test_f_survival_by_closed_forms() -> None:
+    """F(1, d) = t(d)²: P(F > 4) = P(|t_4| > 2) = 2·(1 − t_cdf(2, 4)) = 0.1161; F(2, d2) has
+    P(F > f) = (1 + 2f/d2)^(−d2/2): f = 3, d2 = 4 gives 2.5⁻² = 0.16; F(2, 2): 1/(1 + f)."""
+    assert cs.f_sf(4.0, 1, 4) == pytest.approx(2 * (1 - cs.t_cdf(2.0, 4)), abs=1e-9)
+    assert cs.f_sf(4.0, 1, 4) == pytest.approx(0.1161, abs=1e-4)
+    assert cs.f_sf(3.0, 2, 4) == pytest.approx(0.16, abs=1e-9)
+    assert cs.f_sf(1.0, 2, 2) == pytest.approx(0.5, abs=1e-9)
+    assert cs.f_sf(0.0, 3, 5) == 1.0
+    with pytest.raises(ValueError):
+        cs.f_sf(1.0, 0, 5)
+
+
+def test_the_interaction_test_by_hand() -> None:
+    """2 × 2, two runs a cell, each ±1 around its mean (2, 3, 3, 8): RSS_cells = 8 on
+    df2 = 8 − 4 = 4; the interaction contrast 2 − 3 − 3 + 8 = 4 adds r·4²/4 = 8 on df1 = 1,
+    so F = (8/1)/(8/4) = 4, p = P(F(1, 4) > 4) = 0.116: not resolved."""
+    means = {("a1", "b1"): 2.0, ("a1", "b2"): 3.0, ("a2", "b1"): 3.0, ("a2", "b2"): 8.0}
+    rows = [(a, b, m + d) for (a, b), m in means.items() for d in (-1.0, 1.0)]
+    test = cs.interaction(rows, ("scorer", "mode"))
+    assert test is not None
+    assert (test.df1, test.df2) == (1, 4) and test.f == pytest.approx(4.0)
+    assert test.p == pytest.approx(0.1161, abs=1e-4) and test.cells == means
+    assert cs.interaction_sentence(test, True, 2) == (
+        "The scorer × mode interaction is not resolved (F = 4.00 on 1 and 4 degrees of "
+        "freedom, p = 0.116)."
+    )
+    additive = [(a, b, 1.0 * (a == "a2") + 2.0 * (b == "b2") + d) for a, b, _ in rows
+                for d in (-0.5, 0.5)]  # fmt: skip
+    flat = cs.interaction(additive, ("scorer", "mode"))
+    assert flat is not None and flat.f == pytest.approx(0.0, abs=1e-9) and flat.p == 1.0
+    one_run_a_cell = [(a, b, m) for (a, b), m in means.items()]
+    assert cs.interaction(one_run_a_cell) is None  # no replicate: df2 = 0
+
+
+def test_a_crossed_grid_is_resolved_and_its_cells_shown() -> None:
+    """a1 is best in b2 and worst in b1, a2 the reverse (cell means 1.1, 5.1, 5.1, 1.1, runs
+    ±0.1): contrast 1.1 − 5.1 − 5.1 + 1.1 = −8, SS = 2·64/4 = 32, RSS_cells = 8·0.01 = 0.08 on
+    4 df: F = 32 / 0.02 = 1600. The main effects are flat (every marginal mean 3.1): the
+    sentence says they average cells that go different ways and names the best and the worst
+    cell with the level they share; the table holds the cell means."""
+    means = {("a1", "b1"): 1.1, ("a1", "b2"): 5.1, ("a2", "b1"): 5.1, ("a2", "b2"): 1.1}
+    rows = [(a, b, m + d) for (a, b), m in means.items() for d in (-0.1, 0.1)]
+    test = cs.interaction(rows, ("scorer", "mode"))
+    assert test is not None and test.f == pytest.approx(1600.0) and test.p < 1e-5
+    fit = cs.main_effects(rows, True, ("scorer", "mode"))
+    assert fit.a.level("a1").mean == pytest.approx(3.1) and fit.a.level("a2").mean == (
+        pytest.approx(3.1)
+    )
+    text = cs.paragraph(fit, "BLEU", crossed=test)
+    assert text.endswith(
+        "The scorer × mode interaction is resolved (F = 1600.00 on 1 and 4 degrees of freedom, "
+        "p < 0.001): what a scorer gains or loses depends on the mode, so each marginal mean "
+        "above averages cells that go different ways; the best cell is a1 b2 (5.10), the worst "
+        "a2 b2 (1.10), both of the mode b2. The cell means:"
+    )
+    assert cs.cell_means_rows(test, "BLEU", 2) == [
+        "| BLEU: scorer × mode | b1 | b2 |",
+        "|---|---:|---:|",
+        "| a1 | 1.10 | 5.10 |",
+        "| a2 | 5.10 | 1.10 |",
+    ]
+    lower = cs.interaction_sentence(test, False, 1)
+    assert "the best cell is a1 b1 (1.1), the worst a2 b1 (5.1), both of the mode b1" in lower
+
+
+def test_the_bootstrap_sentence_holm_adjusts_and_says_what_it_leaves_out() -> None:
+    """Raw p 0.01, 0.04, 0.03 over 3 tests: Holm gives 0.03, 0.06, 0.06, so only the first
+    is separated at 0.05 (unadjusted, all three would be)."""
+
+    def test(name: str, p: float | None) -> cs.SystemTest:
+        return cs.SystemTest(name, 10.0, -1.0 if p else 0.0, p, 10.0, 1.0)
+
+    tests = (test("base", None), test("s1", 0.01), test("s2", 0.04), test("s3", 0.03))
+    boot = cs.PairedBootstrap("base", 1000, 12345, 50, "sig", tests)
+    fit = cs.main_effects(_grid(10.0, ALPHA, BETA, 2, 0.1, 1), True, ("scorer", "mode"))
+    text = cs.paragraph(fit, "BLEU", boot)
+    assert (
+        "against base (BLEU 10.00), its p-values Holm-adjusted over its 3 tests, separates from "
+        "it at p < 0.05: s1 -1.00 (p = 0.030); not resolved: s2 -1.00 (p = 0.060), "
+        "s3 -1.00 (p = 0.060)."
+    ) in text
+    assert text.endswith(cs.BOOTSTRAP_NOISE)
+    assert "not training variance" in cs.BOOTSTRAP_NOISE

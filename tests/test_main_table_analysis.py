@@ -4,6 +4,7 @@ outputs for the paired bootstrap); no training."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -68,8 +69,10 @@ def test_a_planted_preset_difference_is_named_and_resolved(tmp_path: Path) -> No
     records = toy_records({"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}, 0.2)
     plan = toy_plan(records)
     assert len(mta.main_records(plan, records)) == 18
-    fit = mta.effects_of(records, "bleu")
-    assert fit is not None and fit.a.factor == "preset" and fit.b.factor == "corpus"
+    fits = mta.effects_of(records, "bleu")
+    fit = fits.preset
+    assert fits.complete and fit is not None and fits.corpus is fit
+    assert fit.a.factor == "preset" and fit.b.factor == "corpus"
     assert fit.a.best == "transformer" and fit.b.best == "bible_en_fr"
     for rnn in ("rnn_bahdanau", "rnn_luong"):
         effect = fit.a.level(rnn)
@@ -95,7 +98,7 @@ def test_pure_noise_resolves_no_preset(tmp_path: Path) -> None:
     near the intervals' 5% (Bonferroni-widened within the factor)."""
     flat = dict.fromkeys(PRESETS, 0.0)
     records = toy_records(flat, 0.5, rng_seed=3)
-    fit = mta.effects_of(records, "bleu")
+    fit = mta.effects_of(records, "bleu").preset
     assert fit is not None and not any(e.resolved for e in fit.a.levels)
     assert fit.b.level("ding_de_en").resolved
     bleu = next(line for line in mta.analysis(toy_plan(records), records, tmp_path, no_references)
@@ -103,15 +106,74 @@ def test_pure_noise_resolves_no_preset(tmp_path: Path) -> None:
     assert "no difference to it is resolved" in _clause(bleu, "The best preset")
     false = 0
     for rng_seed in range(200):
-        fit = mta.effects_of(toy_records(flat, 0.5, rng_seed=rng_seed), "bleu")
+        fit = mta.effects_of(toy_records(flat, 0.5, rng_seed=rng_seed), "bleu").preset
         assert fit is not None
         false += any(e.resolved for e in fit.a.levels)
     assert false / 200 < 0.1
 
 
+def test_an_interaction_is_tested_when_every_preset_ran_on_every_corpus(tmp_path: Path) -> None:
+    """The complete grid of toy_records (3 presets × 2 corpora × 3 seeds): df1 = (3 − 1)·(2 −
+    1) = 2, df2 = 18 − 6 = 12; no planted interaction, noise 0.2: not resolved; transformer
+    +3 on bible_en_fr only: resolved, and the sentence names that cell best."""
+    flat = {"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}
+    fits = mta.effects_of(toy_records(flat, 0.2), "bleu")
+    assert fits.crossed is not None and (fits.crossed.df1, fits.crossed.df2) == (2, 12)
+    assert fits.crossed.p > 0.05
+    crossed = [
+        dataclasses.replace(r, test={**r.test, "bleu": r.test["bleu"] + 3.0})
+        if (r.cell["model"], r.cell["data"]) == ("transformer", "bible_en_fr")
+        else r
+        for r in toy_records(flat, 0.2)
+    ]
+    fits = mta.effects_of(crossed, "bleu")
+    assert fits.crossed is not None and fits.crossed.p < 0.001
+    text = mta.measure_paragraph(fits, "test BLEU", 2)
+    assert "The preset × corpus interaction is resolved (F = " in text
+    assert "the best cell is transformer bible_en_fr" in text
+
+
+def test_no_marginal_mean_is_imputed_for_a_preset_that_never_ran_on_a_corpus(
+    tmp_path: Path,
+) -> None:
+    """bible_en_fr has only transformer runs (as in the ledger). Every run's BLEU is planted
+    without noise: ding transformer 6, rnn_bahdanau 5, rnn_luong 3; bible transformer 16.
+    The presets are compared over ding_de_en alone (means 6, 5, 3: the plain means of their
+    runs there); the corpora over transformer alone (16 and 6). An additive fit of all runs
+    would have given rnn_luong a bible_en_fr value it never measured."""
+    plan = empty_plan()
+    planted = {("ding_de_en", "transformer"): 6.0, ("ding_de_en", "rnn_bahdanau"): 5.0,
+               ("ding_de_en", "rnn_luong"): 3.0, ("bible_en_fr", "transformer"): 16.0}  # fmt: skip
+    records = [
+        record_for(plan, f"{corpus} {preset}", seed=seed, bleu=bleu)
+        for (corpus, preset), bleu in planted.items()
+        for seed in SEEDS
+    ]
+    fits = mta.effects_of(records, "bleu")
+    assert not fits.complete and fits.crossed is None
+    assert fits.preset_over == ("ding_de_en",) and fits.corpus_over == ("transformer",)
+    assert fits.preset is not None and fits.corpus is not None
+    means = {e.level: (round(e.mean, 9), e.runs) for e in fits.preset.a.levels}
+    assert means == {"transformer": (6.0, 3), "rnn_bahdanau": (5.0, 3), "rnn_luong": (3.0, 3)}
+    corpora = {e.level: (round(e.mean, 9), e.runs) for e in fits.corpus.b.levels}
+    assert corpora == {"ding_de_en": (6.0, 3), "bible_en_fr": (16.0, 3)}
+    lines = mta.analysis(toy_plan(records), records, tmp_path, no_references)
+    assert lines[0].startswith(
+        "Marginal means of the presets over ding_de_en (the corpora where every preset ran) and "
+        "of the corpora over transformer (the presets that ran on every corpus)"
+    )
+    assert "| preset | rnn_luong | 3 | 3.00 [3.00, 3.00]* | 23.0 [23.0, 23.0]* |" in lines
+    assert "| corpus | ding_de_en | 3 | 6.00 [6.00, 6.00]* | 26.0 [26.0, 26.0]* |" in lines
+    bleu = next(line for line in lines if line.startswith("On test BLEU"))
+    assert "to 9 runs on ding_de_en (where every preset ran)" in bleu
+    assert "to 6 runs of transformer (the presets that ran on every corpus)" in bleu
+    assert "interaction" not in bleu
+
+
 def test_too_few_runs_give_no_analysis(tmp_path: Path) -> None:
     records = toy_records({"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}, 0.2)[:2]
-    assert mta.effects_of(records, "bleu") is None
+    fits = mta.effects_of(records, "bleu")
+    assert fits.preset is None and fits.corpus is None
     lines = mta.analysis(toy_plan(records), records, tmp_path, no_references)
     assert lines == ["Not enough runs for the analysis yet."]
 
@@ -245,7 +307,7 @@ def test_the_section_uses_every_record_for_the_fit_and_kept_ones_for_the_bootstr
     plan = toy_plan(records)
     lines = mta.analysis(plan, records, ledger, lambda corpus: REFS, samples=20)
     text = "\n".join(lines)
-    assert "additive fit of preset and corpus to 9 runs" in text
+    assert "additive fit of preset and corpus to 9 runs leaves" in text  # one corpus: complete
     assert "| preset | rnn_bahdanau | 3 |" in text  # its seed 3, without outputs, in the fit
     assert lines[-1].startswith("A paired bootstrap of BLEU per corpus (sacrebleu, 20 resamples)")
     assert "it had 7 of the 9 runs" in lines[-1]

@@ -1,0 +1,117 @@
+"""Alignments that no network makes: the yardsticks an attention's AER is read against.
+
+- :func:`diagonal_links`: target word j → source word min(S − 1, round(j·S/T)) (S, T: the
+  pair's word counts); it reads no words, so an attention that scores no better has learnt
+  nothing of the words' correspondence that the lengths do not give.
+- :func:`dice_links`: a co-occurrence count, no network: over the pairs of a training split,
+  Dice(s, t) = 2·c(s, t) / (c(s) + c(t)) with c counting the pairs a word (a pair of words)
+  occurs in; each target word links to the source word of highest Dice, a tie to the
+  source position nearest to j (then the first).
+- :func:`aer_with_interval`: corpus-level AER with a percentile bootstrap interval over the
+  sentences (the gold file's own sampling noise: how far the AER of these links moves when
+  other sentences like these are scored).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnmt.data.gold import Alignment, Link
+from attnmt.decode.alignment_error import AlignmentScores, alignment_error
+
+SAMPLES = 1000
+SEED = 12345
+
+
+def diagonal_links(sources: Sequence[str], targets: Sequence[str]) -> list[set[Link]]:
+    """Per pair, {(min(S − 1, round(j·S/T)), j) for each target word j} (empty for an empty
+    side); Python's round: halves to the even neighbour."""
+    out = []
+    for src, tgt in zip(sources, targets):
+        s, t = len(src.split()), len(tgt.split())
+        out.append({(min(s - 1, round(j * s / t)), j) for j in range(t)} if s and t else set())
+    return out
+
+
+def dice_links(
+    train: Sequence[tuple[str, str]], sources: Sequence[str], targets: Sequence[str]
+) -> list[set[Link]]:
+    """Per test pair, each target word's link to its source word of highest Dice over the
+    ``train`` pairs (see the module docstring); a target word no source word co-occurs with
+    links to the source position nearest to it."""
+    c_src: Counter[str] = Counter()
+    c_tgt: Counter[str] = Counter()
+    c_pair: Counter[tuple[str, str]] = Counter()
+    for src, tgt in train:
+        s_types, t_types = set(src.split()), set(tgt.split())
+        c_src.update(s_types)
+        c_tgt.update(t_types)
+        c_pair.update((a, b) for a in s_types for b in t_types)
+
+    def dice(a: str, b: str) -> float:
+        total = c_src[a] + c_tgt[b]
+        return 2.0 * c_pair[(a, b)] / total if total else 0.0
+
+    out = []
+    for src, tgt in zip(sources, targets):
+        s_words, t_words = src.split(), tgt.split()
+        links = set()
+        for j, word in enumerate(t_words if s_words else ()):
+            scores = [dice(a, word) for a in s_words]
+            top = max(scores)
+            i = min((i for i, v in enumerate(scores) if v == top), key=lambda i: (abs(i - j), i))
+            links.add((i, j))
+        out.append(links)
+    return out
+
+
+@dataclass(frozen=True)
+class ScoredBaseline:
+    """Corpus-level scores of a baseline's links and the bootstrap interval of its AER."""
+
+    scores: AlignmentScores
+    low: float
+    high: float
+    samples: int
+
+    @property
+    def aer(self) -> float:
+        return float("nan") if self.scores.aer is None else self.scores.aer
+
+    @property
+    def half_width(self) -> float:
+        """Half the width of the 95% interval."""
+        return (self.high - self.low) / 2.0
+
+
+def sentence_counts(hyps: Sequence[set[Link]], golds: Sequence[Alignment]) -> np.ndarray:
+    """[sentences, 3]: |A| + |S|, |A ∩ S|, |A ∩ P| of each pair, the sums AER is built of:
+    AER = 1 − (Σ|A∩S| + Σ|A∩P|) / Σ(|A| + |S|)."""
+    rows = []
+    for links, gold in zip(hyps, golds, strict=True):
+        possible = gold.possible | gold.sure
+        rows.append((len(links) + len(gold.sure), len(links & gold.sure), len(links & possible)))
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def aer_of(counts: np.ndarray) -> float:
+    """AER of the summed counts of :func:`sentence_counts`."""
+    total, sure, possible = counts.sum(axis=0)
+    return 1.0 - (sure + possible) / total if total else float("nan")
+
+
+def aer_with_interval(
+    hyps: Sequence[set[Link]], golds: Sequence[Alignment], samples: int = SAMPLES, seed: int = SEED
+) -> ScoredBaseline:
+    """The links' corpus scores and the 2.5th and 97.5th percentiles of their AER over
+    ``samples`` resamples of the sentences with replacement (numpy's generator, ``seed``)."""
+    counts = sentence_counts(hyps, golds)
+    rng = np.random.default_rng(seed)
+    n = len(counts)
+    draws = [aer_of(counts[rng.integers(0, n, n)]) for _ in range(samples)] if n else [np.nan]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return ScoredBaseline(alignment_error(hyps, golds), float(low), float(high), samples)
