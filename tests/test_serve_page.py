@@ -185,3 +185,33 @@ def test_a_reference_and_gold_show_aer_and_outline_the_gold_links(page) -> None:
     assert first.locator("svg.attn-map rect.gold-sure").count() == 0
     first.locator(".reference").click()
     assert first.locator("svg.attn-map rect.gold-sure").count() > 0
+
+
+def test_the_reference_shows_the_aer_of_every_map_and_a_click_draws_it(page) -> None:  # type: ignore[no-untyped-def]
+    """The tiny Transformer (1 layer, 2 heads): a row for its layer with the heads' mean and
+    each head, the API's figures, the best marked; a click on a head's cell draws that
+    head's map of the reference."""
+    pg = page
+    pg.uncheck("#compare")
+    pg.click("#gold-box summary")
+    pg.fill("#ref", "c b a")
+    pg.fill("#gold", "0-2 1-1 2-0")
+    _translate(pg, "a b c")
+    body = {"text": ["a b c"], "reference": ["c b a"], "gold": ["0-2 1-1 2-0"],
+            "attention": True}  # fmt: skip
+    (line,) = pg.request.post(pg.url + "translate", data=body).json()["lines"]
+    table = line["reference"]["aer_table"]
+    shown = pg.locator(".reference table.aer-table")
+    assert shown.count() == 1
+    cells = shown.locator("td[data-layer]")
+    assert cells.count() == len(table["rows"]) == 3
+    assert [c.text_content() for c in cells.all()] == [f"{r['aer']:.3f}" for r in table["rows"]]
+    best = [r["map"] for r in table["rows"]].index(table["best"])
+    assert "best" in (cells.nth(best).get_attribute("class") or "")
+    assert pg.locator("#layer option[value=all]").count() == 0  # one layer: no mean over layers
+    mean = [c.get_attribute("fill") for c in pg.locator("svg.attn-map rect.cell").all()]
+    cells.nth(2).click()  # layer 1, head 2
+    assert (pg.input_value("#layer"), pg.input_value("#head")) == ("0", "1")
+    head = [c.get_attribute("fill") for c in pg.locator("svg.attn-map rect.cell").all()]
+    assert head != mean and len(head) == len(mean)
+    assert "selected" in (pg.locator(".reference").get_attribute("class") or "")

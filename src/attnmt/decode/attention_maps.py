@@ -50,7 +50,8 @@ class AttentionMaps:
     decoder_self: Tensor | None = None  # [L, H, T, T]
 
     def mean_last_cross(self) -> Tensor:
-        """[T, S]: the last cross layer averaged over its heads (what alignments use)."""
+        """[T, S]: the last cross layer averaged over its heads (what translate.py's and
+        serve.py's translation alignments read; evaluate.py chooses with ``align_layer``)."""
         return self.cross[-1].mean(dim=0)
 
     def to_lists(self, digits: int = 4) -> dict[str, list | None]:
