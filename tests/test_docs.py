@@ -499,11 +499,13 @@ def test_the_ratio_checker_bites() -> None:
     ]
 
 
+@cache
 def generated_alignment() -> str:
-    """docs/alignment.md as ``python -m experiments.alignment_aer table`` writes it."""
-    from experiments.alignment_aer import records, table
+    """docs/alignment.md's generated part as ``python -m experiments.alignment_aer table``
+    writes it (its baselines computed from toy_align, prepared under data/)."""
+    from experiments.alignment_aer import records, table, toy_baselines
 
-    return table(records())
+    return table(records(), toy_baselines())
 
 
 @pytest.fixture(scope="session")
