@@ -38,7 +38,7 @@ class GuidedAlignmentConfig:
     # λ in L = L_translation + λ · L_align; 0 = off (no attention returned)
     weight: float = field(default=0.0, metadata=within(0, 100))
     # Transformer decoder layer whose cross-attention is trained (Python index, -1 = the last:
-    # the map evaluation and heatmaps read); RNNs have one map (-1 or 0)
+    # the map the searches and heatmaps read); RNNs have one map (-1 or 0)
     layer: int = -1
     heads: list[int] | None = None  # null = the mean of all heads; [0, 2]: the mean of these
     # Pharaoh links of the train split (i-j, one line per pair; .xz read too); null = its
