@@ -76,7 +76,7 @@ results-docs: setup ## docs/results.md, attention.md, alignment.md, luong_bahdan
 	$(PY) -m experiments.alignment_aer table
 	$(PY) -m experiments.luong_bahdanau table
 	$(PY) -m experiments.ding_loose table
-	$(PY) -m experiments.recipe table
+	$(PY) -m experiments.recipe_page
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .mypy_cache .hypothesis

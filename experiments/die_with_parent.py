@@ -4,7 +4,7 @@
 
 Asks Linux to send this process SIGTERM when the thread that started it ends (``prctl
 PR_SET_PDEATHSIG``), then becomes CMD (``exec``: the same pid, the request kept). The
-experiment runners (experiments/results_run.py, experiments/recipe.py) start train.py through
+experiment runners (experiments/sweep.py, experiments/results_run.py) start train.py through
 it: a runner killed outright (SIGKILL, the OOM killer) would otherwise leave train.py
 training on unwatched, holding its run folder's lock; now it gets the SIGTERM a stopped
 runner sends, saves ``last.pt`` and exits, and the next runner redoes or resumes the run.

@@ -114,7 +114,7 @@ def _recorded(path: str, *keys: str | int) -> dict:
     return obj
 
 
-ZEN2 = ("results/recipe/seeds/recipe-ding_de_en-seed1-7336updates.json", "machine")
+ZEN2 = ("results/recipe_seeds/seed-1/summary.json", "machine")
 ZEN4 = ("results/runs/main-ding_de_en-rnn_bahdanau-seed1-0d26910b29e0.json", "machine")  # cores
 XEON_AMX = ("results/gpu_check/2026-11-26_h100/transformer-auto/summary.json", "machine")
 
