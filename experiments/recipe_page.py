@@ -17,23 +17,26 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from omegaconf import OmegaConf
 
 from attnmt import run_curves
 from attnmt.atomic import atomic_path, write_text
+from attnmt.errors import AttnmtError
 from attnmt.machine import Machine
 from attnmt.run_dir import RunDir
-from attnmt.run_record import read_record
+from attnmt.run_record import RecordError, read_record
 from attnmt.run_summary import Summary
 from experiments.comparison_stats import flattened_at, mean_std, t_interval
+from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = "recipe_minutes.png"
@@ -145,16 +148,26 @@ class Run:
 
 
 def scores_entry(path: Path) -> dict[str, Any] | None:
-    """The one evaluation an evaluate.py scores.json holds (None without the file)."""
+    """The one evaluation an evaluate.py scores.json holds (None without the file);
+    RecordError naming the file when it holds none that reads."""
     if not path.is_file():
         return None
-    return next(iter(json.loads(path.read_text(encoding="utf-8")).values()))
+    try:
+        entries = list(json.loads(path.read_text(encoding="utf-8")).values())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
+        raise RecordError(f"{path}: not an evaluate.py scores.json ({err})") from None
+    if len(entries) != 1 or not isinstance(entries[0], dict) or "bleu" not in entries[0]:
+        raise RecordError(f"{path}: expected one evaluation with its bleu; rerun evaluate.py")
+    return entries[0]
 
 
 def read_run(folder: Path) -> Run:
     rec = read_record(folder)
-    cfg = RunDir(folder).path / ".hydra" / "config.yaml"
-    loaded = OmegaConf.to_container(OmegaConf.load(cfg)) if cfg.is_file() else {}
+    cfg = RunDir(folder).config_yaml
+    try:
+        loaded = yaml.safe_load(cfg.read_text(encoding="utf-8")) if cfg.is_file() else {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise RecordError(f"{cfg}: unreadable ({str(err).splitlines()[0]})") from None
     config = {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
     tests = {}
     for mark in MARKS:
@@ -182,9 +195,8 @@ class Records:
 
 
 def read_records(root: Path) -> Records:
-    """Every run folder under root/results/recipe_*/, in its study config's order."""
-    from experiments.study import load_study
-
+    """Every run folder under root/results/recipe_*/, in its study config's order;
+    RecordError (ConfigError for a bad study config) naming the file that does not read."""
     studies = {}
     for where in sorted((root / "results").glob("recipe_*")):
         config = root / "configs" / "study" / f"{where.name}.yaml"
@@ -715,10 +727,17 @@ def write_page(out: Path, root: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write the page; exit 2 with one line naming the file when a run folder does not read."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "recipe.md")
+    parser.add_argument("--root", type=Path, default=ROOT, help="where results/ and configs/ are")
     args = parser.parse_args(argv)
-    for path in write_page(args.out, ROOT):
+    try:
+        written = write_page(args.out, args.root)
+    except AttnmtError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in written:
         print(f"wrote {path}")
     return 0
 

@@ -15,7 +15,7 @@ from experiments import recipe_page
 from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-ZEN3 = {  # an AMD EPYC 25/1 (the cpu25.1 tag)
+ZEN3: dict[str, Any] = {  # an AMD EPYC 25/1 (the cpu25.1 tag)
     "cpu": {"name": "AMD EPYC", "vendor": "AuthenticAMD", "family": 25, "model": 1,
             "flags": ["avx2"]},
     "torch_version": "2.13.0+cpu",
@@ -188,3 +188,26 @@ def test_marks_read_from_eval_scores(mark: int) -> None:
     run = recs.corpus("ding_de_en")
     assert run is not None and run.test_at(float(mark)) is not None
     assert run.test_bleu(120.0) == pytest.approx(6.364182085974369)
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "says"),
+    [
+        ("summary.json", "{not json", "summary.json: unreadable"),
+        (".hydra/config.yaml", "trainer: [", "config.yaml: unreadable"),
+        ("eval/test-best-at-30min/scores.json", "{}", "scores.json: expected one evaluation"),
+    ],
+)
+def test_a_run_folder_that_does_not_read_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str, text: str, says: str
+) -> None:
+    """A damaged file in a run folder: exit 2, one line naming it, no page written."""
+    ding = [(1000, 29.0, 4.0, 3.0)]
+    plant(tmp_path, "recipe_corpora_ding_de_en", "recipe_variant-recipe", ding, marks={30: 2.0})
+    bad = tmp_path / "results/recipe_corpora_ding_de_en/recipe_variant-recipe" / file
+    bad.write_text(text)
+    out = tmp_path / "recipe.md"
+    assert recipe_page.main(["--out", str(out), "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
