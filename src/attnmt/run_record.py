@@ -212,6 +212,38 @@ class RecordWriter:
         write_json(self.run.summary, finite(self.summary), indent=1)
 
 
+def _number(event: dict[str, Any], key: str, where: str) -> float | None:
+    """A number field of an event (None when absent or null); RecordError otherwise."""
+    value = event.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise RecordError(f"{where}: field {key}: a number expected, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One ``valid`` event, typed: the scores of one validation. ``aer`` (the attention's
+    alignment error rate against the valid split's word links, lower is better) is None
+    when the run's valid split had no links (``trainer.valid_alignments``)."""
+
+    step: int
+    minutes: float | None
+    nll: float | None
+    bleu: float | None
+    chrf: float | None
+    aer: float | None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any], where: str = "valid event") -> Validation:
+        """RecordError naming ``where`` and the field when a figure is not a number."""
+        return cls(
+            step=int(event["step"]),
+            **{k: _number(event, k, where) for k in ("minutes", "nll", "bleu", "chrf", "aer")},
+        )
+
+
 @dataclass
 class RunRecord:
     """A run's record as read: the summary (None before the run wrote one; typed:
@@ -228,6 +260,14 @@ class RunRecord:
     @property
     def valid(self) -> list[dict[str, Any]]:
         return self.of("valid")
+
+    def validations(self) -> list[Validation]:
+        """The valid events, typed (:class:`Validation`); RecordError naming the file and
+        step when one holds a figure that is not a number."""
+        return [
+            Validation.from_event(e, f"{self.run.metrics}, valid event of step {e['step']}")
+            for e in self.valid
+        ]
 
     @property
     def train(self) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
     s = read_record(run).summary       # Summary, or None before the run wrote one
     s.status, s.reason, s.step, s.minutes, s.params
-    s.best.val_bleu, s.test.bleu, s.test.bleu_signature, s.machine.describe("plain")
+    s.best.val_bleu, s.best.val_aer, s.test.bleu, s.test.bleu_signature, s.machine.describe("plain")
 
 :meth:`Summary.from_dict` reads every format version there is (:data:`VERSION` 1, and a
 file without one). A field the file never had is None, never a stand-in value; a field this
@@ -62,6 +62,8 @@ class Best:
     step: int | None = None
     val_bleu: float | None = None
     val_chrf: float | None = None
+    val_aer: float | None = None
+    """Its attention's AER against the valid split's word links (None: the run had none)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Best:
@@ -71,6 +73,7 @@ class Best:
             step=_get(data, "step", int, w),
             val_bleu=_num(data, "val_bleu", w),
             val_chrf=_num(data, "val_chrf", w),
+            val_aer=_num(data, "val_aer", w),
         )
 
 
@@ -214,7 +217,8 @@ class Summary:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``summary.json`` object of this summary (every field; None as null): what
+        """The ``summary.json`` object of this summary (every field; None as null, but
+        ``best.val_aer`` only when measured, as the trainer writes it): what
         :meth:`from_dict` reads back equal."""
         out = {"format": SUMMARY_FORMAT, **asdict(self)}
         out["machine"] = None if self.machine is None else self.machine.to_dict()
@@ -222,4 +226,6 @@ class Summary:
             out["test"]["ensemble"] = list(self.test.ensemble)
         if self.best_at is not None:
             out["best_at"] = list(out["best_at"])
+        if self.best is not None and self.best.val_aer is None:
+            del out["best"]["val_aer"]  # as the trainer writes it: only a run with valid links
         return out

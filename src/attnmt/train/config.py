@@ -101,6 +101,9 @@ class TrainerConfig:
     val_subset: int = 0  # first N valid pairs; 0 = the whole split
     val_max_tokens: int = 8192  # padded source+target tokens per batch of the validation loss
     val_beam_size: int = 1  # validation decoding: decode.* with this beam (1 = greedy, fast)
+    # word links of the valid split for the AER at each validation (attnmt.train.valid_links):
+    # auto (the corpus' gold, else its cached silver links, else none) | none | a Pharaoh file
+    valid_alignments: str = "auto"
     num_heatmaps: int = 2  # fixed validation sentences drawn as attention heatmaps
     heatmaps_every: int = 5  # draw them at the 1st, (1+n)th, ... validation; 0 = never
     num_samples: int = 3  # source / reference / hypothesis text samples

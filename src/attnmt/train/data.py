@@ -13,7 +13,9 @@ each epoch's segmentation from the cached ids (never the text), and the sampler 
 that epoch's lengths or, for large corpora, by per-pair bounds. With guided alignment
 (``trainer.guided_alignment.weight > 0``) the train split's word links are read and checked
 before the tokenizer (attnmt.data.train_links), and every batch carries them as piece links
-(attnmt.data.guided_batches).
+(attnmt.data.guided_batches). The valid split's word links, when it has some
+(``trainer.valid_alignments``: attnmt.train.valid_links), are read and checked before the
+tokenizer too; each validation then scores the attention's AER against them.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from attnmt.data.word_links import WordLinks
 from attnmt.train.config import TrainerConfig
 from attnmt.train.distributed import DistInfo, barrier
 from attnmt.train.evaluation import EvalSet, make_eval_set
+from attnmt.train.valid_links import ValidLinks, valid_links
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ class TrainingData:
     loader: DataLoader
     valid: EvalSet
     ids_seconds: float = 0.0  # reading (or, on a cold cache, encoding) the train ids
+    valid_links: ValidLinks | None = None  # the valid pairs' word links (None: no AER)
 
     def test_split(self) -> tuple[list[str], list[str]]:
         """The test split's (sources, references), read on demand for the final decoding."""
@@ -76,6 +80,8 @@ def build_data(
     require_splits(corpus, ("train", "valid", "test") if tcfg.test else ("train", "valid"))
     guided = tcfg.guided_alignment
     word_links = train_links(corpus, guided.links) if guided.weight > 0 else None
+    valid_src, valid_ref = corpus.read("valid")
+    links = valid_links(corpus, tcfg.valid_alignments, valid_src, valid_ref)
     train_src, train_tgt = corpus.files("train")
     if tokenizer_files is not None:
         tokenizer = Tokenizer.from_files_dict(tokenizer_files)
@@ -120,11 +126,11 @@ def build_data(
     # num_workers=0: exact sampler position
     batches = collate if word_links is None else guided_collate(word_links, tokenizer, train)
     loader = make_loader(train if resampled is None else resampled, sampler, collate_fn=batches)
-    valid_src, valid_ref = corpus.read("valid")
     warn_suspicious_valid(corpus)
     valid = make_eval_set(tokenizer, valid_src, valid_ref, dcfg.max_len, tcfg.val_subset)
     log.info("valid: %d pairs for validation; %d train batches/epoch", len(valid), len(sampler))
-    return TrainingData(corpus, tokenizer, train, sampler, loader, valid, ids_seconds)
+    links = None if links is None else links.first(tcfg.val_subset)
+    return TrainingData(corpus, tokenizer, train, sampler, loader, valid, ids_seconds, links)
 
 
 def guided_collate(links: WordLinks, tokenizer: Tokenizer, train: IndexedDataset) -> GuidedCollate:

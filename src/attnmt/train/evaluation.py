@@ -7,6 +7,10 @@ The loss is teacher-forced on pairs cut to ``data.max_len`` pieces a side; perpl
 against the raw reference lines with sacrebleu (:func:`attnmt.decode.metrics.corpus_scores`).
 The entropy of each cross-attention map (:mod:`attnmt.decode.attention_entropy`) is measured
 teacher-forced on the first :data:`ENTROPY_PAIRS` pairs, so a collapsing attention shows.
+When the valid split has word links (:mod:`attnmt.train.valid_links`), the alignment error
+rate of the attention is measured too (:func:`validation_aer`): every reference forced
+through the model and read as evaluate.py reads it by default, so the figure equals
+``evaluate.py ckpt=<that checkpoint> split=valid``'s ``aer`` against the same links.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from attnmt.checkpoint import load_checkpoint
 from attnmt.data.batching import length_batches, make_batch
 from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
+from attnmt.decode.alignment_error import AlignmentScores, alignment_error
 from attnmt.decode.attention_entropy import EntropyMeans
+from attnmt.decode.forced_alignment import EVALUATE_EXTRACTION, EVALUATE_MAP, forced_links
 from attnmt.decode.metrics import corpus_scores, score_fields
 from attnmt.decode.plots import attention_figure, figure_to_array
 from attnmt.decode.translator import Translator, load_translator
@@ -34,6 +40,7 @@ from attnmt.models.base import Seq2Seq
 from attnmt.run_dir import RunDir
 from attnmt.train.loss import label_smoothed_nll
 from attnmt.train.precision import Precision
+from attnmt.train.valid_links import ValidLinks
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +76,18 @@ class ValResult:
     signatures: dict[str, str] = field(default_factory=dict)
     entropy: dict[str, float] = field(default_factory=dict)  # map -> mean H(α_t), nats
     entropy_norm: dict[str, float] = field(default_factory=dict)  # map -> mean H(α_t)/log n
+    aer: float | None = None  # AER of the attention against the valid links; None: no links
 
     def scalars(self) -> dict[str, float]:
+        """TensorBoard tags (``val/aer`` only when the split has links); metrics.jsonl's
+        valid event has the same figures without ``val/``."""
         return {
             "val/nll": self.loss,
             "val/ppl": self.ppl,
             "val/bleu": self.bleu,
             "val/chrf": self.chrf,
             "val/accuracy": self.accuracy,
+            **({"val/aer": self.aer} if self.aer is not None else {}),
         }
 
     def entropy_scalars(self) -> dict[str, float]:
@@ -95,6 +106,8 @@ class ValResult:
         )
         if "cross" in self.entropy_norm:
             line += f" | attn entropy {self.entropy_norm['cross']:.2f}"
+        if self.aer is not None:
+            line += f" | AER {self.aer:.4f}"
         return line
 
 
@@ -159,6 +172,17 @@ def attention_entropy(
     return means
 
 
+def validation_aer(translator: Translator, data: EvalSet, links: ValidLinks) -> AlignmentScores:
+    """AER of the model's attention against ``links`` (one per pair of ``data``): each
+    reference forced through the model (:func:`attnmt.decode.forced_alignment.forced_links`)
+    with evaluate.py's default map and reading (``EVALUATE_MAP``, ``EVALUATE_EXTRACTION``),
+    AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|) summed over the pairs."""
+    found = forced_links(
+        translator, data.src_text, data.ref_text, [EVALUATE_MAP], EVALUATE_EXTRACTION
+    )[0]
+    return alignment_error(found, links.links)
+
+
 def validate(
     translator: Translator,
     data: EvalSet,
@@ -166,16 +190,19 @@ def validate(
     max_tokens: int,
     beam: int = 1,
     entropy_pairs: int = ENTROPY_PAIRS,
+    links: ValidLinks | None = None,
 ) -> ValResult:
     """Loss, perplexity, accuracy, the attention entropy on the first ``entropy_pairs``
-    pairs, and BLEU/chrF of ``translator``'s hypotheses with ``beam`` (the rest of its
-    decode settings as they are); the model's train/eval mode is restored afterwards."""
+    pairs, the AER against ``links`` (None: not measured, nothing forced), and BLEU/chrF
+    of ``translator``'s hypotheses with ``beam`` (the rest of its decode settings as they
+    are); the model's train/eval mode is restored afterwards."""
     model, device = translator.model, translator.device
     was_training = model.training
     model.eval()
     try:
         loss, ppl, acc = evaluate_loss(model, data, max_tokens, device, precision)
         entropy = attention_entropy(model, data, max_tokens, device, precision, entropy_pairs)
+        aer = None if links is None else validation_aer(translator, data, links).aer
     finally:
         model.train(was_training)
     hyps = translator.translate(data.src_text, beam=beam)
@@ -190,6 +217,7 @@ def validate(
         signatures={k: v.signature for k, v in scores.items()},
         entropy=entropy.means(),
         entropy_norm=entropy.normalised(),
+        aer=aer,
     )
 
 

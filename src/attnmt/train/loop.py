@@ -484,6 +484,7 @@ class Trainer:
             self.parts.precision,
             t.val_max_tokens,
             t.val_beam_size,
+            links=self.parts.data.valid_links,
         )
 
     def _validate_main(self) -> dict[str, float]:
@@ -501,6 +502,7 @@ class Trainer:
         state.bad_vals = 0 if improved else state.bad_vals + 1
         if improved:
             state.best_bleu, state.best_chrf, state.best_step = res.bleu, res.chrf, step
+            state.best_aer = res.aer
         log.info("valid step %d | %s", step, res.line())
         now = self.minutes()
         self._keep_best_at(now, before=True)  # before this validation's checkpoint prunes
@@ -541,6 +543,8 @@ class Trainer:
         if path is None and s.best_step is None:
             return None
         scores = {"val_bleu": s.best_bleu, "val_chrf": s.best_chrf}
+        if s.best_aer is not None:
+            scores["val_aer"] = s.best_aer
         return {"file": path.name if path else None, "step": s.best_step, **scores}
 
     def _draw_results(self, step: int) -> None:
@@ -581,13 +585,19 @@ class Trainer:
         self.tb.scalar("val/averaged_bleu", res.bleu, self.step)
         files_used = [f.name for f in files]
         self._record(
-            "average", files=files_used, bleu=res.bleu, chrf=res.chrf, nll=res.loss, kept=better
+            "average",
+            files=files_used,
+            bleu=res.bleu,
+            chrf=res.chrf,
+            nll=res.loss,
+            kept=better,
+            **({"aer": res.aer} if res.aer is not None else {}),
         )
         if better:
             averaged.metrics = {"val_bleu": res.bleu, "val_chrf": res.chrf, "val_loss": res.loss}
             self.ckpts.add_best(averaged, AVERAGED, self.step, res.bleu)
             self.state.best_bleu, self.state.best_chrf = res.bleu, res.chrf
-            self.state.best_step = self.step
+            self.state.best_step, self.state.best_aer = self.step, res.aer
 
     def conclude(self, reason: str) -> dict[str, Any]:
         """The run's figures; rank 0 also decodes the test split (``trainer.test``) and

@@ -62,6 +62,7 @@ class TrainState:
     val_step: int = -1  # the step of the last validation
     best_bleu: float = -math.inf  # best validation BLEU so far
     best_chrf: float = 0.0  # its chrF
+    best_aer: float | None = None  # its AER against the valid links (None: no links)
     best_step: int | None = None  # its step (None before the first validation)
     bad_vals: int = 0  # validations in a row without improvement (early stopping)
     n_vals: int = 0  # validations so far (heatmaps every trainer.heatmaps_every)
