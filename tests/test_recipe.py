@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hydra import compose, initialize_config_dir
 
+from attnmt.train.run_config import validate_config
 from experiments import recipe_page
 from experiments.study import load_study
 
@@ -82,6 +83,9 @@ def test_every_recipe_study_loads_and_its_runs_compose() -> None:
     for study, runs in names.items():  # the committed records are the studies' run folders
         assert sorted(p.name for p in (ROOT / "results" / study).iterdir()) == sorted(runs)
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        for study in studies.values():  # every run is a valid train.py config
+            for run in study.runs:
+                validate_config(compose("train", [*study.overrides, *run.grid]))
         compare = studies["recipe_compare"]
         cfg = compose("train", [*compare.overrides, *compare.runs[6].grid])  # dropout02_tokens2048
         assert (cfg.model.dropout, cfg.trainer.max_tokens, cfg.model.d_model) == (0.2, 2048, 256)
