@@ -1,0 +1,184 @@
+"""Does attention align once a model translates? The AER each validation logged (metrics.jsonl
+``valid`` events' ``aer``: ``trainer.valid_alignments``) against that validation's BLEU, one
+line per run, drawn into one PNG and printed as a table.
+
+    python -m experiments.aer_vs_bleu RUN [RUN ...] [--out docs/aer_vs_bleu.png]
+
+Each RUN is a run folder (its run record: ``attnmt.run_record``). The table has one row per
+validation (step, training minutes, valid BLEU, AER), then per run: the AER at its first
+and last validation, its lowest, and Spearman's rank correlation ρ between BLEU and AER
+over the validations (ρ = Pearson's r of the ranks, ties given their mean rank; negative:
+the AER falls as BLEU rises). A run whose validations logged no AER is named and left out;
+none with an AER is an error (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from attnmt.atomic import atomic_path
+from attnmt.errors import AttnmtError, DataError
+from attnmt.run_record import Validation, read_record
+
+DEFAULT_OUT = Path("docs/aer_vs_bleu.png")
+
+
+@dataclass(frozen=True)
+class AerCurve:
+    """One run's validations that logged an AER, in step order."""
+
+    label: str
+    points: tuple[Validation, ...]
+
+    @property
+    def bleu(self) -> np.ndarray:
+        return np.array([p.bleu for p in self.points], dtype=float)
+
+    @property
+    def aer(self) -> np.ndarray:
+        return np.array([p.aer for p in self.points], dtype=float)
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``x``, tied values given the mean of their ranks."""
+    order = np.argsort(x, kind="stable")
+    out = np.empty(len(x), dtype=float)
+    out[order] = np.arange(1, len(x) + 1, dtype=float)
+    for value in np.unique(x):
+        tied = x == value
+        out[tied] = out[tied].mean()
+    return out
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman's ρ of two equally long series; None with fewer than 3 points or when
+    either is constant (ρ undefined)."""
+    if len(x) < 3:
+        return None
+    rx, ry = ranks(x), ranks(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def labels(runs: Sequence[Path]) -> list[str]:
+    """Each run's folder name, or ``parent/name`` when names repeat."""
+    names = [r.resolve().name for r in runs]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{r.resolve().parent.name}/{r.resolve().name}" for r in runs]
+
+
+def read_curves(runs: Sequence[Path]) -> tuple[list[AerCurve], list[str]]:
+    """(the runs' curves, the labels of runs without any validation AER); RecordError
+    naming the file when a record is unreadable."""
+    curves, without = [], []
+    for label, run in zip(labels(runs), runs):
+        points = [
+            v for v in read_record(run).validations() if v.aer is not None and v.bleu is not None
+        ]
+        if points:
+            curves.append(AerCurve(label, tuple(sorted(points, key=lambda v: v.step))))
+        else:
+            without.append(label)
+    return curves, without
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def table(curves: Sequence[AerCurve]) -> list[str]:
+    """The printed table (module docstring): the validations, then one summary per run."""
+    lines = ["| run | step | minutes | valid BLEU | AER |", "|---|---:|---:|---:|---:|"]
+    for c in curves:
+        lines += [
+            f"| {c.label} | {p.step} | {_num(p.minutes, '.1f')} | {_num(p.bleu, '.2f')} | "
+            f"{_num(p.aer, '.4f')} |"
+            for p in c.points
+        ]
+    lines += [
+        "",
+        "| run | validations | AER first | AER last | lowest AER (step) | BLEU first → last | "
+        "Spearman ρ (BLEU, AER) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in curves:
+        low = min(c.points, key=lambda p: (p.aer, p.step))
+        first, last = c.points[0], c.points[-1]
+        rho = spearman(c.bleu, c.aer)
+        lines.append(
+            f"| {c.label} | {len(c.points)} | {_num(first.aer, '.4f')} | {_num(last.aer, '.4f')} "
+            f"| {_num(low.aer, '.4f')} ({low.step}) | {_num(first.bleu, '.2f')} → "
+            f"{_num(last.bleu, '.2f')} | {_num(rho, '+.2f')} |"
+        )
+    return lines
+
+
+def figure(curves: Sequence[AerCurve]) -> Figure:
+    """AER (lower is better) against validation BLEU, one line per run in step order; each
+    run's first validation hollow, its last one labelled with its step."""
+    fig = Figure(figsize=(7.5, 5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for c in curves:
+        (line,) = ax.plot(c.bleu, c.aer, "o-", markersize=4, label=c.label)
+        ax.plot(c.bleu[:1], c.aer[:1], "o", color=line.get_color(), markerfacecolor="white")
+        ax.annotate(
+            f"step {c.points[-1].step}",
+            (c.bleu[-1], c.aer[-1]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+            color=line.get_color(),
+        )
+    ax.set_xlabel("validation BLEU (sacrebleu)")
+    ax.set_ylabel("AER of the attention against the valid links (lower: aligns better)")
+    ax.set_title("Does attention align once the model translates?", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as PNG atomically (a temporary name, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path, fsync=False) as tmp:
+        fig.savefig(tmp, format="png")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the PNG to write")
+    args = parser.parse_args(argv)
+    try:
+        curves, without = read_curves(args.runs)
+        if not curves:
+            raise DataError(
+                "none of the runs logged a validation AER (metrics.jsonl valid events' aer); "
+                "train them with word links of the valid split: trainer.valid_alignments=FILE"
+            )
+        for label in without:
+            print(f"note: {label} logged no validation AER; left out", file=sys.stderr)
+        save(figure(curves), args.out)
+    except AttnmtError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(table(curves)))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
