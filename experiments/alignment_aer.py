@@ -1,50 +1,42 @@
 """Does each attention mechanism learn an alignment? AER on ``data=toy_align`` (issue 33).
 
-    python -m experiments.alignment_aer run [--seeds 1 2 3] [--only NAME ...] [--jobs 2]
-                                            [--updates N]
-    python -m experiments.alignment_aer maps [--only NAME ...]   # one test sentence's maps
     python -m experiments.alignment_aer table            # docs/alignment.md from the records
+    python -m experiments.alignment_aer reach|choices|offsets RUN...   # the analyses below
 
-Each mechanism (:data:`MECHANISMS`: every Luong scorer with global attention, local-m,
-local-p and hard with the general scorer, Bahdanau's additive, the Transformer's
-cross-attention) is trained ``python train.py data=toy_align <its settings> seed=S`` for
-:data:`UPDATES` updates at :data:`SMALL` sizes (a smaller RNN than the presets: the task has 90
-word types), then ``python evaluate.py ckpt=RUN split=test`` decodes the test split (greedy)
-and scores the attention of the reference teacher-forced through the model against the gold
-alignments (AER, precision, recall; attnmt.decode.alignment_error). One JSON record per
-(mechanism, seed) goes to ``results/alignment/`` as it finishes, with the validation curve,
-the attention entropy at the last validation, test BLEU/chrF and AER; a record that exists is
-not run again, so the table fills over several sessions. Seeds are fixed in advance (1, 2, 3).
-``--updates N`` trains N updates instead (records ``<stem>-u<N>``, their own table rows):
-whether a mechanism still improves after :data:`UPDATES`.
+The runs are studies (configs/study/alignment_*.yaml: every Luong scorer in every mode,
+local-m at D = 10, Bahdanau's additive in every mode, the Transformer's cross-attention, two
+longer runs), trained by experiments/sweep.py at :data:`SMALL` sizes (a smaller RNN than the
+presets: the task has 90 word types) for :data:`UPDATES` updates, then decoded by ``python
+evaluate.py ckpt=RUN split=test`` with :data:`READING`, its scores.json kept in the record
+(docs/alignment.md, "How the table is made"). :func:`read_runs` reads every record
+(``results/alignment_*/<run>/``) as an :class:`AlignmentRun`.
 
 ``table`` writes docs/alignment.md's generated part: each mechanism's figures and its seeds'
 AER, which mechanisms miss :data:`TARGET` in which seed, and beside them two alignments no
 network makes, computed from toy_align itself (experiments/alignment_baselines.py: the
 diagonal and a Dice co-occurrence count); every sentence follows from the records, and the
-page's hand-written end (from :data:`HAND_WRITTEN` on) is kept as it is.
-
-``maps`` keeps, per mechanism, the forced attention of one test sentence (:data:`EXAMPLE`)
-of its seed-1 run (trained again when ``outputs/alignment/`` lacks it) with the sentence's
-gold links in ``results/alignment/maps/``, and draws them side by side in
-docs/attention/toy_align_maps.png (experiments.alignment_maps).
+page's hand-written end (from :data:`HAND_WRITTEN` on) is kept as it is. ``reach``,
+``choices`` and ``offsets`` read trained runs in ``outputs/`` and keep their analysis
+outputs in ``results/alignment/`` (these are not runs). The example sentence's maps:
+experiments.alignment_maps.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from attnmt.atomic import write_json, write_text
-from attnmt.run_record import read_record, source_commit
+from attnmt.errors import DataError
+from attnmt.machine import Machine
+from attnmt.run_record import RecordError, read_record, source_commit
 from experiments.alignment_baselines import (
     ScoredBaseline,
     aer_with_interval,
@@ -52,156 +44,135 @@ from experiments.alignment_baselines import (
     dice_links,
 )
 from experiments.comparison_stats import mean_std
-from experiments.variant_runs import (
-    cross_entropies,
-    evaluate_test,
-    provenance,
-    provenance_fields,
-    train_run,
-)
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = ROOT / "results" / "alignment"
-RUNS = ROOT / "outputs" / "alignment"
+RESULTS = ROOT / "results"
+"""The records: ``RESULTS/alignment_*/<run>/`` (one folder per study, one per run)."""
+RECORDS = RESULTS / "alignment"
+"""The analysis outputs (maps, choices, reach, offsets): not runs."""
+RUNS = ROOT / "outputs"
 DOC = ROOT / "docs" / "alignment.md"
 UPDATES = 1200
-SEEDS = (1, 2, 3)
+"""The updates of the table's runs (configs/study/alignment_*.yaml, apart from the long)."""
 SMALL = ("model.emb_dim=64", "model.hidden_size=128", "model.enc_layers=1", "model.dropout=0.1")
-"""The RNN size of this table: 1 bi-GRU layer (64 units a direction), 128-unit decoder."""
+"""The RNN size of this table (its studies' overrides): 1 bi-GRU layer (64 units a
+direction), 128-unit decoder."""
 READING = ("align_layer=-1", "align_head=null", "align_words=any", "align_eos=ignore")
 """How evaluate.py reads the attention for these records: the last layer's mean of heads,
 each piece's argmax with ``</s>`` left out (its default before issue 65), so that new
 records compare with the kept ones."""
-COMMON = (
-    "data=toy_align",
-    "trainer.time_budget_min=0",
-    "trainer.val_every_steps=200",
-    "trainer.early_stopping_patience=0",
-    "trainer.lr=0.003",
-    "trainer.warmup_steps=100",
-    "trainer.precision=fp32",
-    "trainer.test=false",
-    "trainer.num_heatmaps=0",
-    "trainer.progress_bar=false",
-)
-
-
-@dataclass(frozen=True)
-class Mechanism:
-    """One row of the table: a name and the train.py overrides that select it."""
-
-    name: str
-    overrides: tuple[str, ...]
-
-
-def _luong(score: str, mode: str = "global") -> Mechanism:
-    settings = ("model=rnn_luong", *SMALL, f"model.attention.score={score}")
-    return Mechanism(f"luong {score} {mode}", (*settings, f"model.attention.mode={mode}"))
-
-
-MECHANISMS = (
-    *[_luong(s) for s in ("dot", "scaled_dot", "general", "additive", "concat", "cosine")],
-    _luong("location"),
-    *[_luong("general", mode) for mode in ("local_m", "local_p", "hard")],
-    Mechanism(
-        "luong general local_m window10",
-        (*_luong("general", "local_m").overrides, "model.attention.window=10"),
-    ),
-    Mechanism("bahdanau additive global", ("model=rnn_bahdanau", *SMALL)),
-    Mechanism("transformer_tiny cross (last layer, mean of heads)", ("model=transformer_tiny",)),
-)
-
+TRANSFORMER = "transformer_tiny cross (last layer, mean of heads)"
 SCORES = ("dot", "scaled_dot", "general", "additive", "concat", "cosine", "location")
 MODES = ("global", "local_m", "local_p", "hard")
-_KNOWN = {m.name: m for m in MECHANISMS}  # a shared name: its existing runs and records
-GRID = tuple(_KNOWN.get(mech.name, mech) for mech in (
-    *[_luong(s, m) for s in SCORES for m in MODES],
-    *[Mechanism(f"bahdanau additive {m}", ("model=rnn_bahdanau", *SMALL,
-                                            f"model.attention.mode={m}")) for m in MODES],
-    MECHANISMS[-1],
-))  # fmt: skip
+MECHANISMS = (
+    *[f"luong {s} global" for s in SCORES],
+    *[f"luong general {mode}" for mode in MODES[1:]],
+    "luong general local_m window10",
+    "bahdanau additive global",
+    TRANSFORMER,
+)
+"""The table's rows (:func:`mechanism_of` names a run's)."""
+GRID = (
+    *[f"luong {s} {m}" for s in SCORES for m in MODES],
+    *[f"bahdanau additive {m}" for m in MODES],
+    TRANSFORMER,
+)
 """The attention table's cells (experiments/results_plan.py) on this task, for its AER
 column: every Luong scorer in every mode, Bahdanau's additive in every mode, the
-Transformer (``run --grid``). Names shared with :data:`MECHANISMS` are the same runs."""
+Transformer (configs/study/alignment_luong.yaml, _bahdanau, _transformer)."""
 
 
 def grid_name(model: str, score: str, mode: str) -> str:
     """The :data:`GRID` name of an attention-table cell (model, score, mode labels)."""
     if model.startswith("transformer"):
-        return MECHANISMS[-1].name
+        return TRANSFORMER
     return f"{model.removeprefix('rnn_')} {score} {mode}"
 
 
-def stem(mech: Mechanism, seed: int, updates: int = UPDATES) -> str:
-    """``luong-general-global-seed1``; ``...-seed1-u3000`` for a run of other length."""
+def stem(name: str, seed: int, updates: int = UPDATES) -> str:
+    """``luong-general-global-seed1``; ``...-seed1-u3000`` for a run of other length (the
+    old records' names, which the analysis outputs keep, and the records' table order)."""
     suffix = "" if updates == UPDATES else f"-u{updates}"
-    return f"{mech.name.split(' (')[0].replace(' ', '-')}-seed{seed}{suffix}"
+    return f"{name.split(' (')[0].replace(' ', '-')}-seed{seed}{suffix}"
 
 
-def overrides(mech: Mechanism, updates: int = UPDATES) -> tuple[str, ...]:
-    """The train.py overrides of ``mech`` trained ``updates`` updates (seed apart)."""
-    return (*COMMON, f"trainer.max_steps={updates}", *mech.overrides)
+def mechanism_of(overrides: dict[str, str]) -> str:
+    """The :data:`GRID` (or :data:`MECHANISMS`) name of a run's train.py overrides
+    (``{"model": "rnn_luong", "model.attention.mode": "local_m", ...}``)."""
+    model = overrides.get("model", "")
+    if model.startswith("transformer"):
+        return TRANSFORMER
+    mode = overrides.get("model.attention.mode", "global")
+    if model == "rnn_bahdanau":
+        return f"bahdanau additive {mode}"
+    name = f"luong {overrides.get('model.attention.score', 'general')} {mode}"
+    return name + (f" window{w}" if (w := overrides.get("model.attention.window")) else "")
 
 
-def train(mech: Mechanism, seed: int, threads: int, updates: int, out: Any) -> Path | None:
-    """Train (or finish) the run of (mechanism, seed, updates); its folder (None: failed)."""
-    run = RUNS / stem(mech, seed, updates)
-    if (run / "summary.json").is_file() and read_record(run).status == "finished":
-        return run
-    return run if train_run(overrides(mech, updates), seed, run, threads, out) else None
+@dataclass(frozen=True)
+class AlignmentRun:
+    """One recorded run: its mechanism, seed and updates (summary.json), the last
+    validation's cross-attention entropy (metrics.jsonl), its test scores (evaluate.py's
+    scores.json under eval/), the machine and commit it ran on."""
+
+    folder: Path
+    mechanism: str
+    seed: int
+    updates: int
+    aer: float
+    precision: float
+    recall: float
+    bleu: float
+    entropy: float | None
+    machine: Machine | None
+    commit: str
+    wall_minutes: float | None
+    """Minutes from training's start to the test's end (summary.json's ``wall_minutes``,
+    which the records migrated from the old runner keep; None for others)."""
+
+    @property
+    def stem(self) -> str:
+        return stem(self.mechanism, self.seed, self.updates)
 
 
-def run_one(mech: Mechanism, seed: int, threads: int, updates: int = UPDATES) -> Path | None:
-    """Train, evaluate and record one (mechanism, seed); the record's path (None: failed)."""
-    record = RECORDS / f"{stem(mech, seed, updates)}.json"
-    if record.is_file():
-        return record
-    started = time.time()
-    log = RUNS / f"{stem(mech, seed, updates)}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        run = train(mech, seed, threads, updates, out)
-        entry = None if run is None else evaluate_test(run, threads, READING, out)
-    if run is None or entry is None:
-        return None
-    rec = read_record(run)
-    last = rec.valid[-1]
-    write_json(
-        record,
-        {
-            "mechanism": mech.name,
-            "overrides": list(overrides(mech, updates)),
-            "seed": seed,
-            "updates": rec.summary.step if rec.summary else None,
-            "params": rec.summary.params if rec.summary else None,
-            "curve": [[e["step"], e["nll"], e["bleu"]] for e in rec.valid],
-            "attention_entropy_norm": last.get("attention_entropy_norm"),
-            "test": {k: entry[k] for k in ("bleu", "chrf", "bleu_signature", "aer")},
-            "aer_precision": entry["aer_precision"],
-            "aer_recall": entry["aer_recall"],
-            "alignment_map": entry["alignment"]["map"],
-            **provenance_fields(started, threads),
-        },
-        indent=1,
-    )
-    return record
+def read_run(folder: Path) -> AlignmentRun:
+    """The record in ``folder``; DataError naming the file when a part is missing."""
+    try:
+        rec = read_record(folder)
+        overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
+        tests = sorted(folder.glob("eval/*/scores.json"))
+        entry = next(iter(json.loads(tests[-1].read_text(encoding="utf-8")).values()))
+        summary = rec.summary
+        if summary is None or summary.step is None or summary.seed is None:
+            raise DataError(f"{folder}/summary.json: no step or seed")
+        last = rec.valid[-1] if rec.valid else {}
+        return AlignmentRun(
+            folder=folder,
+            mechanism=mechanism_of(dict(o.split("=", 1) for o in overrides)),
+            seed=summary.seed,
+            updates=summary.step,
+            aer=float(entry["aer"]),
+            precision=float(entry["aer_precision"]),
+            recall=float(entry["aer_recall"]),
+            bleu=float(entry["bleu"]),
+            entropy=(last.get("attention_entropy_norm") or {}).get("cross"),
+            machine=summary.machine,
+            commit=summary.commit or "",
+            wall_minutes=json.loads((folder / "summary.json").read_text()).get("wall_minutes"),
+        )
+    except (OSError, IndexError, KeyError, ValueError, RecordError) as err:
+        raise DataError(
+            f"{folder}: not an alignment record ({type(err).__name__}: {err}); it needs "
+            "summary.json, metrics.jsonl, .hydra/overrides.yaml and eval/*/scores.json"
+        ) from None
 
 
-def map_one(mech: Mechanism, threads: int, seed: int = 1) -> Path | None:
-    """The example sentence's map of (mechanism, seed)'s run, kept in results/alignment/maps/
-    (the run is trained again when it is gone); the file's path (None: training failed)."""
-    from experiments import alignment_maps
-
-    kept = alignment_maps.MAPS / f"{stem(mech, seed)}.json"
-    if kept.is_file():
-        return kept
-    log = RUNS / f"{stem(mech, seed)}.maps.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        run = train(mech, seed, threads, UPDATES, out)
-    if run is None:
-        return None
-    return alignment_maps.keep(run, mech.name, kept)
+def read_runs(results: Path = RESULTS) -> list[AlignmentRun]:
+    """Every finished run under ``results``/alignment_*/ with a test evaluation, in the old
+    records' name order."""
+    folders = sorted(results.glob("alignment_*/*/eval/*/scores.json"))
+    runs = {f.parents[2] for f in folders}
+    return sorted((read_run(r) for r in runs), key=lambda r: r.stem)
 
 
 REACH = RECORDS / "local_m_reach.json"
@@ -316,10 +287,6 @@ def offset_recall(run: Path) -> dict[str, dict[str, float | int]]:
     return {k: {"recall": a / b, "links": b} for k, (a, b) in sorted(counts.items())}
 
 
-def records() -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*-seed*.json"))]
-
-
 CHOICE_COLUMNS = (
     "layer 0, mean",
     "layer 1, mean",
@@ -337,23 +304,23 @@ def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
-def _row(name: str, mine: list[dict[str, Any]]) -> str:
+def _row(name: str, mine: list[AlignmentRun]) -> str:
     """One table row: the mechanism, its seeds, mean ± std of each figure and each seed's
     test AER."""
-    ent = cross_entropies(mine)
+    ent = [r.entropy for r in mine if r.entropy is not None]
     return (
-        f"| {name} | {len(mine)} | {mean_std([r['test']['aer'] for r in mine], 3)} "
+        f"| {name} | {len(mine)} | {mean_std([r.aer for r in mine], 3)} "
         f"| {_per_seed(mine)} "
-        f"| {mean_std([r['aer_precision'] for r in mine], 3)} "
-        f"| {mean_std([r['aer_recall'] for r in mine], 3)} "
-        f"| {mean_std([r['test']['bleu'] for r in mine], 2)} | {mean_std(ent, 2)} |"
+        f"| {mean_std([r.precision for r in mine], 3)} "
+        f"| {mean_std([r.recall for r in mine], 3)} "
+        f"| {mean_std([r.bleu for r in mine], 2)} | {mean_std(ent, 2)} |"
     )
 
 
-def _per_seed(mine: list[dict[str, Any]]) -> str:
+def _per_seed(mine: list[AlignmentRun]) -> str:
     """'0.203 / 0.081 / 0.075': each seed's test AER in seed order ('–' without one)."""
-    ordered = sorted(mine, key=lambda r: r["seed"])
-    return " / ".join(f"{r['test']['aer']:.3f}" for r in ordered) or "–"
+    ordered = sorted(mine, key=lambda r: r.seed)
+    return " / ".join(f"{r.aer:.3f}" for r in ordered) or "–"
 
 
 def _baseline_row(name: str, b: ScoredBaseline) -> str:
@@ -400,16 +367,16 @@ def toy_baselines(root: Path = ROOT) -> Baselines:
     )
 
 
-def target_paragraph(recs: list[dict[str, Any]], baselines: Baselines | None) -> list[str]:
+def target_paragraph(recs: list[AlignmentRun], baselines: Baselines | None) -> list[str]:
     """Which mechanisms miss :data:`TARGET` in which seeds, beside the two alignments no
     network makes."""
-    rows = {m.name: sorted((r for r in recs if r["mechanism"] == m.name
-                            and r["updates"] == UPDATES), key=lambda r: r["seed"])
+    rows = {m: sorted((r for r in recs if r.mechanism == m
+                            and r.updates == UPDATES), key=lambda r: r.seed)
             for m in MECHANISMS}  # fmt: skip
     measured = {name: mine for name, mine in rows.items() if mine}
     if not measured:
         return []
-    missed = {n: [r for r in mine if r["test"]["aer"] > TARGET] for n, mine in measured.items()}
+    missed = {n: [r for r in mine if r.aer > TARGET] for n, mine in measured.items()}
     text = (
         f"Issue 33's target, test AER ≤ {TARGET:.2f} for every mechanism at {UPDATES} "
         f"updates, read per seed: {sum(1 for n in measured if not missed[n])} of the "
@@ -418,15 +385,15 @@ def target_paragraph(recs: list[dict[str, Any]], baselines: Baselines | None) ->
     parts = []
     for name, misses in missed.items():
         if misses:
-            seeds = ", ".join(f"seed {r['seed']} {r['test']['aer']:.3f}" for r in misses)
-            kept = [r["seed"] for r in measured[name] if r not in misses]
+            seeds = ", ".join(f"seed {r.seed} {r.aer:.3f}" for r in misses)
+            kept = [r.seed for r in measured[name] if r not in misses]
             who = "seed {} reaches" if len(kept) == 1 else "seeds {} reach"
             parts.append(f"{name}: {seeds}" + (f" ({who.format(_seeds(kept))} it)" if kept else ""))
     text += "; " + ("none misses it." if not parts else f"missed by {'; '.join(parts)}.")
     if baselines is not None:
         dice, diag = baselines.dice.aer, baselines.diagonal.aer
         below = sum(1 for mine in measured.values()
-                    if statistics.fmean(r["test"]["aer"] for r in mine) < dice)  # fmt: skip
+                    if statistics.fmean(r.aer for r in mine) < dice)  # fmt: skip
         text += (
             f" Two alignments without a network, on the same test split: the diagonal (target "
             f"word j → source word round(j·S/T)) scores {diag:.3f}; a co-occurrence count "
@@ -443,7 +410,7 @@ def _seeds(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds[:-1])) + (" and " if len(seeds) > 1 else "") + str(seeds[-1])
 
 
-def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str:
+def table(recs: list[AlignmentRun], baselines: Baselines | None = None) -> str:
     """docs/alignment.md's generated part: per mechanism, mean ± std over its seeds and each
     seed's AER, the ``baselines`` as rows, which mechanisms miss :data:`TARGET`; then the
     longer runs, the Transformer's maps, local-m's reach and recall by offset when kept."""
@@ -451,7 +418,7 @@ def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str
         "# Attention as alignment: AER on the synthetic task",
         "",
         "<!-- generated by `python -m experiments.alignment_aer table` from "
-        "results/alignment/: do not edit by hand -->",
+        "results/alignment_*/: do not edit by hand -->",
         "",
         f"Each mechanism trained {UPDATES} updates on `data=toy_align` (5,000 training pairs "
         "of a grammar with known word alignments: src/attnmt/data/recipes/toy_align.py), RNNs "
@@ -469,15 +436,15 @@ def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str
         "| entropy |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [_row(mech.name, [r for r in recs if r["mechanism"] == mech.name
-                               and r["updates"] == UPDATES]) for mech in MECHANISMS]  # fmt: skip
+    lines += [_row(mech, [r for r in recs if r.mechanism == mech
+                               and r.updates == UPDATES]) for mech in MECHANISMS]  # fmt: skip
     if baselines is not None:
         lines += [
             _baseline_row("diagonal, no network (reads no words)", baselines.diagonal),
             _baseline_row("Dice co-occurrence, no network", baselines.dice),
         ]
     lines += target_paragraph(recs, baselines)
-    longer = sorted({(r["mechanism"], r["updates"]) for r in recs if r["updates"] != UPDATES})
+    longer = sorted({(r.mechanism, r.updates) for r in recs if r.updates != UPDATES})
     if longer:
         lines += [
             "",
@@ -489,14 +456,14 @@ def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for name, updates in longer:
-            mine = [r for r in recs if r["mechanism"] == name and r["updates"] == updates]
+            mine = [r for r in recs if r.mechanism == name and r.updates == updates]
             lines.append(_row(name, mine).replace(f"| {name} |", f"| {name} | {updates} |", 1))
     choice_files = sorted((RECORDS / "choices").glob("*.json"))
     if choice_files:
         lines += [
             "",
             "Which Transformer map aligns best (test AER of the seed-1 run's maps: "
-            "`python -m experiments.alignment_aer choices`, results/alignment/choices/; "
+            "`python -m experiments.alignment_aer choices RUN ...`, results/alignment/choices/; "
             "“shifted”: each target piece read from the next row, Shift-Att):",
             "",
             "| run | updates | " + " | ".join(CHOICE_COLUMNS) + " |",
@@ -517,7 +484,7 @@ def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str
             "one-to-many entries move the gold source pieces of some target pieces out of it: "
             f"{shares} of the {reach['pieces']:,} test target pieces with a sure link have "
             "none of their gold source pieces inside the window (`python -m "
-            "experiments.alignment_aer reach`, results/alignment/local_m_reach.json)."
+            "experiments.alignment_aer reach RUN`, results/alignment/local_m_reach.json)."
             + window_sentence(recs),
         ]
     offsets = RECORDS / "offsets.json"
@@ -528,7 +495,7 @@ def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str
             "",
             "Where the links are lost: recall of the sure gold links by word offset d = j − i "
             "(target minus source word index), seed 1 (`python -m experiments.alignment_aer "
-            "offsets --only ...`, results/alignment/offsets.json):",
+            "offsets RUN ...`, results/alignment/offsets.json):",
             "",
             "| mechanism | " + " | ".join(f"d {k}" for k in keys) + " |",
             "|---|" + "---:|" * len(keys),
@@ -541,6 +508,15 @@ def table(recs: list[dict[str, Any]], baselines: Baselines | None = None) -> str
         ]
     lines += ["", provenance(recs)]
     return "\n".join(lines) + "\n"
+
+
+def provenance(recs: list[AlignmentRun]) -> str:
+    """``Machines: ... Commits: ...`` of the records (the threads: those train.py ran with)."""
+    machines = sorted(
+        {f"{r.machine.describe('plain')}, {r.machine.threads} thread(s)" for r in recs if r.machine}
+    )
+    commits = sorted({r.commit for r in recs})
+    return f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."
 
 
 def best_maps_sentence(choices: list[dict[str, Any]]) -> str:
@@ -557,7 +533,7 @@ def best_maps_sentence(choices: list[dict[str, Any]]) -> str:
     )
 
 
-def window_sentence(recs: list[dict[str, Any]]) -> str:
+def window_sentence(recs: list[AlignmentRun]) -> str:
     """' With the general scorer: local-m at D = 5 a, at D = 10 b, global c.' (mean test
     AER at :data:`UPDATES`); '' while one of them is not recorded."""
     names = {
@@ -567,7 +543,7 @@ def window_sentence(recs: list[dict[str, Any]]) -> str:
     }
     means = {}
     for label, name in names.items():
-        aer = [r["test"]["aer"] for r in recs if r["mechanism"] == name and r["updates"] == UPDATES]
+        aer = [r.aer for r in recs if r.mechanism == name and r.updates == UPDATES]
         if not aer:
             return ""
         means[label] = statistics.fmean(aer)
@@ -581,7 +557,7 @@ def window_sentence(recs: list[dict[str, Any]]) -> str:
 def page(doc: Path = DOC) -> str:
     """docs/alignment.md as the table command writes it: the generated part from the records
     and the baselines, then ``doc``'s hand-written end as it is."""
-    return table(records(), toy_baselines()) + hand_written(doc)
+    return table(read_runs(), toy_baselines()) + hand_written(doc)
 
 
 HAND_WRITTEN = "<!-- written by hand from here on: the generator keeps it as it is -->"
@@ -597,47 +573,29 @@ def hand_written(doc: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "maps", "reach", "choices", "offsets", "table"))
-    parser.add_argument("--updates", type=int, default=UPDATES, help="updates a run (run)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument("--only", nargs="+", default=[], help="mechanism names (substrings)")
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once (1 thread each if >1)")
-    parser.add_argument("--grid", action="store_true", help="the attention table's cells (run)")
+    parser.add_argument("what", choices=("reach", "choices", "offsets", "table"))
+    parser.add_argument("runs", nargs="*", type=Path, help="trained run folders (analyses)")
     args = parser.parse_args(argv)
-    pool_of = GRID if args.grid else MECHANISMS
-    chosen = [m for m in pool_of if not args.only or any(o in m.name for o in args.only)]
-    threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
-    if args.what == "run":
-        todo = [(m, s) for s in args.seeds for m in chosen]
-        with ThreadPoolExecutor(args.jobs) as pool:
-            done = pool.map(lambda ms: run_one(ms[0], ms[1], threads, args.updates), todo)
-            for (m, s), path in zip(todo, done):
-                print(f"{m.name} seed {s}: {path or 'FAILED'}", flush=True)
-    if args.what == "reach":
-        run = RUNS / stem(MECHANISMS[0], 1)
-        write_json(REACH, window_reach(run), indent=1)
+    if args.what != "table" and not args.runs:
+        parser.error(f"{args.what}: name the trained run folders (outputs/alignment_*/RUN)")
+    if args.what == "reach":  # any toy_align run: it gives the tokenizer
+        write_json(REACH, window_reach(args.runs[0]), indent=1)
         print(f"wrote {REACH}")
-    if args.what == "choices":  # every map of the Transformer's seed-1 runs
-        tf = MECHANISMS[-1]
-        for updates in sorted({UPDATES, args.updates}):
-            run = RUNS / stem(tf, 1, updates)
-            if (run / "summary.json").is_file():
-                out = RECORDS / "choices" / f"{stem(tf, 1, updates)}.json"
-                write_json(out, map_choices(run), indent=1)
-                print(f"wrote {out}")
-    if args.what == "offsets":  # recall by word offset, seed 1 of the chosen mechanisms
-        recall = {m.name: offset_recall(RUNS / stem(m, 1)) for m in chosen}
+    if args.what == "choices":  # every map of Transformer runs
+        for run in args.runs:
+            out = RECORDS / "choices" / f"{run.parent.name}-{run.name}.json"
+            write_json(out, map_choices(run), indent=1)
+            print(f"wrote {out}")
+    if args.what == "offsets":  # recall by word offset, per run's mechanism
+        overrides = [
+            yaml.safe_load((r / ".hydra" / "overrides.yaml").read_text()) for r in args.runs
+        ]
+        names = [mechanism_of(dict(o.split("=", 1) for o in ov)) for ov in overrides]
+        recall = {name: offset_recall(run) for name, run in zip(names, args.runs)}
         write_json(RECORDS / "offsets.json", recall, indent=1)
         for name, by in recall.items():
             cells = ", ".join(f"d {k}: {v['recall']:.2f}" for k, v in by.items())
             print(f"{name}: {cells}")
-    if args.what == "maps":
-        from experiments import alignment_maps
-
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for m, path in zip(chosen, pool.map(lambda m: map_one(m, threads), chosen)):
-                print(f"{m.name}: {path or 'FAILED'}", flush=True)
-        alignment_maps.draw()
     write_text(DOC, page(DOC))
     print(f"wrote {DOC}")
     return 0

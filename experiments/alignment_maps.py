@@ -5,21 +5,29 @@
 heads for a Transformer) and writes the map, its word links and the gold links to a small
 JSON file; ``draw`` puts every kept map in one figure, docs/attention/toy_align_maps.png,
 with the gold links marked on each (sure: a square, possible: a dot, the model's links:
-the cells it attends to most). ``python -m experiments.alignment_aer maps`` runs both.
+the cells it attends to most).
+
+    python -m experiments.alignment_maps outputs/alignment_*/RUN ...   # keep, then draw
+
+keeps each named trained run's map (its mechanism from its overrides) and draws the figure.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from attnmt.atomic import atomic_path, write_json
 from attnmt.decode.alignment_error import alignment_error
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
 from attnmt.decode.word_alignment import word_alignment, word_index
+from experiments.alignment_aer import MECHANISMS, gold_test_split, mechanism_of, stem
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = ROOT / "results" / "alignment" / "maps"
@@ -35,8 +43,6 @@ DIGITS = 3
 
 def keep(run: Path, mechanism: str, path: Path) -> Path:
     """Write the example's forced map from ``run``'s best checkpoint to ``path``."""
-    from experiments.alignment_aer import gold_test_split
-
     translator, sources, refs, golds = gold_test_split(run)
     gold = golds[EXAMPLE]
     src, ref = sources[EXAMPLE], refs[EXAMPLE]
@@ -115,8 +121,6 @@ def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from experiments.alignment_aer import MECHANISMS, stem
-
     recs = []
     for mech in MECHANISMS:
         path = maps_dir / f"{stem(mech, 1)}.json"
@@ -140,3 +144,20 @@ def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
     with atomic_path(figure) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     return figure
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Keep the example's map of each run folder in ``argv`` (named by its mechanism and
+    seed, from its .hydra/overrides.yaml), then draw the figure (it shows seed 1's)."""
+    for arg in sys.argv[1:] if argv is None else argv:
+        run = Path(arg)
+        overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text())
+        name = mechanism_of(dict(o.split("=", 1) for o in overrides))
+        seed = int(next(o for o in overrides if o.startswith("seed=")).split("=")[1])
+        print(f"wrote {keep(run, name, MAPS / f'{stem(name, seed)}.json')}")
+    print(f"wrote {draw()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.machine import Machine
-from experiments.alignment_aer import GRID
+from experiments.alignment_aer import GRID, AlignmentRun
 from experiments.comparison_stats import flattened_at
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, estimate
 from experiments.variant_runs import Variant, read_all, run_variant
@@ -274,7 +274,7 @@ def size_lines(plan: Plan) -> list[str]:
     ]
 
 
-def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]) -> list[str]:
+def section(plan: Plan, records: list[dict[str, Any]], toy: list[AlignmentRun]) -> list[str]:
     """docs/results.md's protocol: the probes and the rule's length, the table's size against
     the preset's (:func:`size_lines`), then the plan's time on 2 cores (two runs at once, one
     thread each): every attention cell at every seed (the
@@ -291,10 +291,10 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
     lines += ["", *size] if size else []
     seeds = plan.seeds.get("attention", [])
     ding = [estimate(plan.keys[c], "attention", plan.current) for c in cells for _ in seeds]
-    toy_minutes = [float(r["minutes"]) for r in toy if "minutes" in r]
+    toy_minutes = [r.wall_minutes for r in toy if r.wall_minutes is not None]
     typical = statistics.median(toy_minutes) if toy_minutes else 0.0
-    names = {r.get("mechanism") for r in toy}
-    toy_todo = [typical for m in GRID for _ in seeds if m.name not in names]
+    names = {r.mechanism for r in toy}
+    toy_todo = [typical for m in GRID for _ in seeds if m not in names]
     hours = plan_hours([*ding, *toy_todo])
     toy_text = (
         f"{len(toy_todo)} synthetic-task runs not yet recorded at {sum(toy_todo) / 60:.1f}"
@@ -307,16 +307,17 @@ def section(plan: Plan, records: list[dict[str, Any]], toy: list[dict[str, Any]]
         f"thread each) and {toy_text}; two "
         f"at a time on 2 cores that is about **{hours:.1f} hours** of wall clock "
         "(`python -m experiments.results_run --tables attention --jobs 2`, then "
-        "`python -m experiments.alignment_aer run --grid --seeds 1 2 --jobs 2`).",
+        "the studies configs/study/alignment_luong.yaml, alignment_bahdanau.yaml and "
+        "alignment_transformer.yaml: docs/alignment.md).",
     ]
     if hours > BUDGET_HOURS:
         lines[-1] += (
             f" That is more than the {BUDGET_HOURS:g} hours (one night on 2 cores) the table "
             "aims at: at the rule's length this size does not fit."
         )
-    planned = {(m.name, seed) for m in GRID for seed in seeds}
-    toy_done = [float(r["minutes"]) for r in toy
-                if "minutes" in r and (r.get("mechanism"), r.get("seed")) in planned]  # fmt: skip
+    planned = {(m, seed) for m in GRID for seed in seeds}
+    toy_done = [r.wall_minutes for r in toy
+                if r.wall_minutes is not None and (r.mechanism, r.seed) in planned]  # fmt: skip
     measured = measured_line(plan, cells, seeds, [*toy_done, *toy_todo])
     return lines + (["", measured] if measured else [])
 

@@ -4,7 +4,7 @@ measures of issue 36, each the mean ± sample std over the cell's seeds.
 - test BLEU and chrF, validation NLL of the tested (best valid BLEU) checkpoint (the ledger
   records);
 - AER on the synthetic task: the same cell's own runs on ``data=toy_align``
-  (experiments/alignment_aer.py ``run --grid``, records in results/alignment/);
+  (configs/study/alignment_*.yaml, records in results/alignment_*/: experiments/alignment_aer.py);
 - AER against the kept silver alignments of ding_de_en's test split and the cross-attention's
   mean normalised entropy at the last validation (the record's ``extra``,
   experiments/attention_measures.py);
@@ -20,10 +20,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from experiments import luong_reference
-from experiments.alignment_aer import UPDATES, grid_name
+from experiments.alignment_aer import UPDATES, AlignmentRun, grid_name, read_runs
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
 from experiments.comparison_stats import (
@@ -66,14 +65,9 @@ class CellMeasures:
         return [r.tested_valid_nll for r in self.records]
 
 
-def toy_records(folder: Path) -> list[dict[str, Any]]:
-    """The synthetic task's records (results/alignment/*-seed*.json) at its update count."""
-    out = []
-    for path in sorted(folder.glob("*-seed*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("updates") == UPDATES and isinstance(data.get("test"), dict):
-            out.append(data)
-    return out
+def toy_records(results: Path) -> list[AlignmentRun]:
+    """The synthetic task's records (results/alignment_*/<run>/) at its update count."""
+    return [r for r in read_runs(results) if r.updates == UPDATES]
 
 
 def _map_share(ledger: Path, record: Record) -> float | None:
@@ -87,7 +81,7 @@ def measures(
     plan: Plan,
     records: Sequence[Record],
     ledger: Path,
-    toy: Sequence[dict[str, Any]],
+    toy: Sequence[AlignmentRun],
     table: str = "attention",
 ) -> list[CellMeasures]:
     """The cells of ``plan``'s ``table`` (an attention table's) in grid order, with what the
@@ -97,7 +91,7 @@ def measures(
         got = tuple(sorted((r for r in records if r.key == plan.keys[cell]), key=lambda r: r.seed))
         label = cell.label
         name = grid_name(label["model"], label["score"], label["mode"])
-        toy_aer = tuple(float(t["test"]["aer"]) for t in toy if t.get("mechanism") == name)
+        toy_aer = tuple(t.aer for t in toy if t.mechanism == name)
         silver = tuple(float(r.extra["silver"]["aer"]) for r in got if "silver" in r.extra)
         entropy = tuple(
             float(r.extra["attention_entropy"])

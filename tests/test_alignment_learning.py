@@ -13,25 +13,25 @@ from hydra import compose, initialize_config_dir
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.train.loop import train
 from experiments import alignment_maps
-from experiments.alignment_aer import COMMON, SMALL, window_reach
+from experiments.alignment_aer import window_reach
+from experiments.study import load_study
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 @pytest.mark.slow
 def test_global_attention_learns_the_synthetic_alignment(tmp_path: Path) -> None:
+    study = load_study(CONFIGS / "study" / "alignment_luong.yaml")  # the table's settings ...
+    cut = {"trainer.max_steps": "400", "trainer.val_every_steps": "400"}  # ... cut to 400
     overrides = [
-        *COMMON,  # the alignment table's training settings (experiments/alignment_aer.py) ...
-        "trainer.max_steps=400",  # ... cut to 400 updates
-        "trainer.val_every_steps=400",
+        *(o if o.split("=")[0] not in cut else f"{o.split('=')[0]}={cut[o.split('=')[0]]}"
+          for o in study.overrides),
         f"data.root={tmp_path / 'data'}",
-        "model=rnn_luong",
-        *SMALL,
         "model.attention.score=general",
         "model.attention.mode=global",
         "device=cpu",
         "seed=1",
-    ]
+    ]  # fmt: skip
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose(config_name="train", overrides=overrides)
     train(cfg, tmp_path / "run")

@@ -4,29 +4,28 @@ a network beside them, the Transformer's best map, local-m's windows; no fixed v
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 import pytest
+from helpers.alignment_runs import LUONG, plant
 
 from attnmt.decode.alignment_error import AlignmentScores
+from attnmt.errors import DataError
+from attnmt.machine import Cpu, Machine
 from experiments import alignment_aer as aa
 from experiments.alignment_baselines import ScoredBaseline
+from experiments.study import load_study
+
+ROOT = Path(__file__).resolve().parents[1]
+TOY_MACHINE = Machine(Cpu("Toy CPU"), "2.0", 1)
 
 
-def record(mechanism: str, seed: int, aer: float, updates: int = aa.UPDATES) -> dict[str, Any]:
-    """A synthetic-task record as run_one writes it, with the fields the page reads."""
-    return {
-        "mechanism": mechanism,
-        "seed": seed,
-        "updates": updates,
-        "test": {"aer": aer, "bleu": 99.0},
-        "aer_precision": 1 - aer,
-        "aer_recall": 1 - aer,
-        "attention_entropy_norm": {"cross": 0.1},
-        "machine": {"cpu": {"name": "Toy CPU"}, "torch_version": "2.0", "threads": 1},
-        "threads": 1,
-        "commit": "abc1234",
-    }
+def record(mechanism: str, seed: int, aer: float, updates: int = aa.UPDATES) -> aa.AlignmentRun:
+    """A synthetic-task record as read_runs reads it, with the fields the page reads."""
+    return aa.AlignmentRun(
+        Path("."), mechanism, seed, updates, aer, 1 - aer, 1 - aer, 99.0, 0.1, TOY_MACHINE,
+        "abc1234", None,
+    )  # fmt: skip
 
 
 def scored(aer: float, low: float, high: float) -> ScoredBaseline:
@@ -122,3 +121,78 @@ def test_the_baselines_on_the_synthetic_task() -> None:
     assert base.dice.aer == pytest.approx(0.083, abs=0.0005)
     assert base.dice.low < base.dice.aer < base.dice.high
     assert base.diagonal.aer == pytest.approx(0.647, abs=0.0005)
+
+
+def test_the_page_is_read_from_planted_run_folders(tmp_path: Path) -> None:
+    """Run folders as the sweep and evaluate.py leave them: the mechanism from the overrides,
+    seed and updates from summary.json, the entropy from the last valid event, the scores
+    from eval/*/scores.json; mean ± std and per-seed figures computed by hand."""
+    dot = (*LUONG, "model.attention.score=dot", "model.attention.mode=global")
+    plant(tmp_path, "alignment_luong", dot, 2, 0.08, bleu=97.0, entropy=0.3)
+    plant(tmp_path, "alignment_luong", dot, 1, 0.04, bleu=99.0, entropy=0.1)
+    window = (*LUONG, "model.attention.score=general", "model.attention.mode=local_m",
+              "model.attention.window=10")  # fmt: skip
+    plant(tmp_path, "alignment_window10", window, 1, 0.2, wall_minutes=2.5)
+    tf = ("data=toy_align", "trainer.max_steps=3000", "model=transformer_tiny")
+    plant(tmp_path, "alignment_transformer_long", tf, 1, 0.15, updates=3000, entropy=None)
+    (tmp_path / "alignment").mkdir()  # the analysis outputs' folder: no runs in it
+    runs = aa.read_runs(tmp_path)
+    assert [(r.mechanism, r.seed, r.updates) for r in runs] == [
+        ("luong dot global", 1, 1200),  # in the old records' name order
+        ("luong dot global", 2, 1200),
+        ("luong general local_m window10", 1, 1200),
+        (aa.TRANSFORMER, 1, 3000),
+    ]
+    assert [r.wall_minutes for r in runs] == [None, None, 2.5, None]
+    assert runs[3].entropy is None and runs[0].machine == TOY_MACHINE
+    page = aa.table(runs)
+    # AER (0.04 + 0.08) / 2 = 0.060, sample std 0.04 / sqrt 2 = 0.028; BLEU 98.00 ± 1.41;
+    # entropy 0.20 ± 0.14
+    assert (
+        "| luong dot global | 2 | 0.060 ± 0.028 | 0.040 / 0.080 | 0.940 ± 0.028 | 0.940 ± 0.028 "
+        "| 98.00 ± 1.41 | 0.20 ± 0.14 |" in page
+    )
+    assert (
+        "| luong general local_m window10 | 1 | 0.200 | 0.200 | 0.800 | 0.800 | 99.00 | 0.10 |"
+        in page
+    )
+    assert "| luong location global | 0 | – | – | – | – | – | – |" in page
+    assert f"| {aa.TRANSFORMER} | 3000 | 1 | 0.150 | 0.150 | 0.850 | 0.850 | 99.00 | – |" in page
+    assert page.rstrip().endswith("Machines: Toy CPU, 1 thread(s). Commits: abc1234.")
+
+
+def test_a_run_folder_without_its_test_is_named(tmp_path: Path) -> None:
+    folder = plant(tmp_path, "alignment_luong", LUONG, 1, 0.1)
+    (folder / ".hydra" / "overrides.yaml").unlink()
+    with pytest.raises(DataError, match=f"{folder}: not an alignment record"):
+        aa.read_runs(tmp_path)
+
+
+def test_the_studies_make_the_tables_mechanisms() -> None:
+    """configs/study/alignment_*.yaml load (experiments.study) and their runs are the
+    table's rows and the attention table's cells, at the table's updates and size."""
+    names: dict[str, set[int]] = {}
+    for path in sorted((ROOT / "configs" / "study").glob("alignment_*.yaml")):
+        study = load_study(path)
+        settings = dict(o.split("=", 1) for o in study.overrides)
+        long = settings["trainer.max_steps"] != str(aa.UPDATES)
+        assert settings["data"] == "toy_align" and settings["trainer.test"] == "false"
+        if settings["model"].startswith("rnn"):
+            assert set(aa.SMALL) <= set(study.overrides)
+        for run in study.runs:
+            over = {**settings, **dict(o.split("=", 1) for o in run.grid)}
+            if not long:
+                names.setdefault(aa.mechanism_of(over), set()).add(int(over["seed"]))
+    assert set(aa.GRID) | set(aa.MECHANISMS) == set(names)
+    assert all(names[m] == {1, 2, 3} for m in aa.MECHANISMS)
+    assert len(aa.GRID) == 7 * 4 + 4 + 1 == len(set(aa.GRID))
+
+
+def test_the_committed_records_give_the_committed_page() -> None:
+    """docs/alignment.md's generated part from results/alignment_*/ (the migrated records)
+    as committed: every row's figures (the baselines apart: tests/test_docs.py)."""
+    page = (ROOT / "docs" / "alignment.md").read_text(encoding="utf-8")
+    generated = aa.table(aa.read_runs())
+    table_rows = [line for line in generated.splitlines() if line.startswith("| ")]
+    assert len(table_rows) > 20 and all(row in page for row in table_rows)
+    assert generated.splitlines()[-1] in page  # the machines and commits

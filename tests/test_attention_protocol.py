@@ -4,12 +4,14 @@ clock on two jobs (estimated and as recorded) and the protocol text of docs/resu
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.ledger_records import record_for, toy_plan
 
 from experiments import attention_protocol as ap
+from experiments.alignment_aer import AlignmentRun
 from experiments.results_plan import make_plan
 
 MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
@@ -61,17 +63,23 @@ def test_the_protocol_text_follows_the_numbers() -> None:
     assert "The rule gives 5000 updates" in both
 
 
+def toy_run(mechanism: str, wall_minutes: float) -> AlignmentRun:
+    """A synthetic-task run of ``mechanism`` (seed 1) that took ``wall_minutes``."""
+    return AlignmentRun(Path("."), mechanism, 1, 1200, 0.1, 0.9, 0.9, 99.0, None, None, "",
+                        wall_minutes)  # fmt: skip
+
+
 def test_the_section_estimates_every_cell_at_every_seed_and_says_when_over_budget() -> None:
     plan = make_plan([])
     cells = [c for c in plan.cells if c.table == "attention"]
-    lines = ap.section(plan, [], [{"mechanism": m.name, "minutes": 3.0} for m in ap.GRID])
+    lines = ap.section(plan, [], [toy_run(m, 3.0) for m in ap.GRID])
     text = "\n".join(lines)
     runs = len(cells) * len(plan.seeds["attention"])
     assert (
         f"Time: {runs} ding_de_en runs" in text
         and "the synthetic task's runs, all recorded" in text
     )
-    missing = ap.section(plan, [], [{"mechanism": ap.GRID[0].name, "minutes": 3.0}])
+    missing = ap.section(plan, [], [toy_run(ap.GRID[0], 3.0)])
     left = len(ap.GRID) * len(plan.seeds["attention"]) - len(plan.seeds["attention"])
     assert f"and {left} synthetic-task runs not yet recorded at {left * 3.0 / 60:.1f};" in (
         "\n".join(missing)

@@ -503,9 +503,9 @@ def test_the_ratio_checker_bites() -> None:
 def generated_alignment() -> str:
     """docs/alignment.md's generated part as ``python -m experiments.alignment_aer table``
     writes it (its baselines computed from toy_align, prepared under data/)."""
-    from experiments.alignment_aer import records, table, toy_baselines
+    from experiments.alignment_aer import read_runs, table, toy_baselines
 
-    return table(records(), toy_baselines())
+    return table(read_runs(), toy_baselines())
 
 
 @pytest.fixture(scope="session")

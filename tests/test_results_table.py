@@ -11,13 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.alignment_runs import LUONG, plant
 from helpers.ledger_records import MACHINE, fake_settings, record_for, toy_plan
 from omegaconf import OmegaConf
 
 from attnmt.train.run_config import validate_config
 from experiments import attention_preset, attention_table
 from experiments import results_table as rt
-from experiments.alignment_aer import UPDATES
 from experiments.comparison_stats import t_quantile
 from experiments.ledger import write_record
 from experiments.main_protocol import length_config
@@ -64,17 +64,12 @@ def test_the_tables_come_from_toy_records(tmp_path: Path) -> None:
     collapsed = {"layer": None, "maps": {"cross": [[0.9, 0.1], [0.8, 0.2], [0.6, 0.4]]}}
     (ledger / f"{records[2].stem}.attn.json").write_text(json.dumps(collapsed), encoding="utf-8")
     # the synthetic task's records (experiments/alignment_aer.py) of the same cells
-    toy = tmp_path / "alignment"
-    toy.mkdir()
-    for name, stem, updates, aer in [
-        ("luong dot global", "luong-dot-global-seed1", UPDATES, 0.2),
-        ("luong dot global", "luong-dot-global-seed2", UPDATES, 0.4),
-        ("luong dot global", "luong-dot-global-seed1-u99", 99, 0.9),  # another length: left out
-        ("transformer_tiny cross (last layer, mean of heads)", "transformer_tiny-cross-seed1",
-         UPDATES, 0.5),
-    ]:  # fmt: skip
-        record = {"mechanism": name, "updates": updates, "test": {"aer": aer}}
-        (toy / f"{stem}.json").write_text(json.dumps(record), encoding="utf-8")
+    toy = tmp_path / "results"
+    dot = (*LUONG, "model.attention.score=dot", "model.attention.mode=global")
+    plant(toy, "alignment_luong", dot, 1, 0.2)
+    plant(toy, "alignment_luong", dot, 2, 0.4)
+    plant(toy, "alignment_luong_long", dot, 1, 0.9, updates=99)  # another length: left out
+    plant(toy, "alignment_transformer", ("data=toy_align", "model=transformer_tiny"), 1, 0.5)
     out = tmp_path / "docs" / "results.md"
     rt.write_docs(ledger, out, plan=toy_plan(records), toy_ledger=toy)
     text = out.read_text(encoding="utf-8")
@@ -151,29 +146,13 @@ def test_every_attention_cell_is_a_valid_run_config() -> None:
 
 
 def test_the_toy_align_grid_is_the_attention_tables_cells() -> None:
-    """experiments/alignment_aer.py's GRID: the AER toy_align column's runs, one mechanism
-    per attention-table cell; a name it shares with MECHANISMS is the same run (same
-    overrides, so the records already made count)."""
-    from experiments.alignment_aer import GRID, MECHANISMS, grid_name
+    """experiments/alignment_aer.py's GRID: the AER toy_align column's mechanisms, one per
+    attention-table cell (tests/test_alignment_page.py: the study configs make them)."""
+    from experiments.alignment_aer import GRID, grid_name
 
-    names = [m.name for m in GRID]
-    assert len(GRID) == 7 * 4 + 4 + 1 == 33 and len(set(names)) == len(names)
     cells = [c for c in make_plan([]).cells if c.table == "attention"]
     of_cells = [grid_name(c.label["model"], c.label["score"], c.label["mode"]) for c in cells]
-    assert sorted(of_cells) == sorted(names)  # every cell has its own GRID mechanism
-    by_name = {m.name: m for m in GRID}
-    for cell, name in zip(cells, of_cells):
-        settings = dict(o.split("=", 1) for o in by_name[name].overrides)
-        if cell.label["model"] == "transformer":
-            assert settings == {"model": "transformer_tiny"}  # the task's small Transformer
-            continue
-        default_score = "additive" if cell.label["model"] == "rnn_bahdanau" else "general"
-        assert settings["model"] == cell.label["model"]
-        assert settings.get("model.attention.score", default_score) == cell.label["score"]
-        assert settings.get("model.attention.mode", "global") == cell.label["mode"]
-    shared = [m for m in MECHANISMS if m.name in by_name]
-    assert len(shared) == len(MECHANISMS) - 1  # all but the local_m window-10 variant
-    assert all(by_name[m.name].overrides == m.overrides for m in shared)
+    assert sorted(of_cells) == sorted(GRID)  # every cell has its own GRID mechanism
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
