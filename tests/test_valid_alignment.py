@@ -225,3 +225,23 @@ def test_a_run_without_links_logs_no_aer_and_forces_nothing(
         assert all("aer" not in e for e in record.valid)
         assert record.summary is not None and record.summary.best is not None
         assert record.summary.best.val_aer is None
+
+
+def test_the_kept_ding_valid_links_fit_the_shipped_corpus(tmp_path: Path) -> None:
+    """results/silver's valid links of ding_de_en pass the checks for the default corpus
+    (line count, word ranges, the record's sha256); en → de reads them flipped."""
+    from attnmt.cli.data_group import data_config
+
+    root = Path(__file__).resolve().parents[1]
+    kept = root / "results" / "silver" / "ding_de_en.valid.de-en.silver.align"
+    base = ["data=ding_de_en", f"data.root={tmp_path}"]
+    corpus = prepare_corpus(data_config(base, root / "configs"))
+    read = valid_links(corpus, str(kept), *_valid(corpus))
+    assert read is not None and len(read) == corpus.counts["valid"] == 879
+    assert sum(len(a.sure) for a in read.links) == 5826
+    reverse = prepare_corpus(
+        data_config([*base, "data.src_lang=en", "data.tgt_lang=de"], root / "configs")
+    )
+    flipped = valid_links(reverse, str(kept), *_valid(reverse))
+    assert flipped is not None
+    assert flipped.links[0].sure == {(j, i) for i, j in read.links[0].sure}
