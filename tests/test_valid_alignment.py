@@ -245,3 +245,38 @@ def test_the_kept_ding_valid_links_fit_the_shipped_corpus(tmp_path: Path) -> Non
     flipped = valid_links(reverse, str(kept), *_valid(reverse))
     assert flipped is not None
     assert flipped.links[0].sure == {(j, i) for i, j in read.links[0].sure}
+
+
+def test_train_py_refuses_bad_valid_links_in_one_line_with_status_2(tmp_path: Path) -> None:
+    """Through the entry point: a malformed valid link stops train.py before the tokenizer,
+    exit status 2, one line naming the file and line, no traceback."""
+    import subprocess
+    import sys
+
+    links = tmp_path / "valid.align"
+    links.write_text("0-0\n0-x\n0-0\n0-0\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(root / "train.py"),
+            "data=toy_align",
+            "data.toy.train=20",
+            "data.toy.valid=4",
+            "data.toy.test=4",
+            f"data.root={tmp_path / 'data'}",
+            "model=transformer_tiny",
+            "device=cpu",
+            f"trainer.valid_alignments={links}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "is not a link" in line]
+    assert len(errors) == 1 and f"{links}:2: '0-x' is not a link" in errors[0]
+    assert not list((tmp_path / "data").glob("*/spm-*"))  # refused before the tokenizer
