@@ -71,5 +71,7 @@ def test_same_seed_same_mask() -> None:
 @pytest.mark.parametrize("value", [-0.1, 1.0])
 def test_probability_outside_0_1_is_a_config_error(key: str, value: float, tmp_path: Path) -> None:
     cfg = toy_train_config(tmp_path, f"trainer.{key}={value}")
-    with pytest.raises(ConfigError, match=f"trainer.{key} must be in"):
+    with pytest.raises(
+        ConfigError, match=rf"trainer\.{key}: .* is out of range; allowed: 0 <= trainer\.{key} < 1"
+    ):
         validate_config(cfg)
