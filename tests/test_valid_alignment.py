@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnmt.data.corpora import PreparedCorpus, prepare_corpus
 from attnmt.data.gold import format_links, parse_links
@@ -200,6 +201,10 @@ def test_valid_aer_equals_evaluate_py_on_the_same_checkpoint(tmp_path: Path) -> 
     assert record.summary is not None and record.summary.best is not None
     best = {p.step: p.aer for p in points}[record.summary.best.step]
     assert record.summary.best.val_aer == pytest.approx(best)
+    events = EventAccumulator(str(tmp_path / "run"), size_guidance={"scalars": 0})
+    events.Reload()
+    logged = [(e.step, e.value) for e in events.Scalars("val/aer")]
+    assert logged == [(p.step, pytest.approx(p.aer, rel=1e-6)) for p in points]
 
 
 def test_a_run_without_links_logs_no_aer_and_forces_nothing(
@@ -225,6 +230,10 @@ def test_a_run_without_links_logs_no_aer_and_forces_nothing(
         assert all("aer" not in e for e in record.valid)
         assert record.summary is not None and record.summary.best is not None
         assert record.summary.best.val_aer is None
+        events = EventAccumulator(str(tmp_path / name))
+        events.Reload()
+        assert "val/bleu" in events.Tags()["scalars"]
+        assert "val/aer" not in events.Tags()["scalars"]
 
 
 def test_the_kept_ding_valid_links_fit_the_shipped_corpus(tmp_path: Path) -> None:
