@@ -1,14 +1,14 @@
 """Does the larger Ding (``rebuild_ding.py --filter loose``) pay? (issue 34, item 1)
 
     python scripts/rebuild_ding.py --filter loose       # data/ding_loose/ding_de_en.tsv.xz
-    python -m experiments.ding_loose run [--seeds 1 2] [--jobs 2]
+    python -m experiments.sweep configs/study/ding_loose.yaml --jobs 2 --record
     python -m experiments.ding_loose table              # docs/ding_loose.md
 
 The default model (``model=transformer``) trained as the main results table trains it
 (``experiment=results_main``: :data:`UPDATES` fixed updates, fp32, no time budget, no early
 stop, greedy test decoding of the best-validation checkpoint) on the loose corpus, whose
-valid and test splits are today's exactly; one JSON record per seed in
-``results/ding_loose/``. The table sets them beside the ledger's records of the same cell on
+valid and test splits are today's exactly (configs/study/ding_loose.yaml); its run folders
+in ``results/ding_loose/``. The table sets them beside the ledger's records of the same cell on
 the shipped corpus (results/runs/, table ``main``, ``data=ding_de_en model=transformer``),
 which were trained with the same settings and seeds. Decision rule (issue 34): ship the
 loose corpus as the default if the default gains at least 1 test BLEU.
@@ -17,20 +17,17 @@ loose corpus as the default if the default gains at least 1 test BLEU.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_text
 from experiments.comparison_stats import mean_std
 from experiments.ledger import read_records
-from experiments.variant_runs import Variant, provenance, read_all, run_variant
+from experiments.variant_runs import VariantRun, provenance, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = ROOT / "results" / "ding_loose"
-RUNS = ROOT / "outputs" / "ding_loose"
+RESULTS = ROOT / "results"
 LEDGER = ROOT / "results" / "runs"
 DOC = ROOT / "docs" / "ding_loose.md"
 LOOSE_FILE = "data/ding_loose/ding_de_en.tsv.xz"
@@ -41,7 +38,6 @@ COMMON = (
     "data=ding_de_en",
     f"trainer.max_steps={UPDATES}",
 )
-LOOSE = Variant("transformer loose", (f"data.path={LOOSE_FILE}",), "the loose corpus")
 
 
 def shipped() -> list[dict[str, Any]]:
@@ -64,7 +60,12 @@ def shipped() -> list[dict[str, Any]]:
     ]
 
 
-def table(loose: list[dict[str, Any]], base: list[dict[str, Any]]) -> str:
+def loose_runs(results: Path = RESULTS) -> list[VariantRun]:
+    """The study's runs (configs/study/ding_loose.yaml) under ``results``/ding_loose/."""
+    return read_runs(results, ("ding_loose",))
+
+
+def table(loose: list[VariantRun], base: list[dict[str, Any]]) -> str:
     """docs/ding_loose.md: test BLEU/chrF and the last validation NLL, per corpus."""
     lines = [
         "# The larger Ding corpus against the shipped one",
@@ -86,8 +87,9 @@ def table(loose: list[dict[str, Any]], base: list[dict[str, Any]]) -> str:
     rows = (
         ("shipped (16,824 pairs)", [(b["seed"], b["updates"], b["bleu"], b["chrf"], b["nll"])
                                     for b in base]),
-        ("loose (47,818 pairs)", [(r["seed"], r["updates"], r["test"]["bleu"],
-                                   r["test"]["chrf"], r["curve"][-1][1]) for r in loose]),
+        ("loose (47,818 pairs)", [(r.seed, r.summary.step, t.bleu, t.chrf, r.curve[-1][1])
+                                  for r in loose if (t := r.summary.test) is not None
+                                  and t.bleu is not None and t.chrf is not None]),
     )  # fmt: skip
     for name, rs in rows:
         rs = sorted(rs)
@@ -109,22 +111,9 @@ def table(loose: list[dict[str, Any]], base: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "table"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once (1 thread each if >1)")
-    args = parser.parse_args(argv)
-    if args.what == "run":
-        if not (ROOT / LOOSE_FILE).is_file():
-            print(f"{LOOSE_FILE} is missing: python scripts/rebuild_ding.py --filter loose")
-            return 2
-        threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
-        with ThreadPoolExecutor(args.jobs) as pool:
-            done = pool.map(
-                lambda s: run_variant(LOOSE, s, threads, COMMON, RUNS, RECORDS), args.seeds
-            )
-            for seed, path in zip(args.seeds, done):
-                print(f"{LOOSE.name} seed {seed}: {path or 'FAILED'}", flush=True)
-    write_text(DOC, table(read_all(RECORDS), shipped()))
+    parser.add_argument("what", choices=("table",))
+    parser.parse_args(argv)
+    write_text(DOC, table(loose_runs(), shipped()))
     print(f"wrote {DOC}")
     return 0
 

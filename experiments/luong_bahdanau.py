@@ -1,47 +1,35 @@
 """Why does rnn_luong learn slower than rnn_bahdanau on ding_de_en? (issue 33)
 
-    python -m experiments.luong_bahdanau run [--only NAME ...] [--seeds 1] [--jobs 2]
     python -m experiments.luong_bahdanau table     # docs/luong_bahdanau.md + its figure
 
 Each variant (:data:`VARIANTS`: the two presets, and rnn_luong with one difference from
 rnn_bahdanau taken away at a time: the scorer, input feeding) trains :data:`UPDATES`
 updates on ding_de_en at fixed settings (fp32, no time budget, no early stop), validating
-every :data:`EVERY` updates on the first :data:`VALID` valid pairs. One JSON record per
-(variant, seed) goes to ``results/luong_bahdanau/`` as it finishes: the validation NLL and
-BLEU curve and the last validation's attention entropy. The table and figure compare them at equal
-updates. Seeds are fixed in advance (1, then 2).
+every :data:`EVERY` updates on the first :data:`VALID` valid pairs: the studies
+configs/study/luong_bahdanau.yaml, luong_bahdanau_scorer.yaml and luong_bahdanau_feeding.yaml
+(experiments/sweep.py), their run folders in results/<study>/. The table and figure compare
+the validation NLL and BLEU curves and the last validation's attention entropy at equal
+updates.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from attnmt.atomic import write_text
 from experiments.comparison_stats import mean_std
-from experiments.variant_runs import (
-    Variant,
-    at_step,
-    cross_entropies,
-    provenance,
-    read_all,
-    run_variant,
-)
+from experiments.variant_runs import Variant, VariantRun, provenance, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = ROOT / "results" / "luong_bahdanau"
-RUNS = ROOT / "outputs" / "luong_bahdanau"
+STUDIES = ("luong_bahdanau", "luong_bahdanau_scorer", "luong_bahdanau_feeding")
 DOC = ROOT / "docs" / "luong_bahdanau.md"
 FIGURE = ROOT / "docs" / "attention" / "luong_bahdanau.png"
 UPDATES = 500
 EVERY = 100
 VALID = 500
-COMMON = (
-    "data=ding_de_en",
+SETTINGS = (
     f"trainer.max_steps={UPDATES}",
     f"trainer.val_every_steps={EVERY}",
     f"trainer.val_subset={VALID}",
@@ -53,6 +41,7 @@ COMMON = (
     "trainer.progress_bar=false",
     "trainer.keep_best=1",
 )
+"""The studies' trainer settings (after ``data=ding_de_en``), as the page states them."""
 
 
 VARIANTS = (
@@ -76,16 +65,24 @@ VARIANTS = (
 )
 
 
-def run_one(v: Variant, seed: int, threads: int) -> Path | None:
-    """Train and record one (variant, seed); the record's path (None: failed)."""
-    return run_variant(v, seed, threads, COMMON, RUNS, RECORDS)
+def variant_of(ov: dict[str, str]) -> str:
+    """The :data:`VARIANTS` name of a run's train.py overrides (``{"model": ...}``)."""
+    if ov.get("model") == "rnn_bahdanau":
+        return "rnn_bahdanau"
+    if ov.get("model.input_feeding") == "false":
+        return "rnn_luong no input feeding"
+    score = ov.get("model.attention.score")
+    return "rnn_luong" + (f" {score}" if score else "")
 
 
-def records() -> list[dict[str, Any]]:
-    return read_all(RECORDS)
+def records(results: Path = ROOT / "results") -> list[tuple[str, VariantRun]]:
+    """(variant, run) of every run of the studies, in the old records' order (by variant
+    name, then seed)."""
+    runs = [(variant_of(r.overrides), r) for r in read_runs(results, STUDIES)]
+    return sorted(runs, key=lambda vr: Variant(vr[0], ()).stem(vr[1].seed))
 
 
-def figure(recs: list[dict[str, Any]]) -> Path | None:
+def figure(recs: list[tuple[str, VariantRun]]) -> Path | None:
     """Validation NLL and BLEU against update, one line per (variant, seed)."""
     if not recs:
         return None
@@ -97,12 +94,11 @@ def figure(recs: list[dict[str, Any]]) -> Path | None:
     colours = {v.name: f"C{k}" for k, v in enumerate(VARIANTS)}
     for col, ylabel in ((1, "validation NLL per target piece"), (2, "validation BLEU")):
         ax = fig.add_subplot(1, 2, col)
-        for rec in recs:
-            steps = [p[0] for p in rec["curve"]]
-            ax.plot(steps, [p[col] for p in rec["curve"]], marker="o", ms=3,
-                    color=colours.get(rec["variant"], "k"),
-                    linestyle="-" if rec["seed"] == 1 else "--",
-                    label=f"{rec['variant']} (seed {rec['seed']})")  # fmt: skip
+        for name, rec in recs:
+            steps = [p[0] for p in rec.curve]
+            ax.plot(steps, [p[col] for p in rec.curve], marker="o", ms=3,
+                    color=colours.get(name, "k"), linestyle="-" if rec.seed == 1 else "--",
+                    label=f"{name} (seed {rec.seed})")  # fmt: skip
         ax.set_xlabel("update")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
@@ -115,13 +111,18 @@ def figure(recs: list[dict[str, Any]]) -> Path | None:
     return FIGURE
 
 
-def _ranking(recs: list[dict[str, Any]], step: int) -> list[str]:
+def _entropies(runs: list[VariantRun]) -> list[float]:
+    return [r.entropy for r in runs if r.entropy is not None]
+
+
+def _ranking(recs: list[tuple[str, VariantRun]], step: int) -> list[str]:
     """One sentence: the variants by mean validation NLL at ``step``, each against
     rnn_bahdanau's, with their attention entropy."""
     means = {}
     for v in VARIANTS:
-        nll = [x for r in recs if r["variant"] == v.name and (x := at_step(r, step, 1)) is not None]
-        ent = cross_entropies([r for r in recs if r["variant"] == v.name])
+        mine = [r for name, r in recs if name == v.name]
+        nll = [x for r in mine if (x := r.at_step(step, 1)) is not None]
+        ent = _entropies(mine)
         if nll:
             means[v.name] = (sum(nll) / len(nll), sum(ent) / len(ent) if ent else float("nan"))
     if "rnn_bahdanau" not in means:
@@ -138,18 +139,18 @@ def _ranking(recs: list[dict[str, Any]], step: int) -> list[str]:
     ]
 
 
-def table(recs: list[dict[str, Any]]) -> str:
+def table(recs: list[tuple[str, VariantRun]]) -> str:
     """docs/luong_bahdanau.md: validation NLL and BLEU at a few updates, per variant."""
-    steps = sorted({p[0] for r in recs for p in r["curve"]})
+    steps = sorted({p[0] for _, r in recs for p in r.curve})
     shown = [s for s in steps if s % (2 * EVERY) == 0 or s == max(steps, default=0)]
     head = " | ".join(f"NLL @{s}" for s in shown)
     lines = [
         "# rnn_luong against rnn_bahdanau on ding_de_en",
         "",
         "<!-- generated by `python -m experiments.luong_bahdanau table` from "
-        "results/luong_bahdanau/: do not edit by hand -->",
+        "results/luong_bahdanau*/: do not edit by hand -->",
         "",
-        f"Each variant trained {UPDATES} updates on ding_de_en (`" + " ".join(COMMON[1:]) + "`), "
+        f"Each variant trained {UPDATES} updates on ding_de_en (`" + " ".join(SETTINGS) + "`), "
         f"validation NLL per target piece (label smoothing off) on the first {VALID} valid "
         "pairs; mean ± sample std over the seeds recorded. Each rnn_luong variant takes one "
         "difference from rnn_bahdanau away. Curves: [attention/luong_bahdanau.png]"
@@ -160,39 +161,27 @@ def table(recs: list[dict[str, Any]]) -> str:
         "|---|---|---:|---:|" + "---:|" * (len(shown) + 2),
     ]
     for v in VARIANTS:
-        mine = [r for r in recs if r["variant"] == v.name]
+        mine = [r for name, r in recs if name == v.name]
         if not mine:
             continue
-        nll = [mean_std([x for r in mine if (x := at_step(r, s, 1)) is not None], 3) for s in shown]
+        nll = [mean_std([x for r in mine if (x := r.at_step(s, 1)) is not None], 3) for s in shown]
         last = shown[-1] if shown else 0
-        bleu = mean_std([x for r in mine if (x := at_step(r, last, 2)) is not None], 2)
-        ent = cross_entropies(mine)
+        bleu = mean_std([x for r in mine if (x := r.at_step(last, 2)) is not None], 2)
+        ent = _entropies(mine)
         lines.append(
-            f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0]['params']:,} | "
+            f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0].summary.params or 0:,} | "
             + " | ".join(nll)
             + f" | {bleu} | {mean_std(ent, 2)} |"
         )
     lines += _ranking(recs, shown[-1]) if shown else []
-    lines += ["", provenance(recs)]
+    lines += ["", provenance([r for _, r in recs])]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "table"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
-    parser.add_argument("--only", nargs="+", default=[], help="variant names (exact)")
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once (1 thread each if >1)")
-    args = parser.parse_args(argv)
-    if args.what == "run":
-        chosen = [v for v in VARIANTS if not args.only or v.name in args.only]
-        todo = [(v, s) for s in args.seeds for v in chosen]
-        threads = 1 if args.jobs > 1 else (os.cpu_count() or 1)
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for (v, s), path in zip(
-                todo, pool.map(lambda vs: run_one(vs[0], vs[1], threads), todo)
-            ):
-                print(f"{v.name} seed {s}: {path or 'FAILED'}", flush=True)
+    parser.add_argument("what", choices=("table",))
+    parser.parse_args(argv)
     recs = records()
     write_text(DOC, table(recs))
     figure(recs)

@@ -1,8 +1,11 @@
-"""Small comparisons of train.py variants at fixed settings: run each (variant, seed) once,
-keep one JSON record per run in a results folder as it finishes, summarise mean ± std.
+"""Small comparisons of train.py variants at fixed settings.
 
-Used by experiments.luong_bahdanau and experiments.ding_loose; a record that exists is not
-run again, and a run folder cut off earlier is resumed from its last checkpoint.
+:func:`read_runs` reads a variant study's run folders (results/<study>/<run>/, made by
+experiments/sweep.py: experiments.luong_bahdanau and experiments.ding_loose) as
+:class:`VariantRun`. The probes of experiments.attention_protocol and main_protocol still
+run through :func:`run_variant`: one JSON record per (variant, seed) in a results folder as
+it finishes; a record that exists is not run again, a run folder cut off earlier is
+resumed from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from attnmt.atomic import write_json
 from attnmt.errors import DataError
-from attnmt.machine import Machine, this_machine
-from attnmt.run_record import read_record, source_commit
+from attnmt.machine import this_machine
+from attnmt.run_record import RecordError, read_record, source_commit
 from attnmt.run_summary import Summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,30 +172,62 @@ def read_one(path: Path) -> dict[str, Any]:
     return data
 
 
-def at_step(rec: dict[str, Any], step: int, col: int) -> float | None:
-    """Column ``col`` (1: NLL, 2: BLEU) of the record's validation at ``step``."""
-    for point in rec["curve"]:
-        if point[0] == step:
-            return float(point[col])
-    return None
+@dataclass(frozen=True)
+class VariantRun:
+    """A run folder of a variant study (results/<study>/<run>/) as the pages read it: its
+    train.py overrides (.hydra/overrides.yaml), summary.json, and the validations of
+    metrics.jsonl as (step, NLL, BLEU) with the last one's cross-attention entropy."""
+
+    folder: Path
+    overrides: dict[str, str]
+    summary: Summary
+    curve: tuple[tuple[int, float, float], ...]
+    entropy: float | None
+
+    @property
+    def seed(self) -> int:
+        return self.summary.seed or 0
+
+    def at_step(self, step: int, col: int) -> float | None:
+        """Column ``col`` (1: NLL, 2: BLEU) of the validation at ``step``."""
+        return next((float(p[col]) for p in self.curve if p[0] == step), None)
 
 
-def cross_entropies(recs: list[dict[str, Any]]) -> list[float]:
-    """The cross-attention's mean normalised entropy of each record that kept one."""
-    return [
-        float(x)
-        for r in recs
-        if (x := (r.get("attention_entropy_norm") or {}).get("cross")) is not None
-    ]
+def read_run(folder: Path) -> VariantRun:
+    """The run in ``folder``; DataError naming it when a part is missing or not a record."""
+    try:
+        rec = read_record(folder)
+        overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
+        if rec.summary is None or not rec.valid:
+            raise ValueError("no summary.json or no validation")
+        return VariantRun(
+            folder,
+            dict(o.split("=", 1) for o in overrides),
+            rec.summary,
+            tuple((int(e["step"]), float(e["nll"]), float(e["bleu"])) for e in rec.valid),
+            (rec.valid[-1].get("attention_entropy_norm") or {}).get("cross"),
+        )
+    except (OSError, KeyError, TypeError, ValueError, RecordError) as err:
+        raise DataError(
+            f"{folder}: not a run record ({type(err).__name__}: {err}); it needs "
+            "summary.json, metrics.jsonl with validations and .hydra/overrides.yaml"
+        ) from None
 
 
-def provenance(recs: list[dict[str, Any]]) -> str:
-    """``Machines: ... Commits: ...`` of the records."""
+def read_runs(results: Path, studies: tuple[str, ...]) -> list[VariantRun]:
+    """The run folders of ``studies`` under ``results`` (those with a summary.json)."""
+    found = [f for st in studies for f in sorted((results / st).glob("*/summary.json"))]
+    return [read_run(f.parent) for f in found]
+
+
+def provenance(runs: list[VariantRun]) -> str:
+    """``Machines: ... Commits: ...`` of the runs (the threads: those train.py ran with)."""
     machines = sorted(
         {
-            f"{Machine.from_dict(r['machine']).describe('plain')}, {r['threads']} thread(s)"
-            for r in recs
+            f"{m.describe('plain')}, {m.threads} thread(s)"
+            for r in runs
+            if (m := r.summary.machine) is not None
         }
     )
-    commits = sorted({r["commit"] for r in recs})
+    commits = sorted({r.summary.commit or "" for r in runs})
     return f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."

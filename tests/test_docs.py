@@ -537,11 +537,10 @@ def generated_comparisons() -> str:
     """docs/luong_bahdanau.md, docs/ding_loose.md and docs/recipe.md as their generators
     write them."""
     from experiments import ding_loose, luong_bahdanau, recipe_page
-    from experiments.variant_runs import read_all
 
     return (
         luong_bahdanau.table(luong_bahdanau.records())
-        + ding_loose.table(read_all(ding_loose.RECORDS), ding_loose.shipped())
+        + ding_loose.table(ding_loose.loose_runs(), ding_loose.shipped())
         + recipe_page.generated(ROOT)
     )
 

@@ -1,0 +1,125 @@
+"""docs/luong_bahdanau.md and docs/ding_loose.md from planted run folders (results/<study>/
+<run>/ as experiments/sweep.py --record leaves them): figures computed by hand; the study
+configs that make the runs load and name the pages' variants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from attnmt.errors import DataError
+from experiments import ding_loose, luong_bahdanau
+from experiments.study import load_study
+from experiments.variant_runs import read_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plant(
+    results: Path,
+    study: str,
+    run: str,
+    overrides: list[str],
+    curve: list[tuple[int, float, float]],
+    *,
+    entropy: float = 0.5,
+    test: dict[str, float] | None = None,
+) -> Path:
+    """A finished run: summary.json (seed from ``overrides``), metrics.jsonl's validations
+    ``curve`` (step, NLL, BLEU; the last with ``entropy``), .hydra/overrides.yaml."""
+    folder = results / study / run
+    (folder / ".hydra").mkdir(parents=True)
+    seed = int(next(o for o in overrides if o.startswith("seed=")).split("=")[1])
+    summary = {
+        "format": "attnmt-run-summary",
+        "status": "finished",
+        "step": curve[-1][0],
+        "seed": seed,
+        "params": 1234567,
+        "machine": {"cpu": {"name": "Toy CPU"}, "torch_version": "2.0", "threads": 1},
+        "commit": "abc1234",
+        **({"test": test} if test else {}),
+    }
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    events = [{"event": "valid", "step": s, "nll": n, "bleu": b} for s, n, b in curve]
+    events[-1]["attention_entropy_norm"] = {"cross": entropy}
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    return folder
+
+
+def test_the_luong_bahdanau_page_from_planted_runs(tmp_path: Path) -> None:
+    """rnn_bahdanau at NLL 4.0 and 4.2 (mean 4.1, std 0.141), rnn_luong dot at 4.3: +0.200."""
+    for seed, nll in ((1, 4.0), (2, 4.2)):
+        plant(tmp_path, "luong_bahdanau", f"model-rnn_bahdanau_seed-{seed}",
+              ["model=rnn_bahdanau", f"seed={seed}"], [(200, 5.0, 0.5), (500, nll, 1.0)],
+              entropy=0.9)  # fmt: skip
+    plant(tmp_path, "luong_bahdanau_scorer", "score-dot_seed-1",
+          ["model=rnn_luong", "model.attention.score=dot", "seed=1"],
+          [(200, 5.5, 0.2), (500, 4.3, 0.5)], entropy=0.3)  # fmt: skip
+    recs = luong_bahdanau.records(tmp_path)
+    assert [(name, r.seed) for name, r in recs] == [
+        ("rnn_bahdanau", 1),
+        ("rnn_bahdanau", 2),
+        ("rnn_luong dot", 1),
+    ]
+    page = luong_bahdanau.table(recs)
+    assert (
+        "| rnn_bahdanau | the reference | 2 | 1,234,567 | 5.000 ± 0.000 | 4.100 ± 0.141 "
+        "| 1.00 ± 0.00 | 0.90 ± 0.00 |" in page
+    )
+    assert "| rnn_luong dot | the scorer's parameters: no W_a at all | 1 | 1,234,567 | 5.500 |" in (
+        page
+    )
+    assert (
+        "best first: rnn_bahdanau +0.000 (entropy 0.90); rnn_luong dot +0.200 (entropy 0.30)."
+        in page
+    )
+    assert page.rstrip().endswith("Machines: Toy CPU, 1 thread(s). Commits: abc1234.")
+
+
+def test_the_ding_loose_page_from_planted_runs(tmp_path: Path) -> None:
+    """Two loose seeds at BLEU 2.0 and 3.0 (mean 2.50, std 0.71), chrF 16 and 18."""
+    for seed, bleu, chrf in ((2, 3.0, 18.0), (1, 2.0, 16.0)):
+        plant(tmp_path, "ding_loose", f"seed-{seed}", ["model=transformer", f"seed={seed}"],
+              [(1500, 3.5, 2.0)], test={"bleu": bleu, "chrf": chrf})  # fmt: skip
+    page = ding_loose.table(ding_loose.loose_runs(tmp_path), [])
+    assert (
+        "| loose (47,818 pairs) | 2 | 1500 | 2.50 ± 0.71 | 17.00 ± 1.41 | 3.500 ± 0.000 "
+        "| 2.00 (seed 1), 3.00 (seed 2) |" in page
+    )
+    assert "| shipped (16,824 pairs) | 0 | – | – | – | – | – |" in page
+
+
+def test_a_run_folder_that_is_not_a_record_is_named(tmp_path: Path) -> None:
+    folder = plant(tmp_path, "ding_loose", "seed-1", ["seed=1"], [(10, 1.0, 1.0)])
+    (folder / "metrics.jsonl").write_text("")
+    with pytest.raises(DataError, match=f"{folder}: not a run record"):
+        read_runs(tmp_path, ("ding_loose",))
+
+
+def test_the_studies_make_the_pages_variants() -> None:
+    """Every run of the luong_bahdanau studies is one of the page's variants, each variant
+    has its runs, at the page's settings; ding_loose trains on the loose file."""
+    names = set()
+    for study in luong_bahdanau.STUDIES:
+        s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
+        assert set(luong_bahdanau.SETTINGS) <= set(s.overrides) and "data=ding_de_en" in (
+            s.overrides
+        )
+        for run in s.runs:
+            settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
+            names.add(luong_bahdanau.variant_of(settings))
+    assert names == {v.name for v in luong_bahdanau.VARIANTS}
+    loose = load_study(ROOT / "configs" / "study" / "ding_loose.yaml")
+    assert f"data.path={ding_loose.LOOSE_FILE}" in loose.overrides
+    assert set(ding_loose.COMMON) <= set(loose.overrides)
+
+
+def test_the_committed_runs_give_the_committed_pages() -> None:
+    """docs/luong_bahdanau.md is its generator's output from the migrated run folders."""
+    page = (ROOT / "docs" / "luong_bahdanau.md").read_text(encoding="utf-8")
+    assert page == luong_bahdanau.table(luong_bahdanau.records())
