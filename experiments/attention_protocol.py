@@ -1,159 +1,91 @@
 """How long the attention table trains: the reference cells at the table's size, trained
 long, and the update at which their validation NLL has flattened.
 
-    python -m experiments.attention_protocol run [--jobs 2]   # the probes -> records
-    python -m experiments.attention_protocol show             # where each flattens
+    python -m experiments.attention_protocol            # where each recorded probe flattens
 
 Each probe is an attention-table cell (configs/experiment/results_attention.yaml's size,
 rnn_luong's preset scorer and rnn_bahdanau's, global attention) trained :data:`PROBE_UPDATES`
-updates, validated every :data:`PROBE_EVERY`, by experiments/variant_runs.py: its record
-(results/attention_protocol/) keeps the validation curve (step, NLL, BLEU), the minutes and
-the machine. The rule (:func:`experiments.comparison_stats.flattened_at`, ``stays``): the
-first validation from which on the best NLL so far is less than 1% better than the best NLL
-at four fifths of that step, there and at every later validation. The table's
-``trainer.max_steps`` is the latest flattening step of the probes, rounded up to a
+updates, validated every :data:`PROBE_EVERY`: the studies configs/study/attention_protocol.yaml
+(and _64.yaml, a smaller rnn_luong), run by experiments/sweep.py, their run folders in
+results/<study>/ (:func:`probes`). The rule (:func:`experiments.comparison_stats.flattened_at`,
+``stays``): the first validation from which on the best NLL so far is less than 1% better
+than the best NLL at four fifths of that step, there and at every later validation. The
+table's ``trainer.max_steps`` is the latest flattening step of the probes, rounded up to a
 validation of the table (its ``val_every_steps``).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from attnmt.machine import Machine
 from experiments.alignment_aer import GRID, AlignmentRun
 from experiments.comparison_stats import flattened_at
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, estimate
-from experiments.variant_runs import Variant, read_all, run_variant
+from experiments.variant_runs import VariantRun, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = ROOT / "results" / "attention_protocol"
-RUNS = ROOT / "outputs" / "attention_protocol"
+RESULTS = ROOT / "results"
+STUDIES = ("attention_protocol", "attention_protocol_64")
 PROBE_UPDATES = 6000
 PROBE_EVERY = 250
 TOL, TAIL = 0.01, 0.2
 """The flattening rule: less than TOL relative gain over the last TAIL of the updates."""
 BUDGET_HOURS = 8.0
 """What the whole table should take on 2 cores (issue 36)."""
-SIZE = ("model.emb_dim=128", "model.hidden_size=128")
-COMMON = (
-    "data=ding_de_en",
-    f"trainer.max_steps={PROBE_UPDATES}",
-    f"trainer.val_every_steps={PROBE_EVERY}",
-    "trainer.time_budget_min=0",
-    "trainer.early_stopping_patience=0",
-    "trainer.test=true",
-    "trainer.num_heatmaps=0",
-    "trainer.progress_bar=false",
-    "trainer.precision=fp32",
-    "trainer.keep_best=1",
-)
-PROBES = (
-    Variant("rnn_luong general global", ("model=rnn_luong", *SIZE)),
-    Variant("rnn_bahdanau additive global", ("model=rnn_bahdanau", *SIZE)),
-)
-"""The reference cells at the table's size; each probe's record is a variant_runs record."""
+SIZE = "128"
+"""The table's RNN size (embeddings and states), that of configs/study/attention_protocol.yaml."""
+COMMAND = "python -m experiments.sweep configs/study/attention_protocol.yaml --jobs 2 --record"
 
 
-def flattening(record: dict[str, Any]) -> int | None:
+def probe_name(run: VariantRun) -> str:
+    """``rnn_luong general global`` (an attention probe), ``ding_de_en transformer`` (a main
+    table probe: it names its corpus)."""
+    model = run.overrides.get("model", "?")
+    if "experiment" in run.overrides:
+        return f"{run.overrides.get('data', '?')} {model}"
+    return f"{model} {'additive' if model == 'rnn_bahdanau' else 'general'} global"
+
+
+def other_size(run: VariantRun) -> str | None:
+    """'64 units' for a probe of another RNN size than the table's, else None."""
+    hidden = run.overrides.get("model.hidden_size")
+    return None if hidden in (None, SIZE) else f"{hidden} units"
+
+
+def probes(results: Path = RESULTS, studies: tuple[str, ...] = STUDIES) -> list[VariantRun]:
+    """The probes' run folders, by name (another size first)."""
+    runs = read_runs(results, studies)
+    return sorted(runs, key=lambda r: (probe_name(r), other_size(r) is None, r.seed))
+
+
+def flattening(run: VariantRun) -> int | None:
     """The probe's flattening step (None: still improving at its last validation)."""
-    return flattened_at([(int(p[0]), float(p[1])) for p in record["curve"]], TOL, TAIL, stays=True)
+    return flattened_at([(p[0], p[1]) for p in run.curve], TOL, TAIL, stays=True)
 
 
-def table_updates(records: list[dict[str, Any]], every: int) -> int | None:
-    """The table's length: the latest flattening step of the probes at the table's size
-    (records without ``other_size``), rounded up to a multiple of ``every`` (None while one
-    has not flattened or there is none)."""
-    steps = [flattening(r) for r in records if not r.get("other_size")]
+def table_updates(runs: list[VariantRun], every: int) -> int | None:
+    """The table's length: the latest flattening step of the probes at the table's size,
+    rounded up to a multiple of ``every`` (None while one has not flattened or there is
+    none)."""
+    steps = [flattening(r) for r in runs if not other_size(r)]
     if not steps or any(s is None for s in steps):
         return None
     return int(math.ceil(max(s for s in steps if s is not None) / every) * every)
 
 
-def main(argv: list[str] | None = None) -> int:
-    return probes_main(argv, __doc__, PROBES, COMMON, RUNS, RECORDS)
-
-
-def probes_main(
-    argv: list[str] | None,
-    doc: str | None,
-    probes: Sequence[Variant],
-    common: tuple[str, ...],
-    runs: Path,
-    records: Path,
-) -> int:
-    """A probe module's command line (``doc``: its docstring). ``run [--jobs N] [--threads T]
-    [--only NAME ...] [--updates U] [--every E]`` trains the ``probes`` (or those named, in
-    that order) that lack a record of at least U updates (``common``'s ``trainer.max_steps``
-    unless given): seed 1, T torch threads each (1), N at a time, validated every E updates
-    (``common``'s unless given); a longer probe's record replaces a shorter one's (its curve
-    extends the shorter's: the schedule does not depend on the length). ``run`` and ``show``
-    then print where each recorded probe flattens."""
-    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
-    parser.add_argument("what", choices=("run", "show"))
-    parser.add_argument("--jobs", type=int, default=2, help="probes at once")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads of each probe")
-    parser.add_argument(
-        "--only",
-        nargs="+",
-        metavar="NAME",
-        help="these probes, in this order (names as `show` prints them, quoted)",
-    )
-    parser.add_argument("--updates", type=int, help="updates a probe trains (the module's)")
-    parser.add_argument("--every", type=int, help="updates between validations (the module's)")
-    args = parser.parse_args(argv)
-    for flag in ("updates", "every"):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            parser.error(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
-    common = with_length(common, args.updates, args.every)
-    updates = int(setting(common, "trainer.max_steps"))
-    if args.only:
-        by_name = {p.name: p for p in probes}
-        unknown = [n for n in args.only if n not in by_name]
-        if unknown:
-            parser.error(f"--only: no probe named {unknown}; the probes: {sorted(by_name)}")
-        probes = [by_name[n] for n in args.only]
-    if args.what == "run":
-
-        def probe(v: Variant) -> Path | None:
-            return run_variant(
-                v, 1, args.threads, common, runs / f"{updates}-updates", records, updates
-            )
-
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for v, path in zip(probes, pool.map(probe, probes)):
-                print(f"{v.name}: {path or 'FAILED'}", flush=True)
-    for rec in read_all(records):
-        size = f" ({rec['other_size']})" if rec.get("other_size") else ""
-        print(f"{rec['variant']}{size}: flattens at {flattening(rec)} of {rec['updates']} updates")
+def show(runs: list[VariantRun]) -> int:
+    """Print where each probe flattens."""
+    for run in runs:
+        size = f" ({other_size(run)})" if other_size(run) else ""
+        print(
+            f"{probe_name(run)}{size}: flattens at {flattening(run)} of {run.summary.step} updates"
+        )
     return 0
-
-
-def setting(overrides: Sequence[str], key: str) -> str:
-    """The value ``key=VALUE`` in ``overrides`` gives (KeyError when none does)."""
-    for item in overrides:
-        name, _, value = item.partition("=")
-        if name == key:
-            return value
-    raise KeyError(f"no {key}=... among {list(overrides)}")
-
-
-def with_length(common: tuple[str, ...], updates: int | None, every: int | None) -> tuple[str, ...]:
-    """``common`` with ``trainer.max_steps`` set to ``updates`` and ``trainer.val_every_steps``
-    to ``every`` (each where not None; it must be among ``common`` then: KeyError)."""
-    out = list(common)
-    for key, value in (("trainer.max_steps", updates), ("trainer.val_every_steps", every)):
-        if value is not None:
-            setting(common, key)
-            out = [f"{key}={value}" if o.partition("=")[0] == key else o for o in out]
-    return tuple(out)
 
 
 def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
@@ -166,10 +98,10 @@ def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
 
 
 def protocol_lines(
-    records: list[dict[str, Any]],
+    records: list[VariantRun],
     updates: int,
     every: int,
-    command: str = "python -m experiments.attention_protocol run",
+    command: str = COMMAND,
     config: str = "results_attention.yaml",
     complete: bool = True,
     rule: bool = True,
@@ -188,18 +120,17 @@ def protocol_lines(
     ]
     for rec in records:
         step = flattening(rec)
-        nll = next((p[1] for p in rec["curve"] if p[0] == step), None)
-        cpu = Machine.from_dict(rec["machine"]).describe("plain")
-        pace = pace_ms(rec)
-        name = rec["variant"] + (
-            f" ({rec['other_size']}: not the table's)" if rec.get("other_size") else ""
-        )
+        nll = rec.at_step(step, 1) if step else None
+        machine = rec.summary.machine
+        test = rec.summary.test.bleu if rec.summary.test else None
+        size = other_size(rec)
+        name = probe_name(rec) + (f" ({size}: not the table's)" if size else "")
         lines.append(
-            f"| {name} | {rec['updates']} | {step if step else 'not yet'} "
+            f"| {name} | {rec.summary.step} | {step if step else 'not yet'} "
             f"| {f'{nll:.3f}' if nll is not None else '–'} "
-            f"| {rec['curve'][-1][1]:.3f}, {rec.get('test', {}).get('bleu', float('nan')):.2f} "
-            f"| {pace:.0f} ({rec.get('threads', 1)}) "
-            f"| {cpu} |"
+            f"| {rec.curve[-1][1]:.3f}, {test if test is not None else float('nan'):.2f} "
+            f"| {pace_ms(rec):.0f} ({threads(rec)}) "
+            f"| {machine.describe('plain') if machine else '?'} |"
         )
     chosen = table_updates(records, every)
     if chosen is None:
@@ -217,17 +148,22 @@ def protocol_lines(
         )
         if chosen != updates:
             verdict += f" **They differ: set trainer.max_steps in {config}.**"
-    notes = [f"{r['variant']}, {r['pace_note']}." for r in records if r.get("pace_note")]
+    notes = [f"{probe_name(r)}, {r.pace_note}." for r in records if r.pace_note]
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
 
 
-def pace_ms(record: dict[str, Any]) -> float:
+def pace_ms(run: VariantRun) -> float:
     """A probe's milliseconds per update: its ``pace_ms_per_update`` where it has one, else
     its own wall clock (training minutes over updates, validations included)."""
-    pace = record.get("pace_ms_per_update")
-    if pace is None:
-        pace = 60_000 * float(record["train_minutes"]) / max(int(record["updates"]), 1)
-    return float(pace)
+    if run.pace_ms_per_update is not None:
+        return run.pace_ms_per_update
+    return 60_000 * (run.summary.minutes or 0.0) / max(run.summary.step or 0, 1)
+
+
+def threads(run: VariantRun) -> int:
+    """The torch threads the probe trained with (1 when its machine does not say)."""
+    machine = run.summary.machine
+    return machine.threads if machine and machine.threads else 1
 
 
 def rule_line() -> str:
@@ -274,7 +210,7 @@ def size_lines(plan: Plan) -> list[str]:
     ]
 
 
-def section(plan: Plan, records: list[dict[str, Any]], toy: list[AlignmentRun]) -> list[str]:
+def section(plan: Plan, records: list[VariantRun], toy: list[AlignmentRun]) -> list[str]:
     """docs/results.md's protocol: the probes and the rule's length, the table's size against
     the preset's (:func:`size_lines`), then the plan's time on 2 cores (two runs at once, one
     thread each): every attention cell at every seed (the
@@ -367,4 +303,4 @@ def measured_line(plan: Plan, cells: list[Cell], seeds: list[int], toy_minutes: 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(show(probes()))

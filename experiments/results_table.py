@@ -39,7 +39,6 @@ from experiments.comparison_stats import mean_std
 from experiments.kept_outputs import CorpusUnavailable
 from experiments.ledger import Record, read_records, stale_reason
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, make_plan
-from experiments.variant_runs import read_all
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY_LEDGER = ROOT / "results"
@@ -306,8 +305,7 @@ def write_docs(
     extra: Sequence[str] = (),
     plan: Plan | None = None,
     toy_ledger: Path = TOY_LEDGER,
-    protocol_dir: Path = attention_protocol.RECORDS,
-    main_protocol_dir: Path = main_protocol.RECORDS,
+    probes: Path = attention_protocol.RESULTS,
 ) -> Path:
     """Read the ledger, plan against it, write ``out`` and its curve PNGs beside it."""
     records, bad = read_records(ledger)
@@ -318,14 +316,14 @@ def write_docs(
     corpus, sources, refs = attention_table.test_split(plan, ROOT)
     diagonal = attention_measures.silver_diagonal(corpus, sources, refs)
     analysis = attention_table.analysis(cells, ledger, refs, diagonal)
-    protocol = attention_protocol.section(plan, read_all(protocol_dir), toy)
+    protocol = attention_protocol.section(plan, attention_protocol.probes(probes), toy)
     main_refs = main_table_analysis.references_of(plan, ROOT)
     main_analysis = main_table_analysis.analysis(plan, plan.current, ledger, main_refs)
     every = _trainer_int(plan, "main", "val_every_steps")
     lengths = main_lengths(plan)
     main_length = (
         main_protocol.section(
-            read_all(main_protocol_dir), lengths, every, len(plan.seeds.get("main", [])) or 1
+            main_protocol.probes(probes), lengths, every, len(plan.seeds.get("main", [])) or 1
         )
         if lengths and every is not None  # one validation interval for every row
         else []

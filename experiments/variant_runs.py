@@ -1,11 +1,9 @@
-"""Small comparisons of train.py variants at fixed settings.
+"""The run folders of small studies of train.py variants at fixed settings.
 
-:func:`read_runs` reads a variant study's run folders (results/<study>/<run>/, made by
-experiments/sweep.py: experiments.luong_bahdanau and experiments.ding_loose) as
-:class:`VariantRun`. The probes of experiments.attention_protocol and main_protocol still
-run through :func:`run_variant`: one JSON record per (variant, seed) in a results folder as
-it finishes; a record that exists is not run again, a run folder cut off earlier is
-resumed from its last checkpoint.
+:func:`read_runs` reads a study's run folders (results/<study>/<run>/, made by
+experiments/sweep.py ``--record``) as :class:`VariantRun`: experiments.luong_bahdanau,
+ding_loose and the probes of attention_protocol and main_protocol. :func:`evaluate_test`
+runs evaluate.py on a run's test split (experiments.attention_measures).
 """
 
 from __future__ import annotations
@@ -14,18 +12,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from attnmt.atomic import write_json
 from attnmt.errors import DataError
-from attnmt.machine import this_machine
-from attnmt.run_record import RecordError, read_record, source_commit
+from attnmt.run_record import RecordError, read_record
 from attnmt.run_summary import Summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,20 +35,6 @@ class Variant:
 
     def stem(self, seed: int) -> str:
         return f"{self.name.replace(' ', '-')}-seed{seed}"
-
-
-def train_run(overrides: tuple[str, ...], seed: int, run: Path, threads: int, out: Any) -> bool:
-    """``python train.py <overrides> seed=S`` into ``run`` with ``threads`` threads, output to
-    the open file ``out``; a folder cut off earlier goes on from its last checkpoint
-    (``resume=``), a finished one is left as it is (resuming it is refused). True when
-    train.py succeeded, or had."""
-    if (run / "summary.json").is_file() and read_record(run).status == "finished":
-        return True
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, "train.py", *overrides, f"seed={seed}", f"hydra.run.dir={run}"]
-    if run.exists():
-        cmd = [sys.executable, "train.py", f"resume={run}", f"hydra.run.dir={run}"]
-    return subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=out).returncode == 0
 
 
 def evaluate_test(
@@ -86,92 +66,6 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
     return entries[0] if len(entries) == 1 else None
 
 
-def run_variant(
-    v: Variant,
-    seed: int,
-    threads: int,
-    common: tuple[str, ...],
-    runs: Path,
-    records: Path,
-    min_updates: int = 0,
-) -> Path | None:
-    """Train (variant, seed) with ``common`` + its overrides into ``runs``/<stem>, then write
-    its record to ``records``/<stem>.json; the record's path (None: training failed). A
-    record of at least ``min_updates`` updates is kept and nothing runs; a shorter one is
-    replaced by the new run's when that succeeds (git history keeps the old)."""
-    record = records / f"{v.stem(seed)}.json"
-    if record.is_file() and record_updates(record) >= min_updates:
-        return record
-    run = runs / v.stem(seed)
-    started = time.time()
-    log = runs / f"{v.stem(seed)}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        if not train_run((*common, *v.overrides), seed, run, threads, out):
-            return None
-    rec = read_record(run)
-    summary = rec.summary or Summary()
-    test = rec.test or {}
-    write_json(
-        record,
-        {
-            "variant": v.name,
-            "overrides": [*common, *v.overrides],
-            "seed": seed,
-            "updates": summary.step,
-            "params": summary.params,
-            "curve": [[e["step"], e["nll"], e["bleu"]] for e in rec.valid],
-            "attention_entropy_norm": rec.valid[-1].get("attention_entropy_norm"),
-            "test": {k: test[k] for k in ("bleu", "chrf", "bleu_signature") if k in test},
-            "train_minutes": summary.minutes,
-            **provenance_fields(started, threads),
-        },
-        indent=1,
-    )
-    return record
-
-
-def record_updates(path: Path) -> int:
-    """The updates a record says its run made (0 when it does not say)."""
-    return int(read_one(path).get("updates") or 0)
-
-
-def provenance_fields(started: float, threads: int) -> dict[str, Any]:
-    """A record's minutes since ``started`` (a time.time()), threads, commit, machine, date."""
-    return {
-        "minutes": round((time.time() - started) / 60, 2),
-        "threads": threads,
-        "commit": source_commit(ROOT),
-        "machine": this_machine().to_dict(),
-        "recorded": datetime.now().isoformat(timespec="seconds"),
-    }
-
-
-def read_all(records: Path) -> list[dict[str, Any]]:
-    """Every record in ``records``, by file name (:func:`read_one` each)."""
-    return [read_one(path) for path in sorted(records.glob("*.json"))]
-
-
-def read_one(path: Path) -> dict[str, Any]:
-    """The record at ``path``; :class:`~attnmt.errors.DataError` naming the file, line and
-    column of one that is not a JSON object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(
-            f"{path}: not a record (invalid JSON at line {err.lineno}, column {err.colno}: "
-            f"{err.msg}); restore it (git checkout -- {path}) or move it aside"
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: cannot be read ({err}); restore it or move it aside") from None
-    if not isinstance(data, dict):
-        raise DataError(
-            f"{path}: not a record (a JSON {type(data).__name__}, not an object); restore "
-            "it or move it aside"
-        )
-    return data
-
-
 @dataclass(frozen=True)
 class VariantRun:
     """A run folder of a variant study (results/<study>/<run>/) as the pages read it: its
@@ -183,6 +77,14 @@ class VariantRun:
     summary: Summary
     curve: tuple[tuple[int, float, float], ...]
     entropy: float | None
+    wall_minutes: float | None = None
+    """summary.json's ``wall_minutes`` (kept from an old runner's record: training's start
+    to the record, evaluation included), None without."""
+    pace_ms_per_update: float | None = None
+    """summary.json's ``pace_ms_per_update``: a hand-kept timing of the settings on idle
+    cores (the attention probes), None without."""
+    pace_note: str | None = None
+    """How ``pace_ms_per_update`` was measured."""
 
     @property
     def seed(self) -> int:
@@ -200,12 +102,16 @@ def read_run(folder: Path) -> VariantRun:
         overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
         if rec.summary is None or not rec.valid:
             raise ValueError("no summary.json or no validation")
+        kept = json.loads(rec.run.summary.read_text(encoding="utf-8"))
         return VariantRun(
             folder,
             dict(o.split("=", 1) for o in overrides),
             rec.summary,
             tuple((int(e["step"]), float(e["nll"]), float(e["bleu"])) for e in rec.valid),
             (rec.valid[-1].get("attention_entropy_norm") or {}).get("cross"),
+            kept.get("wall_minutes"),
+            kept.get("pace_ms_per_update"),
+            kept.get("pace_note"),
         )
     except (OSError, KeyError, TypeError, ValueError, RecordError) as err:
         raise DataError(

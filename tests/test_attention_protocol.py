@@ -5,22 +5,35 @@ clock on two jobs (estimated and as recorded) and the protocol text of docs/resu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers.ledger_records import record_for, toy_plan
 
+from attnmt.machine import Cpu, Machine
+from attnmt.run_summary import FinalTest, Summary
 from experiments import attention_protocol as ap
 from experiments.alignment_aer import AlignmentRun
 from experiments.results_plan import make_plan
+from experiments.variant_runs import VariantRun
 
-MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def probe(nll: list[float], every: int = 250, **more: Any) -> dict[str, Any]:
-    curve = [[every * (i + 1), v, 0.0] for i, v in enumerate(nll)]  # step, NLL, BLEU
-    return {"variant": "rnn_luong general global", "curve": curve, "updates": curve[-1][0],
-            "train_minutes": 10.0, "threads": 1, "machine": MACHINE, **more}  # fmt: skip
+def probe(
+    nll: list[float],
+    overrides: tuple[str, ...] = ("model=rnn_luong", "model.hidden_size=128"),
+    *,
+    threads: int = 1,
+    bleu: float | None = None,
+    pace: float | None = None,
+) -> VariantRun:
+    """A probe's run: validations every 250 updates at ``nll``, 10 training minutes."""
+    curve = tuple((250 * (i + 1), v, 0.0) for i, v in enumerate(nll))  # step, NLL, BLEU
+    machine = Machine(Cpu("Toy CPU", family=25, model=1), "2.0", threads)
+    test = None if bleu is None else FinalTest(bleu=bleu)
+    summary = Summary(step=curve[-1][0], minutes=10.0, seed=1, machine=machine, test=test)
+    return VariantRun(Path("."), dict(o.split("=") for o in overrides), summary, curve, None,
+                      pace_ms_per_update=pace)  # fmt: skip
 
 
 # a curve that pauses at 3,750 and falls again, flat from 5,000 on (by hand: 5,000 vs 4,000
@@ -45,7 +58,7 @@ def test_the_plan_packs_runs_longest_first_onto_two_jobs() -> None:
 
 
 def test_the_protocol_text_follows_the_numbers() -> None:
-    rec = probe(PAUSING, pace_ms_per_update=200, test={"bleu": 7.5})
+    rec = probe(PAUSING, pace=200, bleu=7.5)
     lines = ap.protocol_lines([rec], 5000, 500)
     text = "\n".join(lines)
     row = "| rnn_luong general global | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 (1) | Toy CPU"
@@ -57,7 +70,7 @@ def test_the_protocol_text_follows_the_numbers() -> None:
     two = "\n".join(ap.protocol_lines([probe(PAUSING, threads=2)], 3000, 500))
     assert "| 114 (2) |" in two
     assert "not settled" in "\n".join(ap.protocol_lines([probe(PAUSING[:14])], 3000, 500))
-    smaller = probe(PAUSING[:14], other_size="64 units")  # listed, not used for the length
+    smaller = probe(PAUSING[:14], ("model=rnn_luong", "model.hidden_size=64"))  # not for the length
     both = "\n".join(ap.protocol_lines([rec, smaller], 5000, 500))
     assert "(64 units: not the table's) | 3500 | not yet |" in both
     assert "The rule gives 5000 updates" in both
@@ -110,3 +123,55 @@ def test_the_measured_line_sums_recorded_minutes_and_fills_the_rest_by_settings(
     guess = ap.estimate("never recorded", "attention", [])
     minutes = [13.0, 14.0, 13.0, 13.0, *[guess] * unknown, 30.0]
     assert f"**{ap.plan_hours(minutes):.1f} hours** two at a time" in line
+
+
+def test_the_probes_are_read_from_their_run_folders_and_their_studies(tmp_path: Path) -> None:
+    """Planted run folders (summary.json with a kept pace, metrics.jsonl, overrides) read as
+    probes, the smaller size first; the studies' runs are the probes the page names."""
+    import json
+
+    import yaml
+
+    for study, hidden in (("attention_protocol", "128"), ("attention_protocol_64", "64")):
+        folder = tmp_path / study / "seed-1"
+        (folder / ".hydra").mkdir(parents=True)
+        summary = {"format": "attnmt-run-summary", "status": "finished", "step": 500, "seed": 1,
+                   "minutes": 5.0, "pace_ms_per_update": 90, "pace_note": "idle"}  # fmt: skip
+        (folder / "summary.json").write_text(json.dumps(summary))
+        events = [{"event": "valid", "step": 250 * k, "nll": 4.0 / k, "bleu": 1.0} for k in (1, 2)]
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        overrides = ["model=rnn_luong", f"model.hidden_size={hidden}", "seed=1"]
+        (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    runs = ap.probes(tmp_path)
+    assert [ap.other_size(r) for r in runs] == ["64 units", None]
+    assert [r.curve for r in runs] == [((250, 4.0, 1.0), (500, 2.0, 1.0))] * 2
+    text = "\n".join(ap.protocol_lines(runs, 500, 250))
+    assert "| rnn_luong general global | 500 | not yet | – | 2.000, nan | 90 (1) | ? |" in text
+    assert "rnn_luong general global, idle." in text
+    from experiments.study import load_study
+
+    names = set()
+    for study in ap.STUDIES:
+        s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
+        assert f"trainer.max_steps={ap.PROBE_UPDATES}" in s.overrides
+        for run in s.runs:
+            settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
+            fake = VariantRun(Path("."), settings, Summary(), (), None)
+            names.add((ap.probe_name(fake), ap.other_size(fake)))
+    assert names == {
+        ("rnn_luong general global", None),
+        ("rnn_bahdanau additive global", None),
+        ("rnn_luong general global", "64 units"),
+    }
+
+
+def test_the_committed_probes_give_the_committed_length() -> None:
+    """results/attention_protocol*/ (the migrated records): rnn_luong at the table's size
+    flattens at 5,500 of its 6,000 updates, the 64-unit one not yet; docs/results.md says so."""
+    runs = ap.probes()
+    assert [(ap.other_size(r), ap.flattening(r)) for r in runs] == [
+        ("64 units", None),
+        (None, 5500),
+    ]
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert all(line in page for line in ap.protocol_lines(runs, 5500, 250)[2:4])

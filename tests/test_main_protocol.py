@@ -3,25 +3,32 @@ rule, from one probe per row of the table."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 
-from experiments import attention_protocol, variant_runs
+from attnmt.machine import Cpu, Machine
+from attnmt.run_summary import FinalTest, Summary
+from experiments import attention_protocol
 from experiments import main_protocol as mp
+from experiments.study import load_study
+from experiments.variant_runs import VariantRun
 
-MACHINE = {"cpu": {"name": "Toy CPU", "family": 25, "model": 1}}
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def probe(name: str, nll: list[float], every: int = 250) -> dict[str, Any]:
-    curve = [[every * (i + 1), v, 0.0] for i, v in enumerate(nll)]  # step, NLL, BLEU
-    return {"variant": name, "curve": curve, "updates": curve[-1][0], "train_minutes": 10.0,
-            "test": {"bleu": 5.0}, "machine": MACHINE,
-            "overrides": [*mp.COMMON, f"data={name.split()[0]}"]}  # fmt: skip
+def probe(name: str, nll: list[float], threads: int = 1) -> VariantRun:
+    """The probe ``name`` ('ding_de_en transformer'): validations every 250 updates at
+    ``nll``, 10 training minutes, test BLEU 5."""
+    curve = tuple((250 * (i + 1), v, 0.0) for i, v in enumerate(nll))  # step, NLL, BLEU
+    corpus, model = name.split()
+    machine = Machine(Cpu("Toy CPU", family=25, model=1), "2.0", threads)
+    summary = Summary(step=curve[-1][0], minutes=10.0, seed=1, machine=machine,
+                      test=FinalTest(bleu=5.0))  # fmt: skip
+    overrides = {"experiment": "results_main", "data": corpus, "model": model}
+    return VariantRun(Path("."), overrides, summary, curve, None)
 
 
 # best NLL so far flat from 1,250 on (by hand: 3.50 against 3.51 at 1,000 is 0.28%, while at
@@ -31,11 +38,36 @@ FALLING = [4.5, 4.2, 4.0, 3.8, 3.6, 3.4, 3.2, 3.0]
 
 
 def test_every_row_of_the_table_has_a_probe_with_the_table_s_settings() -> None:
-    names = [p.name for p in mp.PROBES]
+    """The studies' runs (configs/study/main_protocol*.yaml, loaded by experiments.study) are
+    the table's rows at experiment=results_main, the first PROBE_UPDATES long."""
+    names = [name for _, name in mp.PROBES]
     assert len(names) == len(mp.CORPORA) * len(mp.PRESETS) == 6
-    assert "bible_en_fr rnn_luong" in names
-    assert mp.COMMON[0] == "experiment=results_main"
-    assert f"trainer.max_steps={mp.PROBE_UPDATES}" in mp.COMMON
+    made = []
+    for study in mp.STUDIES:
+        s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
+        assert "experiment=results_main" in s.overrides
+        for run in s.runs:
+            settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
+            made.append(
+                attention_protocol.probe_name(VariantRun(Path("."), settings, Summary(), (), None))
+            )
+    assert sorted(set(made)) == sorted(names) and len(made) == 7  # one row also trained longer
+    main = load_study(ROOT / "configs" / "study" / "main_protocol.yaml")
+    assert f"trainer.max_steps={mp.PROBE_UPDATES}" in main.overrides
+
+
+def test_the_committed_probes_give_each_corpus_its_flattening() -> None:
+    """results/main_protocol*/ (the migrated records): ding_de_en's three rows flatten at
+    1,750, 1,750 and 1,250 updates; bible_en_fr's have not flattened."""
+    flat = {attention_protocol.probe_name(r): attention_protocol.flattening(r) for r in mp.probes()}
+    assert flat == {
+        "bible_en_fr rnn_bahdanau": None,
+        "bible_en_fr rnn_luong": None,
+        "bible_en_fr transformer": None,
+        "ding_de_en rnn_bahdanau": 1750,
+        "ding_de_en rnn_luong": 1750,
+        "ding_de_en transformer": 1250,
+    }
 
 
 def test_the_section_judges_each_corpus_by_its_own_probes() -> None:
@@ -47,7 +79,7 @@ def test_the_section_judges_each_corpus_by_its_own_probes() -> None:
     assert none.count("No probe recorded yet") == 2 and none.count("The rule: ") == 1
     assert "Probes not yet run on ding_de_en (3," in none
     assert "Probes not yet run on bible_en_fr (3," in none
-    ding = [probe(p.name, FLAT) for p in mp.PROBES if p.name.startswith("ding_de_en")]
+    ding = [probe(name, FLAT) for corpus, name in mp.PROBES if corpus == "ding_de_en"]
     bible = [probe("bible_en_fr transformer", FLAT), probe("bible_en_fr rnn_luong", FALLING)]
     text = "\n".join(mp.section([*ding, *bible], lengths, 200))
     on_ding, on_bible = text.split("On bible_en_fr")
@@ -70,7 +102,7 @@ def test_the_time_line_packs_each_probed_row_s_seeds_at_the_rule_s_length() -> N
     × 3 seeds = 9 runs, two at a time: 5 rounds × 7 = 35 minutes = 0.6 hours. A falling probe
     gives no length: its own 2,000 updates are a floor (10 minutes a run; 2 rows × 3 seeds,
     3 rounds: 0.5 hours, at least)."""
-    ding = [probe(p.name, FLAT) for p in mp.PROBES if p.name.startswith("ding_de_en")]
+    ding = [probe(name, FLAT) for corpus, name in mp.PROBES if corpus == "ding_de_en"]
     line = mp.cost_line(ding, "ding_de_en", 200, 3)
     assert line.startswith("Time: at 1400 updates, the 9 runs (3 seeds of transformer, rnn_b")
     assert "take 0.6 hours on 2 cores" in line and line.endswith("(their machines).")
@@ -78,17 +110,12 @@ def test_the_time_line_packs_each_probed_row_s_seeds_at_the_rule_s_length() -> N
     line = mp.cost_line(bible, "bible_en_fr", 200, 3)
     assert "at no fewer than 2000 updates, the 6 runs" in line and "take at least 0.5 hours" in line
     assert line.endswith("the presets without a probe are not counted.")
-    two = {**bible[0], "threads": 2}
+    two = probe("bible_en_fr transformer", FLAT, threads=2)
     assert mp.cost_line([two], "bible_en_fr", 200, 3).endswith(
         "; bible_en_fr transformer was timed at 2 threads: beside another run it is slower, "
         "so for it this is a floor."
     )
     assert mp.cost_line([], "bible_en_fr", 200, 3) == "No probe on bible_en_fr times a run yet."
-
-
-def test_a_record_s_corpus_is_its_data_override() -> None:
-    assert mp.corpus_of(probe("bible_en_fr transformer", FLAT)) == "bible_en_fr"
-    assert mp.corpus_of({"overrides": ["model=rnn_luong"]}) == "?"
 
 
 def test_the_table_length_file_sets_the_length_on_its_corpus_only(
@@ -121,73 +148,3 @@ def test_the_table_length_file_sets_the_length_on_its_corpus_only(
         attention_yaml, "trainer.max_steps"
     )
     assert given["trainer"]["max_steps"] == 7
-
-
-def test_only_runs_the_named_probes_in_the_order_given(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    ran: list[tuple[str, int]] = []
-
-    def fake_run(
-        v: Any, seed: int, threads: int, common: Any, runs: Path, records: Path, least: int
-    ) -> None:
-        ran.append((v.name, threads))
-        assert (seed, common, least) == (1, mp.COMMON, mp.PROBE_UPDATES)
-        return None
-
-    monkeypatch.setattr(attention_protocol, "run_variant", fake_run)
-    monkeypatch.setattr(mp, "RECORDS", tmp_path)
-    wanted = ["ding_de_en rnn_luong", "bible_en_fr transformer"]
-    assert mp.main(["run", "--jobs", "1", "--only", *wanted]) == 0
-    assert ran == [(n, 1) for n in wanted]  # one thread a probe unless told
-    assert capsys.readouterr().out.splitlines() == [f"{n}: FAILED" for n in wanted]
-    ran.clear()
-    assert mp.main(["run", "--jobs", "1", "--threads", "2", "--only", wanted[0]]) == 0
-    assert ran == [(wanted[0], 2)]
-
-
-def test_updates_and_every_lengthen_a_probe_and_replace_only_a_shorter_record(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """``--updates 12000 --every 500``: the probe trains 12,000 updates validated every 500
-    in its own run folder, and a record of fewer updates does not stop it; one of 12,000
-    does (a fake train.py: what run_variant asks for is what it checks)."""
-    asked: list[tuple[str, ...]] = []
-
-    def fake_train(overrides: Any, seed: int, run: Path, threads: int, out: Any) -> bool:
-        asked.append(tuple(overrides))
-        assert run.parent.name == "12000-updates"
-        return False  # nothing recorded: the test looks at what was asked for
-
-    monkeypatch.setattr(variant_runs, "train_run", fake_train)
-    monkeypatch.setattr(mp, "RECORDS", tmp_path / "records")
-    monkeypatch.setattr(mp, "RUNS", tmp_path / "runs")
-    stem = "bible_en_fr-rnn_bahdanau-seed1.json"
-    (tmp_path / "records").mkdir()
-    (tmp_path / "records" / stem).write_text(json.dumps({"updates": 6000}))
-    argv = ["run", "--only", "bible_en_fr rnn_bahdanau", "--updates", "12000", "--every", "500"]
-    monkeypatch.setattr(attention_protocol, "read_all", lambda records: [])
-    assert mp.main(argv) == 0
-    (overrides,) = asked
-    assert "trainer.max_steps=12000" in overrides and "trainer.val_every_steps=500" in overrides
-    assert not any(o in overrides for o in mp.COMMON if "max_steps" in o or "val_every" in o)
-    (tmp_path / "records" / stem).write_text(json.dumps({"updates": 12000}))
-    assert mp.main(argv) == 0
-    assert len(asked) == 1  # a record as long as asked: nothing trains
-
-
-def test_with_length_needs_the_setting_it_replaces() -> None:
-    assert attention_protocol.with_length(("a=1", "trainer.max_steps=5"), 7, None) == (
-        "a=1",
-        "trainer.max_steps=7",
-    )
-    with pytest.raises(KeyError, match=r"trainer\.val_every_steps"):
-        attention_protocol.with_length(("trainer.max_steps=5",), None, 10)
-
-
-def test_only_names_the_probes_when_one_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as stop:
-        mp.main(["show", "--only", "ding_de_en lstm"])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert "ding_de_en lstm" in err and "ding_de_en transformer" in err
