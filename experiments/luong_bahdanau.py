@@ -66,13 +66,11 @@ VARIANTS = (
 
 
 def variant_of(ov: dict[str, str]) -> str:
-    """The :data:`VARIANTS` name of a run's train.py overrides (``{"model": ...}``)."""
-    if ov.get("model") == "rnn_bahdanau":
-        return "rnn_bahdanau"
-    if ov.get("model.input_feeding") == "false":
-        return "rnn_luong no input feeding"
-    score = ov.get("model.attention.score")
-    return "rnn_luong" + (f" {score}" if score else "")
+    """The :data:`VARIANTS` name of a run's train.py overrides (``{"model": ...}``): the
+    variant all of whose overrides it has, the one with the most of them."""
+    given = {f"{k}={v}" for k, v in ov.items()}
+    fits = [v for v in VARIANTS if set(v.overrides) <= given]
+    return max(fits, key=lambda v: len(v.overrides)).name if fits else "?"
 
 
 def records(results: Path = ROOT / "results") -> list[tuple[str, VariantRun]]:
