@@ -50,7 +50,6 @@ RESULTS = ROOT / "results"
 """The records: ``RESULTS/alignment_*/<run>/`` (one folder per study, one per run)."""
 RECORDS = RESULTS / "alignment"
 """The analysis outputs (maps, choices, reach, offsets): not runs."""
-RUNS = ROOT / "outputs"
 DOC = ROOT / "docs" / "alignment.md"
 UPDATES = 1200
 """The updates of the table's runs (configs/study/alignment_*.yaml, apart from the long)."""
