@@ -197,6 +197,29 @@ class LinksRecord:
             ) from None
 
 
+def record_mismatch(record: LinksRecord, corpus: PreparedCorpus, split: str) -> str | None:
+    """Why ``record`` does not describe ``corpus``'s ``split`` (another split, other
+    languages, a file of other sentences), None when it does in either direction."""
+    if record.split != split:
+        return f"links of the {record.split} split, not {split}"
+    if {record.src_lang, record.tgt_lang} != {corpus.src_lang, corpus.tgt_lang}:
+        return (
+            f"links of {record.src_lang}-{record.tgt_lang}, but the corpus is "
+            f"{corpus.src_lang}-{corpus.tgt_lang}"
+        )
+    mine = split_hashes(corpus, split)
+    for name, digest in record.files.items():
+        if mine.get(name) != digest:
+            here = mine.get(name, "(no such file)")
+            return (
+                f"made for another corpus: its {name} had sha256 {digest[:12]}…, "
+                f"{corpus.directory / name} has {here[:12]}…"
+            )
+    if record.files.keys() != mine.keys():
+        return f"does not describe {corpus.directory}'s {split} split"
+    return None
+
+
 def record_path(links: Path) -> Path:
     """``<links>.json`` beside a links file (a compressed ``X.align.xz`` has ``X.align.json``)."""
     return links.with_name(links.name.removesuffix(".xz") + ".json")

@@ -24,9 +24,9 @@ from pathlib import Path
 from attnmt.data.corpora import PreparedCorpus
 from attnmt.data.silver import (
     LinksRecord,
+    record_mismatch,
     record_path,
     require_eflomal,
-    split_hashes,
     write_silver,
 )
 from attnmt.data.word_links import WordLinks, read_word_links
@@ -50,20 +50,9 @@ def record_direction(record: LinksRecord, corpus: PreparedCorpus) -> bool | None
     """Whether ``record``'s links are flipped against ``corpus``'s direction (True: they
     were written target → source), or None when it aligns other sentences than the
     corpus' train split (another split, other languages or other file hashes)."""
-    if record.split != SPLIT:
+    if record_mismatch(record, corpus, SPLIT) is not None:
         return None
-    langs = (record.src_lang, record.tgt_lang)
-    if langs not in ((corpus.src_lang, corpus.tgt_lang), (corpus.tgt_lang, corpus.src_lang)):
-        return None
-    if record.files != _hashes(corpus, flipped=langs[0] != corpus.src_lang):
-        return None
-    return langs[0] != corpus.src_lang
-
-
-def _hashes(corpus: PreparedCorpus, flipped: bool) -> dict[str, str]:
-    """The train files' hashes in the order a (possibly flipped) record lists them."""
-    hashes = split_hashes(corpus, SPLIT)
-    return dict(reversed(hashes.items())) if flipped else hashes
+    return record.src_lang != corpus.src_lang
 
 
 def _refusal(record: LinksRecord, where: Path, corpus: PreparedCorpus) -> DataError:
@@ -74,23 +63,7 @@ def _refusal(record: LinksRecord, where: Path, corpus: PreparedCorpus) -> DataEr
         "cache beside the corpus: delete it and its record) or set "
         "trainer.guided_alignment.links"
     )
-    if record.split != SPLIT:
-        return DataError(f"{where}: links of the {record.split} split, not train; {remake}")
-    langs = {corpus.src_lang, corpus.tgt_lang}
-    if {record.src_lang, record.tgt_lang} != langs:
-        return DataError(
-            f"{where}: links of {record.src_lang}-{record.tgt_lang}, but the corpus is "
-            f"{corpus.src_lang}-{corpus.tgt_lang}; {remake}"
-        )
-    mine = _hashes(corpus, flipped=record.src_lang != corpus.src_lang)
-    for name, digest in record.files.items():
-        if mine.get(name) != digest:
-            here = mine.get(name, "(no such file)")
-            return DataError(
-                f"{where}: made for another corpus: its {name} had sha256 {digest[:12]}…, "
-                f"{corpus.directory / name} has {here[:12]}…; {remake}"
-            )
-    return DataError(f"{where}: does not describe {corpus.directory}'s train split; {remake}")
+    return DataError(f"{where}: {record_mismatch(record, corpus, SPLIT)}; {remake}")
 
 
 def checked_direction(links: Path, corpus: PreparedCorpus) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from attnmt.data.corpora import PreparedCorpus
 from attnmt.data.gold import Alignment
-from attnmt.data.silver import LinksRecord, record_path, split_hashes
+from attnmt.data.silver import LinksRecord, record_mismatch, record_path
 from attnmt.data.textio import read_lines
 from attnmt.decode.alignment_error import check_gold_ranges, read_gold
 from attnmt.errors import DataError
@@ -83,25 +83,12 @@ def _flipped(path: Path, corpus: PreparedCorpus) -> bool:
     if not where.is_file():
         return False
     record = LinksRecord.read(where)
-    remake = (
-        f"make them for this corpus (python scripts/silver_alignments.py --split {SPLIT} "
-        f"with the run's data settings) or set {SETTING}=none"
-    )
-    if record.split != SPLIT:
-        raise DataError(f"{where}: links of the {record.split} split, not {SPLIT}; {remake}")
-    if {record.src_lang, record.tgt_lang} != {corpus.src_lang, corpus.tgt_lang}:
+    reason = record_mismatch(record, corpus, SPLIT)
+    if reason is not None:
         raise DataError(
-            f"{where}: links of {record.src_lang}-{record.tgt_lang}, but the corpus is "
-            f"{corpus.src_lang}-{corpus.tgt_lang}; {remake}"
+            f"{where}: {reason}; make them for this corpus (python scripts/silver_alignments.py "
+            f"--split {SPLIT} with the run's data settings) or set {SETTING}=none"
         )
-    mine = split_hashes(corpus, SPLIT)
-    for name, digest in record.files.items():
-        if mine.get(name) != digest:
-            here = mine.get(name, "(no such file)")
-            raise DataError(
-                f"{where}: made for another corpus: its {name} had sha256 {digest[:12]}…, "
-                f"{corpus.directory / name} has {here[:12]}…; {remake}"
-            )
     return record.src_lang != corpus.src_lang
 
 
