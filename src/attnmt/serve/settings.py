@@ -31,7 +31,7 @@ class ServeSettings:
     max_attention_values: int = 4_000_000  # attention weights per response (more: left out)
     # decoder positions a request may cost (more: 413), counted before decoding:
     # Σ lines (beam + n_best with attention/alignments) × length limit + reference pieces
-    max_decode_work: int = 50_000
+    max_decode_work: int = 10_000
     # a request body not received in full by then gets 408
     body_timeout_s: float = field(default=10.0, metadata=within(0, 3600, lo_open=True))
     # a connection whose request line and headers are not in full by then is closed
