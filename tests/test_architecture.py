@@ -154,3 +154,91 @@ def test_only_the_trainer_loop_reads_the_run_config() -> None:
         "attnmt.train.reporting",
         "attnmt.train.setup",
     ]
+
+
+# ------------------------------------------------------- experiments/ and benchmarks/
+
+ROOT = SRC.parent
+ANNEX = ("experiments", "benchmarks")
+"""The folders beside the package: analysis and measurements over its public modules."""
+
+TRAIN_INTERNALS_ALLOWED = {
+    "experiments.ledger": "the results ledger, not yet migrated to run folders (issue 64)",
+    "experiments.results_plan": "the results ledger, not yet migrated to run folders (issue 64)",
+    "experiments.results_run": "the results ledger's runner, not yet replaced by the sweep",
+    "benchmarks.ddp_exit_stress": "measures attnmt.train.distributed's exit itself",
+    "benchmarks.probe_shapes": "measures attnmt.train.precision_probe itself",
+}
+"""The annex modules that may import attnmt.train, each with why; the list only shrinks."""
+
+
+def _annex_imports() -> dict[str, list[tuple[int, str]]]:
+    """Every module of experiments/ and benchmarks/ → [(line, imported module)], function-local
+    imports included (absolute imports only: the annex uses none relative)."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for folder in ANNEX:
+        for path in sorted((ROOT / folder).glob("*.py")):
+            name = f"{folder}.{path.stem}"
+            edges: list[tuple[int, str]] = []
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    edges += [(node.lineno, a.name) for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    edges += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+                    edges.append((node.lineno, node.module))
+            found[name] = edges
+    return found
+
+
+ANNEX_IMPORTS = _annex_imports()
+
+
+def test_the_annex_reader_sees_both_folders() -> None:
+    assert "experiments.sweep" in ANNEX_IMPORTS and "benchmarks.serve_cost" in ANNEX_IMPORTS
+    assert any(t == "attnmt.run_record" for _, t in ANNEX_IMPORTS["experiments.sweep"]) or any(
+        t.startswith("attnmt.run_record") for _, t in ANNEX_IMPORTS["experiments.sweep"]
+    )
+
+
+def test_the_annex_imports_no_training_internals_but_the_listed() -> None:
+    """experiments/ and benchmarks/ read run folders and decode through attnmt's public
+    modules; the modules still importing attnmt.train are exactly the listed ones."""
+    importing = {
+        module
+        for module, edges in ANNEX_IMPORTS.items()
+        for _, target in edges
+        if _in(target, "attnmt.train")
+    }
+    assert importing == set(TRAIN_INTERNALS_ALLOWED), (
+        f"new: {sorted(importing - set(TRAIN_INTERNALS_ALLOWED))}; "
+        f"no longer importing it (drop from the list): "
+        f"{sorted(set(TRAIN_INTERNALS_ALLOWED) - importing)}"
+    )
+
+
+@pytest.mark.parametrize("folder", ANNEX)
+def test_no_import_circles_in_the_annex(folder: str) -> None:
+    """No module of experiments/ (or benchmarks/) reaches itself through the folder's modules."""
+    own = {m for m in ANNEX_IMPORTS if m.startswith(f"{folder}.")}
+    graph = {
+        m: {
+            t if t in own else t.rpartition(".")[0]
+            for _, t in ANNEX_IMPORTS[m]
+            if t in own or t.rpartition(".")[0] in own
+        }
+        - {m}
+        for m in own
+    }
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> None:
+        for t in sorted(graph[m]):
+            if t in path:
+                pytest.fail("import circle: " + " -> ".join([*path[path.index(t) :], t]))
+            if t not in done:
+                visit(t, [*path, t])
+        done.add(m)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
