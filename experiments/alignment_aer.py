@@ -7,9 +7,10 @@ The runs are studies (configs/study/alignment_*.yaml: every Luong scorer in ever
 local-m at D = 10, Bahdanau's additive in every mode, the Transformer's cross-attention, two
 longer runs), trained by experiments/sweep.py at :data:`SMALL` sizes (a smaller RNN than the
 presets: the task has 90 word types) for :data:`UPDATES` updates, then decoded by ``python
-evaluate.py ckpt=RUN split=test`` with :data:`READING`, its scores.json kept in the record
-(docs/alignment.md, "How the table is made"). :func:`read_runs` reads every record
-(``results/alignment_*/<run>/``) as an :class:`AlignmentRun`.
+evaluate.py ckpt=RUN split=test align_layer=-1 align_head=null align_words=any
+align_eos=ignore``, its scores.json kept in the record (docs/alignment.md, "How the table is
+made"). :func:`read_runs` reads every record (``results/alignment_*/<run>/``) as an
+:class:`AlignmentRun`.
 
 ``table`` writes docs/alignment.md's generated part: each mechanism's figures and its seeds'
 AER, which mechanisms miss :data:`TARGET` in which seed, and beside them two alignments no
@@ -56,7 +57,6 @@ UPDATES = 1200
 SMALL = ("model.emb_dim=64", "model.hidden_size=128", "model.enc_layers=1", "model.dropout=0.1")
 """The RNN size of this table (its studies' overrides): 1 bi-GRU layer (64 units a
 direction), 128-unit decoder."""
-READING = ("align_layer=-1", "align_head=null", "align_words=any", "align_eos=ignore")
 """How evaluate.py reads the attention for these records: the last layer's mean of heads,
 each piece's argmax with ``</s>`` left out (its default before issue 65), so that new
 records compare with the kept ones."""

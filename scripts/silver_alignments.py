@@ -56,7 +56,7 @@ no existing file but a previous record."""
 
 def default_out(corpus: PreparedCorpus, split: str = "test") -> Path:
     """``<cache>/<split>.<src>-<tgt>.silver.align``, beside the corpus' prepared files."""
-    return corpus.directory / f"{split}.{corpus.src_lang}-{corpus.tgt_lang}.silver.align"
+    return silver.silver_path(corpus, split)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -218,7 +218,7 @@ def test_a_run_without_links_logs_no_aer_and_forces_nothing(
     def forced(*_: object, **__: object) -> None:
         raise AssertionError("forced alignment without links")
 
-    monkeypatch.setattr(evaluation, "forced_links", forced)
+    monkeypatch.setattr(evaluation, "forced_alignments", forced)
     small = [*SMALL, "trainer.max_steps=3"]
     for name, extra in (
         ("reverse", []),

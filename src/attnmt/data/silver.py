@@ -220,6 +220,14 @@ def record_mismatch(record: LinksRecord, corpus: PreparedCorpus, split: str) -> 
     return None
 
 
+def silver_path(corpus: PreparedCorpus, split: str, flipped: bool = False) -> Path:
+    """``<corpus>/<split>.<src>-<tgt>.silver.align`` beside the prepared files (``flipped``:
+    ``<tgt>-<src>``): where scripts/silver_alignments.py writes by default and training
+    looks for cached links."""
+    a, b = (corpus.tgt_lang, corpus.src_lang) if flipped else (corpus.src_lang, corpus.tgt_lang)
+    return corpus.directory / f"{split}.{a}-{b}.silver.align"
+
+
 def record_path(links: Path) -> Path:
     """``<links>.json`` beside a links file (a compressed ``X.align.xz`` has ``X.align.json``)."""
     return links.with_name(links.name.removesuffix(".xz") + ".json")

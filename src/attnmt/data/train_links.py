@@ -27,6 +27,7 @@ from attnmt.data.silver import (
     record_mismatch,
     record_path,
     require_eflomal,
+    silver_path,
     write_silver,
 )
 from attnmt.data.word_links import WordLinks, read_word_links
@@ -42,8 +43,7 @@ SPLIT = "train"
 
 def silver_cache(corpus: PreparedCorpus, flipped: bool = False) -> Path:
     """``<corpus>/train.<src>-<tgt>.silver.align`` (``flipped``: ``<tgt>-<src>``)."""
-    a, b = (corpus.tgt_lang, corpus.src_lang) if flipped else (corpus.src_lang, corpus.tgt_lang)
-    return corpus.directory / f"{SPLIT}.{a}-{b}.silver.align"
+    return silver_path(corpus, SPLIT, flipped)
 
 
 def record_direction(record: LinksRecord, corpus: PreparedCorpus) -> bool | None:

@@ -32,7 +32,7 @@ from attnmt.data.textio import write_lines
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.decode.alignment_error import AlignmentScores, alignment_error
 from attnmt.decode.attention_entropy import EntropyMeans
-from attnmt.decode.forced_alignment import EVALUATE_EXTRACTION, EVALUATE_MAP, forced_links
+from attnmt.decode.forced_alignment import EVALUATE_EXTRACTION, EVALUATE_MAP, forced_alignments
 from attnmt.decode.metrics import corpus_scores, score_fields
 from attnmt.decode.plots import attention_figure, figure_to_array
 from attnmt.decode.translator import Translator, load_translator
@@ -174,12 +174,17 @@ def attention_entropy(
 
 def validation_aer(translator: Translator, data: EvalSet, links: ValidLinks) -> AlignmentScores:
     """AER of the model's attention against ``links`` (one per pair of ``data``): each
-    reference forced through the model (:func:`attnmt.decode.forced_alignment.forced_links`)
+    reference forced through the model (:func:`attnmt.decode.forced_alignment.forced_alignments`)
     with evaluate.py's default map and reading (``EVALUATE_MAP``, ``EVALUATE_EXTRACTION``),
     AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|) summed over the pairs."""
-    found = forced_links(
-        translator, data.src_text, data.ref_text, [EVALUATE_MAP], EVALUATE_EXTRACTION
-    )[0]
+    found = forced_alignments(
+        translator,
+        data.src_text,
+        data.ref_text,
+        EVALUATE_MAP.layer,
+        EVALUATE_MAP.head,
+        extraction=EVALUATE_EXTRACTION,
+    )
     return alignment_error(found, links.links)
 
 

@@ -246,10 +246,12 @@ class Trainer:
         if not self.parts.dist.is_main:
             return
         marks = due(self.tcfg.keep_best_at_minutes, self.state, now, before)
+        if not marks:
+            return
         for mark in marks:
             self.state.best_at.append(take(RunDir(self.run_dir), self.state.history, mark))
         self.state.best_at.sort(key=lambda b: b.minutes)
-        if marks and self.record is not None:
+        if self.record is not None:
             self.record.update(best_at=self._best_at())
 
     def _best_at(self) -> list[dict[str, Any]]:

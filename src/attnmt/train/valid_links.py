@@ -28,7 +28,7 @@ from pathlib import Path
 
 from attnmt.data.corpora import PreparedCorpus
 from attnmt.data.gold import Alignment
-from attnmt.data.silver import LinksRecord, record_mismatch, record_path
+from attnmt.data.silver import LinksRecord, record_mismatch, record_path, silver_path
 from attnmt.data.textio import read_lines
 from attnmt.decode.alignment_error import check_gold_ranges, read_gold
 from attnmt.errors import DataError
@@ -60,7 +60,7 @@ class ValidLinks:
 def silver_cache(corpus: PreparedCorpus) -> Path:
     """``<corpus>/valid.<src>-<tgt>.silver.align``: scripts/silver_alignments.py's default
     output for ``--split valid``."""
-    return corpus.directory / f"{SPLIT}.{corpus.src_lang}-{corpus.tgt_lang}.silver.align"
+    return silver_path(corpus, SPLIT)
 
 
 def links_file(corpus: PreparedCorpus, setting: str) -> Path | None:
