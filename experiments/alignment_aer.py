@@ -37,7 +37,7 @@ import yaml
 from attnmt.atomic import write_json, write_text
 from attnmt.errors import DataError
 from attnmt.machine import Machine
-from attnmt.run_record import RecordError, read_record, source_commit
+from attnmt.run_record import RecordError, read_record, read_summary, source_commit
 from experiments.alignment_baselines import (
     ScoredBaseline,
     aer_with_interval,
@@ -255,10 +255,10 @@ def map_choices(run: Path) -> dict[str, Any]:
                     w = torch.cat([w[1:], w[-1:]], dim=0)
                 links.append(word_alignment(w, m.source_pieces, m.target_pieces))
             aer[f"{name}{', shifted' if shift else ''}"] = alignment_error(links, golds).aer
-    rec = read_record(run)
+    summary = read_summary(run)
     return {
         "run": run.name,
-        "updates": rec.summary.step if rec.summary else None,
+        "updates": summary.step if summary else None,
         "aer": aer,
         "commit": source_commit(ROOT),
     }

@@ -48,13 +48,15 @@ class AlignmentLoss:
         return self.total / self.rows.clamp(min=1)
 
 
-def alignment_loss(attn: Tensor, links: Tensor) -> AlignmentLoss:
+def alignment_loss(attn: Tensor, links: Tensor, unique: bool = False) -> AlignmentLoss:
     """attn [B,T,S] (each row a distribution over the source), links [N,3] long (b, t, s)
-    piece links (duplicates count once) -> the summed cross-entropy and its row count.
+    piece links (duplicates count once; ``unique``: the caller's links hold none, as
+    GuidedCollate's do, and are not sorted again) -> the summed cross-entropy and its row count.
 
     Only the linked entries are read: −Σ_i p_{t,i} log α_{t,i} = −Σ_{i∈G_t} log α_{t,i} / |G_t|.
     """
-    links = torch.unique(links, dim=0) if links.numel() else links
+    if not unique and links.numel():
+        links = torch.unique(links, dim=0)
     b, t, s = links.long().unbind(dim=1)
     width = attn.size(1)
     row = b * width + t  # [N] flat row of each link
@@ -119,4 +121,4 @@ def batch_alignment_loss(attn: Tensor, batch: Batch) -> AlignmentLoss:
     """:func:`alignment_loss` of ``batch``'s links (ValueError for a batch without them)."""
     if batch.align_links is None:
         raise ValueError("guided alignment: this batch carries no links (GuidedCollate)")
-    return alignment_loss(attn, batch.align_links.to(attn.device))
+    return alignment_loss(attn, batch.align_links.to(attn.device), unique=True)
