@@ -21,7 +21,7 @@ from typing import Any
 
 from attnmt.run_record import read_record
 from experiments.alignment_baselines import ScoredBaseline, aer_with_interval, diagonal_links
-from experiments.variant_runs import evaluate_test
+from experiments.runs import evaluate_test
 
 ROOT = Path(__file__).resolve().parents[1]
 SILVER = {"ding_de_en": ROOT / "results" / "silver" / "ding_de_en.test.de-en.silver.align"}

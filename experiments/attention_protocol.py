@@ -26,7 +26,7 @@ from typing import Any
 from experiments.alignment_aer import GRID, AlignmentRun
 from experiments.comparison_stats import flattened_at
 from experiments.results_plan import PRESET_CHECK, Cell, Plan, estimate
-from experiments.variant_runs import VariantRun, read_runs
+from experiments.runs import Run, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -42,7 +42,7 @@ SIZE = "128"
 COMMAND = "python -m experiments.sweep configs/study/attention_protocol.yaml --jobs 2 --record"
 
 
-def probe_name(run: VariantRun) -> str:
+def probe_name(run: Run) -> str:
     """``rnn_luong general global`` (an attention probe), ``ding_de_en transformer`` (a main
     table probe: it names its corpus)."""
     model = run.overrides.get("model", "?")
@@ -51,24 +51,24 @@ def probe_name(run: VariantRun) -> str:
     return f"{model} {'additive' if model == 'rnn_bahdanau' else 'general'} global"
 
 
-def other_size(run: VariantRun) -> str | None:
+def other_size(run: Run) -> str | None:
     """'64 units' for a probe of another RNN size than the table's, else None."""
     hidden = run.overrides.get("model.hidden_size")
     return None if hidden in (None, SIZE) else f"{hidden} units"
 
 
-def probes(results: Path = RESULTS, studies: tuple[str, ...] = STUDIES) -> list[VariantRun]:
+def probes(results: Path = RESULTS, studies: tuple[str, ...] = STUDIES) -> list[Run]:
     """The probes' run folders, by name (another size first)."""
     runs = read_runs(results, studies)
     return sorted(runs, key=lambda r: (probe_name(r), other_size(r) is None, r.seed))
 
 
-def flattening(run: VariantRun) -> int | None:
+def flattening(run: Run) -> int | None:
     """The probe's flattening step (None: still improving at its last validation)."""
     return flattened_at([(p[0], p[1]) for p in run.curve], TOL, TAIL, stays=True)
 
 
-def table_updates(runs: list[VariantRun], every: int) -> int | None:
+def table_updates(runs: list[Run], every: int) -> int | None:
     """The table's length: the latest flattening step of the probes at the table's size,
     rounded up to a multiple of ``every`` (None while one has not flattened or there is
     none)."""
@@ -78,7 +78,7 @@ def table_updates(runs: list[VariantRun], every: int) -> int | None:
     return int(math.ceil(max(s for s in steps if s is not None) / every) * every)
 
 
-def show(runs: list[VariantRun]) -> int:
+def show(runs: list[Run]) -> int:
     """Print where each probe flattens."""
     for run in runs:
         size = f" ({other_size(run)})" if other_size(run) else ""
@@ -98,7 +98,7 @@ def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
 
 
 def protocol_lines(
-    records: list[VariantRun],
+    records: list[Run],
     updates: int,
     every: int,
     command: str = COMMAND,
@@ -152,7 +152,7 @@ def protocol_lines(
     return [*lines, "", verdict, *(["", *notes] if notes else [])]
 
 
-def pace_ms(run: VariantRun) -> float:
+def pace_ms(run: Run) -> float:
     """A probe's milliseconds per update: its ``pace_ms_per_update`` where it has one, else
     its own wall clock (training minutes over updates, validations included)."""
     if run.pace_ms_per_update is not None:
@@ -160,7 +160,7 @@ def pace_ms(run: VariantRun) -> float:
     return 60_000 * (run.summary.minutes or 0.0) / max(run.summary.step or 0, 1)
 
 
-def threads(run: VariantRun) -> int:
+def threads(run: Run) -> int:
     """The torch threads the probe trained with (1 when its machine does not say)."""
     machine = run.summary.machine
     return machine.threads if machine and machine.threads else 1
@@ -210,7 +210,7 @@ def size_lines(plan: Plan) -> list[str]:
     ]
 
 
-def section(plan: Plan, records: list[VariantRun], toy: list[AlignmentRun]) -> list[str]:
+def section(plan: Plan, records: list[Run], toy: list[AlignmentRun]) -> list[str]:
     """docs/results.md's protocol: the probes and the rule's length, the table's size against
     the preset's (:func:`size_lines`), then the plan's time on 2 cores (two runs at once, one
     thread each): every attention cell at every seed (the

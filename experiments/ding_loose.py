@@ -24,7 +24,7 @@ from typing import Any
 from attnmt.atomic import write_text
 from experiments.comparison_stats import mean_std
 from experiments.ledger import read_records
-from experiments.variant_runs import VariantRun, provenance, read_runs
+from experiments.runs import Run, provenance, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -60,12 +60,12 @@ def shipped() -> list[dict[str, Any]]:
     ]
 
 
-def loose_runs(results: Path = RESULTS) -> list[VariantRun]:
+def loose_runs(results: Path = RESULTS) -> list[Run]:
     """The study's runs (configs/study/ding_loose.yaml) under ``results``/ding_loose/."""
     return read_runs(results, ("ding_loose",))
 
 
-def table(loose: list[VariantRun], base: list[dict[str, Any]]) -> str:
+def table(loose: list[Run], base: list[dict[str, Any]]) -> str:
     """docs/ding_loose.md: test BLEU/chrF and the last validation NLL, per corpus."""
     lines = [
         "# The larger Ding corpus against the shipped one",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from attnmt.atomic import write_text
 from experiments.comparison_stats import mean_std
-from experiments.variant_runs import Variant, VariantRun, provenance, read_runs
+from experiments.runs import Variant, Run, provenance, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("luong_bahdanau", "luong_bahdanau_scorer", "luong_bahdanau_feeding")
@@ -73,14 +73,14 @@ def variant_of(ov: dict[str, str]) -> str:
     return max(fits, key=lambda v: len(v.overrides)).name if fits else "?"
 
 
-def records(results: Path = ROOT / "results") -> list[tuple[str, VariantRun]]:
+def records(results: Path = ROOT / "results") -> list[tuple[str, Run]]:
     """(variant, run) of every run of the studies, in the old records' order (by variant
     name, then seed)."""
     runs = [(variant_of(r.overrides), r) for r in read_runs(results, STUDIES)]
     return sorted(runs, key=lambda vr: Variant(vr[0], ()).stem(vr[1].seed))
 
 
-def figure(recs: list[tuple[str, VariantRun]]) -> Path | None:
+def figure(recs: list[tuple[str, Run]]) -> Path | None:
     """Validation NLL and BLEU against update, one line per (variant, seed)."""
     if not recs:
         return None
@@ -109,11 +109,11 @@ def figure(recs: list[tuple[str, VariantRun]]) -> Path | None:
     return FIGURE
 
 
-def _entropies(runs: list[VariantRun]) -> list[float]:
+def _entropies(runs: list[Run]) -> list[float]:
     return [r.entropy for r in runs if r.entropy is not None]
 
 
-def _ranking(recs: list[tuple[str, VariantRun]], step: int) -> list[str]:
+def _ranking(recs: list[tuple[str, Run]], step: int) -> list[str]:
     """One sentence: the variants by mean validation NLL at ``step``, each against
     rnn_bahdanau's, with their attention entropy."""
     means = {}
@@ -137,7 +137,7 @@ def _ranking(recs: list[tuple[str, VariantRun]], step: int) -> list[str]:
     ]
 
 
-def table(recs: list[tuple[str, VariantRun]]) -> str:
+def table(recs: list[tuple[str, Run]]) -> str:
     """docs/luong_bahdanau.md: validation NLL and BLEU at a few updates, per variant."""
     steps = sorted({p[0] for _, r in recs for p in r.curve})
     shown = [s for s in steps if s % (2 * EVERY) == 0 or s == max(steps, default=0)]

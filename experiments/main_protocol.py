@@ -35,7 +35,7 @@ from experiments.attention_protocol import (
     table_updates,
     threads,
 )
-from experiments.variant_runs import VariantRun
+from experiments.runs import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("main_protocol", "main_protocol_long")
@@ -49,7 +49,7 @@ PROBES = tuple((corpus, f"{corpus} {preset}") for corpus in CORPORA for preset i
 COMMAND = "python -m experiments.sweep configs/study/main_protocol.yaml --jobs 8 --record"
 
 
-def probes(results: Path = attention_protocol.RESULTS) -> list[VariantRun]:
+def probes(results: Path = attention_protocol.RESULTS) -> list[Run]:
     """The main table's probes (run folders of :data:`STUDIES`), by name."""
     return attention_protocol.probes(results, STUDIES)
 
@@ -59,7 +59,7 @@ def length_config(corpus: str) -> str:
     return f"configs/table_length/results_main-{corpus}.yaml"
 
 
-def cost_line(own: list[VariantRun], corpus: str, every: int, seeds: int) -> str:
+def cost_line(own: list[Run], corpus: str, every: int, seeds: int) -> str:
     """What the table's runs on ``corpus`` would take at the length its probes ``own`` give
     (or, while one is still falling, at least their longest): ``seeds`` runs of each probed
     preset at that probe's ms per update, two at a time on one thread each
@@ -88,7 +88,7 @@ def cost_line(own: list[VariantRun], corpus: str, every: int, seeds: int) -> str
 
 
 def section(
-    records: list[VariantRun], lengths: Mapping[str, int], every: int, seeds: int = 3
+    records: list[Run], lengths: Mapping[str, int], every: int, seeds: int = 3
 ) -> list[str]:
     """docs/results.md's statement of the main table's length on each corpus of ``lengths``
     (corpus -> the table's ``trainer.max_steps`` there): that corpus's probes, where each

@@ -14,7 +14,7 @@ from attnmt.run_summary import FinalTest, Summary
 from experiments import attention_protocol as ap
 from experiments.alignment_aer import AlignmentRun
 from experiments.results_plan import make_plan
-from experiments.variant_runs import VariantRun
+from experiments.runs import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,13 +26,13 @@ def probe(
     threads: int = 1,
     bleu: float | None = None,
     pace: float | None = None,
-) -> VariantRun:
+) -> Run:
     """A probe's run: validations every 250 updates at ``nll``, 10 training minutes."""
     curve = tuple((250 * (i + 1), v, 0.0) for i, v in enumerate(nll))  # step, NLL, BLEU
     machine = Machine(Cpu("Toy CPU", family=25, model=1), "2.0", threads)
     test = None if bleu is None else FinalTest(bleu=bleu)
     summary = Summary(step=curve[-1][0], minutes=10.0, seed=1, machine=machine, test=test)
-    return VariantRun(Path("."), dict(o.split("=") for o in overrides), summary, curve, None,
+    return Run(Path("."), dict(o.split("=") for o in overrides), summary, curve, None,
                       pace_ms_per_update=pace)  # fmt: skip
 
 
@@ -156,7 +156,7 @@ def test_the_probes_are_read_from_their_run_folders_and_their_studies(tmp_path: 
         assert f"trainer.max_steps={ap.PROBE_UPDATES}" in s.overrides
         for run in s.runs:
             settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
-            fake = VariantRun(Path("."), settings, Summary(), (), None)
+            fake = Run(Path("."), settings, Summary(), (), None)
             names.add((ap.probe_name(fake), ap.other_size(fake)))
     assert names == {
         ("rnn_luong general global", None),

@@ -14,12 +14,12 @@ from attnmt.run_summary import FinalTest, Summary
 from experiments import attention_protocol
 from experiments import main_protocol as mp
 from experiments.study import load_study
-from experiments.variant_runs import VariantRun
+from experiments.runs import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def probe(name: str, nll: list[float], threads: int = 1) -> VariantRun:
+def probe(name: str, nll: list[float], threads: int = 1) -> Run:
     """The probe ``name`` ('ding_de_en transformer'): validations every 250 updates at
     ``nll``, 10 training minutes, test BLEU 5."""
     curve = tuple((250 * (i + 1), v, 0.0) for i, v in enumerate(nll))  # step, NLL, BLEU
@@ -28,7 +28,7 @@ def probe(name: str, nll: list[float], threads: int = 1) -> VariantRun:
     summary = Summary(step=curve[-1][0], minutes=10.0, seed=1, machine=machine,
                       test=FinalTest(bleu=5.0))  # fmt: skip
     overrides = {"experiment": "results_main", "data": corpus, "model": model}
-    return VariantRun(Path("."), overrides, summary, curve, None)
+    return Run(Path("."), overrides, summary, curve, None)
 
 
 # best NLL so far flat from 1,250 on (by hand: 3.50 against 3.51 at 1,000 is 0.28%, while at
@@ -49,7 +49,7 @@ def test_every_row_of_the_table_has_a_probe_with_the_table_s_settings() -> None:
         for run in s.runs:
             settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
             made.append(
-                attention_protocol.probe_name(VariantRun(Path("."), settings, Summary(), (), None))
+                attention_protocol.probe_name(Run(Path("."), settings, Summary(), (), None))
             )
     assert sorted(set(made)) == sorted(names) and len(made) == 7  # one row also trained longer
     main = load_study(ROOT / "configs" / "study" / "main_protocol.yaml")

@@ -13,7 +13,7 @@ import yaml
 from attnmt.errors import DataError
 from experiments import ding_loose, luong_bahdanau
 from experiments.study import load_study
-from experiments.variant_runs import read_runs
+from experiments.runs import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 

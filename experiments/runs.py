@@ -1,7 +1,7 @@
-"""The run folders of small studies of train.py variants at fixed settings.
+"""The run folders of studies: the one reader of results/<study>/<run>/ for every page.
 
 :func:`read_runs` reads a study's run folders (results/<study>/<run>/, made by
-experiments/sweep.py ``--record``) as :class:`VariantRun`: experiments.luong_bahdanau,
+experiments/sweep.py ``--record``) as :class:`Run`: experiments.luong_bahdanau,
 ding_loose and the probes of attention_protocol and main_protocol. :func:`evaluate_test`
 runs evaluate.py on a run's test split (experiments.attention_measures).
 """
@@ -67,7 +67,7 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class VariantRun:
+class Run:
     """A run folder of a variant study (results/<study>/<run>/) as the pages read it: its
     train.py overrides (.hydra/overrides.yaml), summary.json, and the validations of
     metrics.jsonl as (step, NLL, BLEU) with the last one's cross-attention entropy."""
@@ -95,7 +95,7 @@ class VariantRun:
         return next((float(p[col]) for p in self.curve if p[0] == step), None)
 
 
-def read_run(folder: Path) -> VariantRun:
+def read_run(folder: Path) -> Run:
     """The run in ``folder``; DataError naming it when a part is missing or not a record."""
     try:
         rec = read_record(folder)
@@ -103,7 +103,7 @@ def read_run(folder: Path) -> VariantRun:
         if rec.summary is None or not rec.valid:
             raise ValueError("no summary.json or no validation")
         kept = json.loads(rec.run.summary.read_text(encoding="utf-8"))
-        return VariantRun(
+        return Run(
             folder,
             dict(o.split("=", 1) for o in overrides),
             rec.summary,
@@ -120,13 +120,13 @@ def read_run(folder: Path) -> VariantRun:
         ) from None
 
 
-def read_runs(results: Path, studies: tuple[str, ...]) -> list[VariantRun]:
+def read_runs(results: Path, studies: tuple[str, ...]) -> list[Run]:
     """The run folders of ``studies`` under ``results`` (those with a summary.json)."""
     found = [f for st in studies for f in sorted((results / st).glob("*/summary.json"))]
     return [read_run(f.parent) for f in found]
 
 
-def provenance(runs: list[VariantRun]) -> str:
+def provenance(runs: list[Run]) -> str:
     """``Machines: ... Commits: ...`` of the runs (the threads: those train.py ran with)."""
     machines = sorted(
         {
