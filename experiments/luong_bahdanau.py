@@ -20,7 +20,7 @@ from pathlib import Path
 
 from attnmt.atomic import write_text
 from experiments.comparison_stats import mean_std
-from experiments.runs import Variant, Run, provenance, read_runs
+from experiments.runs import Run, Variant, provenance, read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("luong_bahdanau", "luong_bahdanau_scorer", "luong_bahdanau_feeding")

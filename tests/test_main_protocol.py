@@ -13,8 +13,8 @@ from attnmt.machine import Cpu, Machine
 from attnmt.run_summary import FinalTest, Summary
 from experiments import attention_protocol
 from experiments import main_protocol as mp
-from experiments.study import load_study
 from experiments.runs import Run
+from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 

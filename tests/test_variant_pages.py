@@ -12,8 +12,8 @@ import yaml
 
 from attnmt.errors import DataError
 from experiments import ding_loose, luong_bahdanau
-from experiments.study import load_study
 from experiments.runs import read_runs
+from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 
