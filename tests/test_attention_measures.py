@@ -1,6 +1,7 @@
 """experiments/attention_measures.py: what the attention table adds to a run's record
 (collapse share and the cross map of a kept ``.attn.json``, the last validation's entropy,
-silver AER through evaluate.py), on hand-made inputs; no training. The kept test hypotheses:
+silver AER through evaluate.py), on hand-made inputs, and the fixed sentence's maps that
+experiments/attention_map.py keeps, from a tiny trained model. The kept test hypotheses:
 tests/test_main_table_analysis.py."""
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.tiny_checkpoint import make_run
 
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter
+from experiments import attention_map
 from experiments import attention_measures as am
 from experiments.attention_table import collapsed_text
 
@@ -134,3 +137,34 @@ def test_the_diagonal_alignment_by_hand(tmp_path: Path, monkeypatch: pytest.Monk
     assert scored is not None and scored.aer == pytest.approx(0.0)
     assert am.silver_diagonal("no_silver", ["a b c d"], ["w x"]) is None
     assert am.silver_diagonal("toy", [], []) is None
+
+
+# ---- the fixed sentence's maps (experiments/attention_map.py) -----------------------------------
+
+
+@pytest.mark.parametrize("name", ["transformer", "rnn_luong"])
+def test_the_kept_maps_of_a_tiny_run(name: str, tmp_path: Path) -> None:
+    """Rows are tgt_out pieces and columns source pieces; every row a distribution (to the
+    3 kept digits); a Transformer keeps each head of its last layer, its decoder
+    self-attention causal (0 above the diagonal); an RNN its one map."""
+    run = make_run(tmp_path, name, steps=20)
+    kept = attention_map.keep(run, tmp_path / "attention_map.json")
+    maps = json.loads(kept.read_text(encoding="utf-8"))
+    assert maps["source"] == attention_map.FIXED_SOURCE
+    src, tgt_in, tgt_out = maps["src_pieces"], maps["tgt_input"], maps["tgt_out"]
+    assert src[-1] == tgt_out[-1] == "</s>" and tgt_in[0] == "<s>" and tgt_in[1:] == tgt_out[:-1]
+    if name == "rnn_luong":
+        assert maps["layer"] is None and set(maps["maps"]) == {"cross"}
+        heads = {"cross": [maps["maps"]["cross"]]}
+    else:
+        assert maps["layer"] == 0 and set(maps["maps"]) == {"enc_self", "self", "cross"}
+        heads = maps["maps"]
+        assert all(len(heads[k]) == 2 for k in heads)  # n_heads of the tiny model
+        for head in heads["self"]:
+            assert all(head[i][j] == 0 for i in range(len(head)) for j in range(i + 1, len(head)))
+    shapes = {"cross": (len(tgt_out), len(src)), "self": (len(tgt_in),) * 2,
+              "enc_self": (len(src),) * 2}  # fmt: skip
+    for key, per_head in heads.items():
+        for head in per_head:
+            assert (len(head), len(head[0])) == shapes[key]
+            assert all(sum(row) == pytest.approx(1.0, abs=0.01) for row in head)
