@@ -91,6 +91,16 @@ def test_without_proc_the_platform_names_the_cpu(
     assert parse_cpuinfo("").name == "arm"  # no model name line either
 
 
+def test_usable_cores_is_the_affinity_else_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert machine.usable_cores() == 3
+    monkeypatch.delattr(machine.os, "sched_getaffinity")  # not Linux
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 8)
+    assert machine.usable_cores() == 8
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: None)
+    assert machine.usable_cores() == 1
+
+
 def test_this_machine_follows_the_thread_count() -> None:
     before = torch.get_num_threads()
     try:

@@ -15,6 +15,7 @@ names it and no flags are known. The one place attnmt describes a CPU
 from __future__ import annotations
 
 import functools
+import os
 import platform
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -195,6 +196,14 @@ def this_cpu(cpuinfo: str = "/proc/cpuinfo") -> Cpu:
         return parse_cpuinfo(Path(cpuinfo).read_text(errors="replace"))
     except OSError:
         return Cpu(name=platform.processor() or platform.machine() or "unknown")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def this_machine() -> Machine:

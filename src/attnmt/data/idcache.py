@@ -37,6 +37,7 @@ from attnmt.data.indexed import TokenArray, token_dtype
 from attnmt.data.textio import utf8_lines
 from attnmt.data.tokenizer import Tokenizer
 from attnmt.errors import DataError
+from attnmt.machine import usable_cores
 
 CACHE_VERSION = 1
 CHUNK_LINES = 100_000
@@ -46,10 +47,7 @@ _LOG = logging.getLogger(__name__)
 
 def encode_threads() -> int:
     """The cores this process may run on (SentencePiece's encoding threads)."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return max(usable_cores(), 1)
 
 
 def cache_key(path: Path, model_digest: str) -> dict[str, Any]:

@@ -70,7 +70,7 @@ from attnmt.atomic import write_json
 from attnmt.batch import Batch
 from attnmt.data.batching import make_batch, pack_token_batches
 from attnmt.errors import ConfigError, WriteError
-from attnmt.machine import this_machine
+from attnmt.machine import this_machine, usable_cores
 from attnmt.train import distributed as ddp
 from attnmt.train.config import PRECISION_PROBE_MODES
 from attnmt.train.loss import label_smoothed_nll
@@ -108,14 +108,6 @@ def load_average() -> float | None:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
         return None
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity), else the machine's count."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _no_load() -> float | None:
