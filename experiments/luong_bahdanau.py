@@ -2,88 +2,72 @@
 
     python -m experiments.luong_bahdanau table     # docs/luong_bahdanau.md + its figure
 
-Each variant (:data:`VARIANTS`: the two presets, and rnn_luong with one difference from
-rnn_bahdanau taken away at a time: the scorer, input feeding) trains :data:`UPDATES`
-updates on ding_de_en at fixed settings (fp32, no time budget, no early stop), validating
-every :data:`EVERY` updates on the first :data:`VALID` valid pairs: the studies
-configs/study/luong_bahdanau.yaml, luong_bahdanau_scorer.yaml and luong_bahdanau_feeding.yaml
-(experiments/sweep.py), their run folders in results/<study>/. The table and figure compare
-the validation NLL and BLEU curves and the last validation's attention entropy at equal
-updates.
+The studies configs/study/luong_bahdanau{,_scorer,_feeding}.yaml train the two presets and
+rnn_luong with one difference from rnn_bahdanau taken away at a time (:data:`VARIANTS`); the
+page sets their validation NLL, BLEU and attention entropy side by side at equal updates.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from attnmt.atomic import write_text
 from experiments.comparison_stats import mean_std
-from experiments.runs import Run, Variant, provenance, read_runs
+from experiments.runs import Run, provenance, read_runs
+from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("luong_bahdanau", "luong_bahdanau_scorer", "luong_bahdanau_feeding")
 DOC = ROOT / "docs" / "luong_bahdanau.md"
 FIGURE = ROOT / "docs" / "attention" / "luong_bahdanau.png"
-UPDATES = 500
-EVERY = 100
-VALID = 500
-SETTINGS = (
-    f"trainer.max_steps={UPDATES}",
-    f"trainer.val_every_steps={EVERY}",
-    f"trainer.val_subset={VALID}",
-    "trainer.time_budget_min=0",
-    "trainer.early_stopping_patience=0",
-    "trainer.precision=fp32",
-    "trainer.test=false",
-    "trainer.num_heatmaps=0",
-    "trainer.progress_bar=false",
-    "trainer.keep_best=1",
-)
-"""The studies' trainer settings (after ``data=ding_de_en``), as the page states them."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A row: its name, the train.py overrides that select it, what it isolates."""
+
+    name: str
+    overrides: tuple[str, ...]
+    isolates: str
 
 
 VARIANTS = (
     Variant("rnn_bahdanau", ("model=rnn_bahdanau",), "the reference"),
     Variant("rnn_luong", ("model=rnn_luong",), "the preset (general scorer, input feeding)"),
-    Variant(
-        "rnn_luong additive",
-        ("model=rnn_luong", "model.attention.score=additive"),
-        "the scorer: Bahdanau's additive score in Luong's model",
-    ),
-    Variant(
-        "rnn_luong dot",
-        ("model=rnn_luong", "model.attention.score=dot"),
-        "the scorer's parameters: no W_a at all",
-    ),
-    Variant(
-        "rnn_luong no input feeding",
-        ("model=rnn_luong", "model.input_feeding=false"),
-        "input feeding",
-    ),
-)
+    Variant("rnn_luong additive", ("model=rnn_luong", "model.attention.score=additive"),
+            "the scorer: Bahdanau's additive score in Luong's model"),
+    Variant("rnn_luong dot", ("model=rnn_luong", "model.attention.score=dot"),
+            "the scorer's parameters: no W_a at all"),
+    Variant("rnn_luong no input feeding", ("model=rnn_luong", "model.input_feeding=false"),
+            "input feeding"),
+)  # fmt: skip
 
 
-def variant_of(ov: dict[str, str]) -> str:
-    """The :data:`VARIANTS` name of a run's train.py overrides (``{"model": ...}``): the
-    variant all of whose overrides it has, the one with the most of them."""
-    given = {f"{k}={v}" for k, v in ov.items()}
+def settings() -> tuple[str, ...]:
+    """The studies' trainer settings (those of configs/study/luong_bahdanau.yaml)."""
+    study = load_study(ROOT / "configs" / "study" / f"{STUDIES[0]}.yaml")
+    return tuple(o for o in study.overrides if o.startswith("trainer."))
+
+
+def variant_of(overrides: dict[str, str]) -> str:
+    """The name of the variant all of whose overrides a run has (the one with the most)."""
+    given = {f"{k}={v}" for k, v in overrides.items()}
     fits = [v for v in VARIANTS if set(v.overrides) <= given]
     return max(fits, key=lambda v: len(v.overrides)).name if fits else "?"
 
 
 def records(results: Path = ROOT / "results") -> list[tuple[str, Run]]:
-    """(variant, run) of every run of the studies, in the old records' order (by variant
-    name, then seed)."""
+    """(variant, run) of every run of the studies, sorted as ``<variant>-seed<n>`` (the
+    figure's legend order)."""
     runs = [(variant_of(r.overrides), r) for r in read_runs(results, STUDIES)]
-    return sorted(runs, key=lambda vr: Variant(vr[0], ()).stem(vr[1].seed))
+    return sorted(runs, key=lambda vr: f"{vr[0].replace(' ', '-')}-seed{vr[1].seed}")
 
 
-def figure(recs: list[tuple[str, Run]]) -> Path | None:
-    """Validation NLL and BLEU against update, one line per (variant, seed)."""
-    if not recs:
-        return None
+def figure(recs: list[tuple[str, Run]]) -> None:
+    """:data:`FIGURE`: validation NLL and BLEU against update, a line per (variant, seed)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -93,8 +77,7 @@ def figure(recs: list[tuple[str, Run]]) -> Path | None:
     for col, ylabel in ((1, "validation NLL per target piece"), (2, "validation BLEU")):
         ax = fig.add_subplot(1, 2, col)
         for name, rec in recs:
-            steps = [p[0] for p in rec.curve]
-            ax.plot(steps, [p[col] for p in rec.curve], marker="o", ms=3,
+            ax.plot([p[0] for p in rec.curve], [p[col] for p in rec.curve], marker="o", ms=3,
                     color=colours.get(name, "k"), linestyle="-" if rec.seed == 1 else "--",
                     label=f"{name} (seed {rec.seed})")  # fmt: skip
         ax.set_xlabel("update")
@@ -106,23 +89,23 @@ def figure(recs: list[tuple[str, Run]]) -> Path | None:
     tmp = FIGURE.with_suffix(".tmp.png")
     fig.savefig(tmp)
     tmp.replace(FIGURE)
-    return FIGURE
+
+
+def _at(runs: list[Run], step: int, col: int) -> list[float]:
+    return [x for r in runs if (x := r.at_step(step, col)) is not None]
 
 
 def _entropies(runs: list[Run]) -> list[float]:
     return [r.entropy for r in runs if r.entropy is not None]
 
 
-def _ranking(recs: list[tuple[str, Run]], step: int) -> list[str]:
-    """One sentence: the variants by mean validation NLL at ``step``, each against
-    rnn_bahdanau's, with their attention entropy."""
+def _ranking(by_variant: dict[str, list[Run]], step: int) -> list[str]:
+    """The variants by mean validation NLL at ``step``, each against rnn_bahdanau's."""
     means = {}
-    for v in VARIANTS:
-        mine = [r for name, r in recs if name == v.name]
-        nll = [x for r in mine if (x := r.at_step(step, 1)) is not None]
-        ent = _entropies(mine)
+    for name, runs in by_variant.items():
+        nll, ent = _at(runs, step, 1), _entropies(runs)
         if nll:
-            means[v.name] = (sum(nll) / len(nll), sum(ent) / len(ent) if ent else float("nan"))
+            means[name] = (sum(nll) / len(nll), sum(ent) / len(ent) if ent else float("nan"))
     if "rnn_bahdanau" not in means:
         return []
     ref = means["rnn_bahdanau"][0]
@@ -139,39 +122,38 @@ def _ranking(recs: list[tuple[str, Run]], step: int) -> list[str]:
 
 def table(recs: list[tuple[str, Run]]) -> str:
     """docs/luong_bahdanau.md: validation NLL and BLEU at a few updates, per variant."""
+    given = settings()
+    setting = dict(o.split("=", 1) for o in given)
+    every = int(setting["trainer.val_every_steps"])
     steps = sorted({p[0] for _, r in recs for p in r.curve})
-    shown = [s for s in steps if s % (2 * EVERY) == 0 or s == max(steps, default=0)]
-    head = " | ".join(f"NLL @{s}" for s in shown)
+    shown = [s for s in steps if s % (2 * every) == 0 or s == steps[-1]]
+    last = shown[-1] if shown else 0
     lines = [
         "# rnn_luong against rnn_bahdanau on ding_de_en",
         "",
         "<!-- generated by `python -m experiments.luong_bahdanau table` from "
         "results/luong_bahdanau*/: do not edit by hand -->",
         "",
-        f"Each variant trained {UPDATES} updates on ding_de_en (`" + " ".join(SETTINGS) + "`), "
-        f"validation NLL per target piece (label smoothing off) on the first {VALID} valid "
-        "pairs; mean ± sample std over the seeds recorded. Each rnn_luong variant takes one "
-        "difference from rnn_bahdanau away. Curves: [attention/luong_bahdanau.png]"
-        "(attention/luong_bahdanau.png).",
+        f"Each variant trained {setting['trainer.max_steps']} updates on ding_de_en (`"
+        + " ".join(given)
+        + "`), validation NLL per target piece (label smoothing off) on the first "
+        f"{setting['trainer.val_subset']} valid pairs; mean ± sample std over the seeds "
+        "recorded. Each rnn_luong variant takes one difference from rnn_bahdanau away. "
+        "Curves: [attention/luong_bahdanau.png](attention/luong_bahdanau.png).",
         "",
-        f"| variant | isolates | seeds | params | {head} | BLEU @{shown[-1] if shown else '–'} "
-        "| entropy |",
+        f"| variant | isolates | seeds | params | {' | '.join(f'NLL @{s}' for s in shown)} "
+        f"| BLEU @{last or '–'} | entropy |",
         "|---|---|---:|---:|" + "---:|" * (len(shown) + 2),
     ]
+    by_variant = {v.name: [r for name, r in recs if name == v.name] for v in VARIANTS}
     for v in VARIANTS:
-        mine = [r for name, r in recs if name == v.name]
-        if not mine:
-            continue
-        nll = [mean_std([x for r in mine if (x := r.at_step(s, 1)) is not None], 3) for s in shown]
-        last = shown[-1] if shown else 0
-        bleu = mean_std([x for r in mine if (x := r.at_step(last, 2)) is not None], 2)
-        ent = _entropies(mine)
-        lines.append(
-            f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0].summary.params or 0:,} | "
-            + " | ".join(nll)
-            + f" | {bleu} | {mean_std(ent, 2)} |"
-        )
-    lines += _ranking(recs, shown[-1]) if shown else []
+        if mine := by_variant[v.name]:
+            lines.append(
+                f"| {v.name} | {v.isolates} | {len(mine)} | {mine[0].summary.params or 0:,} | "
+                + " | ".join(mean_std(_at(mine, s, 1), 3) for s in shown)
+                + f" | {mean_std(_at(mine, last, 2), 2)} | {mean_std(_entropies(mine), 2)} |"
+            )
+    lines += _ranking(by_variant, last) if shown else []
     lines += ["", provenance([r for _, r in recs])]
     return "\n".join(lines) + "\n"
 
@@ -182,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.parse_args(argv)
     recs = records()
     write_text(DOC, table(recs))
-    figure(recs)
+    if recs:
+        figure(recs)
     print(f"wrote {DOC}")
     return 0
 

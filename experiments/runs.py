@@ -1,10 +1,6 @@
-"""The run folders of studies: the one reader of results/<study>/<run>/ for every page.
-
-:func:`read_runs` reads a study's run folders (results/<study>/<run>/, made by
-experiments/sweep.py ``--record``) as :class:`Run`: experiments.luong_bahdanau,
-ding_loose and the probes of attention_protocol and main_protocol. :func:`evaluate_test`
-runs evaluate.py on a run's test split (experiments.attention_measures).
-"""
+"""The one reader of study run folders, results/<study>/<run>/ (experiments/sweep.py
+``--record``): :func:`read_runs` gives them as :class:`Run`, :func:`provenance` says where
+they ran, :func:`evaluate_test` runs evaluate.py on a run's test split."""
 
 from __future__ import annotations
 
@@ -25,24 +21,12 @@ from attnmt.run_summary import Summary
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One row: a name, the train.py overrides that select it, what it isolates."""
-
-    name: str
-    overrides: tuple[str, ...]
-    isolates: str = ""
-
-    def stem(self, seed: int) -> str:
-        return f"{self.name.replace(' ', '-')}-seed{seed}"
-
-
 def evaluate_test(
     run: Path, threads: int, overrides: tuple[str, ...] = (), out: Any = None
 ) -> dict[str, Any] | None:
-    """``python evaluate.py ckpt=RUN split=test <overrides>`` with ``threads`` threads (output
-    to the open file ``out``, else captured): the one entry of the scores.json it wrote (the
-    newest ``eval/*-test-beam1-*``), or None when it failed."""
+    """``python evaluate.py ckpt=RUN split=test <overrides>`` on ``threads`` threads (output to
+    the open file ``out``, else captured): the entry of the newest ``eval/*-test-beam1-*``
+    scores.json it wrote, None when it failed."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     cmd = [sys.executable, "evaluate.py", f"ckpt={run}", "split=test", *overrides]
     streams: dict[str, Any] = (
@@ -68,9 +52,10 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Run:
-    """A run folder of a variant study (results/<study>/<run>/) as the pages read it: its
-    train.py overrides (.hydra/overrides.yaml), summary.json, and the validations of
-    metrics.jsonl as (step, NLL, BLEU) with the last one's cross-attention entropy."""
+    """A run folder: its train.py overrides (.hydra/overrides.yaml, ``{"model": ...}``),
+    summary.json, its validations as (step, NLL, BLEU) and the last one's cross-attention
+    entropy; summary.json's ``wall_minutes`` (an old runner's start-to-record minutes) and a
+    hand-kept ``pace_ms_per_update`` with its ``pace_note``, where it has them."""
 
     folder: Path
     overrides: dict[str, str]
@@ -78,13 +63,8 @@ class Run:
     curve: tuple[tuple[int, float, float], ...]
     entropy: float | None
     wall_minutes: float | None = None
-    """summary.json's ``wall_minutes`` (kept from an old runner's record: training's start
-    to the record, evaluation included), None without."""
     pace_ms_per_update: float | None = None
-    """summary.json's ``pace_ms_per_update``: a hand-kept timing of the settings on idle
-    cores (the attention probes), None without."""
     pace_note: str | None = None
-    """How ``pace_ms_per_update`` was measured."""
 
     @property
     def seed(self) -> int:

@@ -540,7 +540,7 @@ def generated_comparisons() -> str:
 
     return (
         luong_bahdanau.table(luong_bahdanau.records())
-        + ding_loose.table(ding_loose.loose_runs(), ding_loose.shipped())
+        + ding_loose.table()
         + recipe_page.generated(ROOT)
     )
 

@@ -82,16 +82,23 @@ def test_the_luong_bahdanau_page_from_planted_runs(tmp_path: Path) -> None:
 
 
 def test_the_ding_loose_page_from_planted_runs(tmp_path: Path) -> None:
-    """Two loose seeds at BLEU 2.0 and 3.0 (mean 2.50, std 0.71), chrF 16 and 18."""
+    """Two loose seeds at BLEU 2.0 and 3.0 (mean 2.50, std 0.71), chrF 16 and 18; one
+    shipped seed; a shipped run without a test is not a row's seed."""
     for seed, bleu, chrf in ((2, 3.0, 18.0), (1, 2.0, 16.0)):
         plant(tmp_path, "ding_loose", f"seed-{seed}", ["model=transformer", f"seed={seed}"],
               [(1500, 3.5, 2.0)], test={"bleu": bleu, "chrf": chrf})  # fmt: skip
-    page = ding_loose.table(ding_loose.loose_runs(tmp_path), [])
+    plant(tmp_path, "ding_loose_shipped", "seed-3", ["seed=3"],
+          [(1000, 3.9, 1.0), (1500, 3.4, 4.0)], test={"bleu": 4.0, "chrf": 22.5})  # fmt: skip
+    plant(tmp_path, "ding_loose_shipped", "seed-4", ["seed=4"], [(1500, 3.0, 4.0)])
+    page = ding_loose.table(tmp_path)
     assert (
         "| loose (47,818 pairs) | 2 | 1500 | 2.50 ± 0.71 | 17.00 ± 1.41 | 3.500 ± 0.000 "
         "| 2.00 (seed 1), 3.00 (seed 2) |" in page
     )
-    assert "| shipped (16,824 pairs) | 0 | – | – | – | – | – |" in page
+    assert "| shipped (16,824 pairs) | 1 | 1500 | 4.00 | 22.50 | 3.400 | 4.00 (seed 3) |" in page
+    assert "Loose rows: Machines: Toy CPU, 1 thread(s). Commits: abc1234." in page
+    empty = ding_loose.table(tmp_path / "none")
+    assert "| shipped (16,824 pairs) | 0 | – | – | – | – | – |" in empty
 
 
 def test_a_run_folder_that_is_not_a_record_is_named(tmp_path: Path) -> None:
@@ -103,20 +110,22 @@ def test_a_run_folder_that_is_not_a_record_is_named(tmp_path: Path) -> None:
 
 def test_the_studies_make_the_pages_variants() -> None:
     """Every run of the luong_bahdanau studies is one of the page's variants, each variant
-    has its runs, at the page's settings; ding_loose trains on the loose file."""
+    has its runs, all at the page's trainer settings; ding_loose's two studies differ only in
+    the loose file."""
     names = set()
+    assert "trainer.max_steps=500" in luong_bahdanau.settings()
     for study in luong_bahdanau.STUDIES:
         s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
-        assert set(luong_bahdanau.SETTINGS) <= set(s.overrides) and "data=ding_de_en" in (
-            s.overrides
-        )
+        trainer = tuple(o for o in s.overrides if o.startswith("trainer."))
+        assert trainer == luong_bahdanau.settings() and "data=ding_de_en" in s.overrides
         for run in s.runs:
             settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
             names.add(luong_bahdanau.variant_of(settings))
     assert names == {v.name for v in luong_bahdanau.VARIANTS}
-    loose = load_study(ROOT / "configs" / "study" / "ding_loose.yaml")
-    assert f"data.path={ding_loose.LOOSE_FILE}" in loose.overrides
-    assert set(ding_loose.COMMON) <= set(loose.overrides)
+    loose, shipped = (load_study(ROOT / "configs" / "study" / f"{s}.yaml").overrides
+                      for s in ("ding_loose", "ding_loose_shipped"))  # fmt: skip
+    assert list(loose) == [*shipped, f"data.path={ding_loose.LOOSE_FILE}"]
+    assert list(shipped) == list(ding_loose.COMMON)
 
 
 def test_the_committed_runs_give_the_committed_pages() -> None:
