@@ -1,23 +1,12 @@
-"""The attention table's check at the preset's size: docs/results.md, "At the preset's size".
-
-The attention table (configs/experiment/results_attention.yaml) trains its RNNs at 128 units
-so that the whole table fits a night on 2 cores; issue 36 accepts a smaller RNN if the docs
-say so and one cell is also run at the preset's size to show that the ranking holds. The
-check (table ``attention_preset``, configs/experiment/results_attention_preset.yaml): rnn_luong
-with Luong et al.'s reference scorer general in the modes local_m and local_p at
-configs/model/rnn_luong.yaml's own size, with the table's data, updates and trainer settings;
-its runs get the table's measures (experiments/results_run.py).
-
-Beside each of its cells the same cell at the table's size, then one sentence: whether the
-two modes' order in mean test BLEU is the same at both sizes, and whether the difference at
-the preset's size is resolved. The difference is the mode effect of
-:func:`experiments.comparison_stats.main_effects` over the two cells' runs (the attention
-table's additive fit, here with one scorer): with modes a, b of n_a, n_b runs,
-
-    d = ȳ_a − ȳ_b,  95% interval d ± t_{0.975, n−2} · s · sqrt(1/n_a + 1/n_b),
-
-s² the pooled within-mode variance (the pooled two-sample t interval; no interval with one
-run per mode). Resolved: the interval excludes 0.
+"""docs/results.md's "At the preset's size": the attention table's RNNs have 128 units; issue
+36 accepts that if one cell is also run at the preset's size to show that the ranking holds.
+The check (configs/experiment/results_attention_preset.yaml) runs rnn_luong general local_m
+and local_p at configs/model/rnn_luong.yaml's size with the rest the table's; beside each
+cell, the same cell at the table's size, then whether the two modes keep their order in mean
+test BLEU and whether the difference at the preset's size is resolved: the mode effect of
+comparison_stats.main_effects over the two cells' runs, with one scorer the pooled
+two-sample t interval d ± t_{0.975, n−2} · s · sqrt(1/n_a + 1/n_b) (none with one run a
+mode).
 """
 
 from __future__ import annotations
@@ -27,20 +16,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from experiments.attention_protocol import plan_hours, size_of
-from experiments.attention_table import CellMeasures, collapsed_text, machines_text, seeds_text
-from experiments.comparison_stats import main_effects, mean_std
+from experiments.attention_table import CellMeasures, columns, markdown
+from experiments.comparison_stats import main_effects
 from experiments.results_plan import PRESET_CHECK, Plan, estimate
 
 COMMAND = f"python -m experiments.results_run --tables {PRESET_CHECK} --jobs 2"
 """What runs the check (two runs at once, one thread each)."""
 TABLE = "attention"
 """The table whose cells the check repeats at the preset's size."""
+SHOWN = ("seeds", "test BLEU", "valid NLL", "AER silver", "entropy", "collapsed", "machines")
+"""The attention table's columns the check shows."""
 
 
 @dataclass(frozen=True)
 class Difference:
-    """``first`` − ``second`` (modes) in mean test BLEU over ``runs`` runs of one size, with
-    its 95% interval (NaN when the fit has no residual degrees of freedom)."""
+    """``first`` − ``second`` (modes) in mean test BLEU over ``runs`` runs, with its 95%
+    interval (NaN without residual degrees of freedom)."""
 
     first: str
     second: str
@@ -51,38 +42,29 @@ class Difference:
 
     @property
     def resolved(self) -> bool:
-        """The interval excludes 0 (never without an interval)."""
         return self.low > 0.0 or self.high < 0.0
 
     @property
-    def ahead(self) -> str | None:
-        """The mode of the higher mean; None when the means are equal."""
+    def ahead(self) -> str:
         if self.value == 0.0:
-            return None
-        return self.first if self.value > 0.0 else self.second
+            return "tied"
+        return f"{self.first if self.value > 0.0 else self.second} ahead"
 
-    def text(self, digits: int = 2) -> str:
+    def text(self) -> str:
         """'+1.10 (95% interval +0.32 to +1.88, 4 runs)'."""
-        value = f"{self.value:+.{digits}f}"
         if math.isnan(self.low):
-            return f"{value} ({self.runs} runs: one per mode gives no interval)"
+            return f"{self.value:+.2f} ({self.runs} runs: one per mode gives no interval)"
         return (
-            f"{value} (95% interval {self.low:+.{digits}f} to {self.high:+.{digits}f}, "
+            f"{self.value:+.2f} (95% interval {self.low:+.2f} to {self.high:+.2f}, "
             f"{self.runs} runs)"
         )
 
 
 def difference(cells: Sequence[CellMeasures]) -> Difference | None:
-    """The first mode of ``cells`` (grid order) minus the second in mean test BLEU, from
-    :func:`~experiments.comparison_stats.main_effects` over every seed's run of the cells;
-    None unless the cells hold exactly two modes, each with a run."""
-    modes = list(dict.fromkeys(m.cell.label["mode"] for m in cells))
-    rows = [
-        (m.cell.label["score"], m.cell.label["mode"], v)
-        for m in cells
-        for v in m.bleu
-        if not math.isnan(v)
-    ]
+    """The first mode of ``cells`` minus the second in mean test BLEU (the mode effect of
+    ``main_effects`` over every seed's run); None unless both of exactly two modes have runs."""
+    modes = list(dict.fromkeys(m.labels[2] for m in cells))
+    rows = [(m.labels[1], m.labels[2], v) for m in cells for v in m.values("test BLEU")]
     if len(modes) != 2 or set(modes) - {mode for _, mode, _ in rows}:
         return None
     fit = main_effects(rows, True, ("scorer", "mode")).b
@@ -95,25 +77,9 @@ def difference(cells: Sequence[CellMeasures]) -> Difference | None:
     return Difference(first, second, value, low, high, len(rows))
 
 
-def same_cells(check: Sequence[CellMeasures], table: Sequence[CellMeasures]) -> list[CellMeasures]:
-    """The attention table's cells with the labels (model, score, mode) of ``check``'s, in its
-    order (a cell the table lacks is left out)."""
-    by_label = {m.cell.labels: m for m in table}
-    return [by_label[m.cell.labels] for m in check if m.cell.labels in by_label]
-
-
 def _size(plan: Plan, cells: Sequence[CellMeasures]) -> str:
-    sizes = list(dict.fromkeys(size_of(plan.settings.get(m.cell, {})) for m in cells))
+    sizes = dict.fromkeys(size_of(plan.settings.get(m.cell, {})) for m in cells)
     return ", ".join(sizes) or "?"
-
-
-def _row(m: CellMeasures, size: str, wanted: int, labels: dict[str, str]) -> str:
-    return (
-        f"| {m.cell.label['score']} | {m.cell.label['mode']} | {size} "
-        f"| {seeds_text(m, wanted)} | {mean_std(m.bleu)} | {mean_std(m.nll, 3)} "
-        f"| {mean_std(m.silver_aer, 3)} | {mean_std(m.entropy)} "
-        f"| {collapsed_text(m.collapse)} | {machines_text(m, labels)} |"
-    )
 
 
 def table(
@@ -122,28 +88,24 @@ def table(
     beside: Sequence[CellMeasures],
     labels: dict[str, str],
 ) -> list[str]:
-    """Each check cell's row (the preset's size) above the same cell's row at the table's
-    size."""
-    rows = [
-        "| score | mode | size (units) | seeds | test BLEU | valid NLL | AER silver | entropy "
-        "| collapsed | machines |",
-        "|---|---|---|---|---:|---:|---:|---:|---|---|",
-    ]
-    by_label = {m.cell.labels: m for m in beside}
+    """Each check cell's row (the preset's size) above the same cell's at the table's."""
+    by_label = {m.labels: m for m in beside}
+    rows = []
     for m in check:
-        size = size_of(plan.settings.get(m.cell, {}))
-        rows.append(_row(m, f"{size}: the preset's", len(plan.seeds.get(PRESET_CHECK, [])), labels))
-        same = by_label.get(m.cell.labels)
-        if same is not None:
-            size = size_of(plan.settings.get(same.cell, {}))
-            rows.append(_row(same, f"{size}: the table's", len(plan.seeds.get(TABLE, [])), labels))
-    return rows
+        for cell, name, whose in (
+            (m, PRESET_CHECK, "preset"),
+            (by_label.get(m.labels), TABLE, "table"),
+        ):
+            if cell is not None:
+                entries = columns(cell, len(plan.seeds.get(name, [])), labels)
+                size = f"{size_of(plan.settings.get(cell.cell, {}))}: the {whose}'s"
+                rows.append([*cell.labels[1:], size, *(entries[c] for c in SHOWN)])
+    return markdown(["score", "mode", "size (units)", *SHOWN], rows, 4)
 
 
 def verdict(plan: Plan, check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> str:
-    """The sentence: not yet run (and how to run it), not yet comparable, or whether the two
-    modes keep their order in test BLEU from the table's size to the preset's and whether the
-    difference at the preset's size is resolved."""
+    """Not yet run (and how to run it), not yet comparable, or whether the two modes keep their
+    order in test BLEU across the sizes and whether the difference at the preset's is resolved."""
     seeds = plan.seeds.get(PRESET_CHECK, [])
     wanted, runs = len(check) * len(seeds), sum(len(m.records) for m in check)
     if runs == 0:
@@ -156,47 +118,26 @@ def verdict(plan: Plan, check: Sequence[CellMeasures], beside: Sequence[CellMeas
         )
     big, small = difference(check), difference(beside)
     so_far = f" ({runs} of {wanted} runs recorded so far; `{COMMAND}` runs the rest)"
+    so_far = so_far if runs < wanted else ""
     if big is None:
-        missing = [m.cell.label["mode"] for m in check if not m.records]
-        return (
-            f"Not comparable yet: {' and '.join(missing) or 'a mode'} has no run at the "
-            f"preset's size{so_far}."
-        )
+        missing = " and ".join(m.labels[2] for m in check if not m.records) or "a mode"
+        return f"Not comparable yet: {missing} has no run at the preset's size{so_far}."
     preset, size = _size(plan, check), _size(plan, beside)
     if small is None:
         return (
             f"Not comparable yet: at the preset's size ({preset} units) {big.first} − "
             f"{big.second} = {big.text()} in test BLEU, but the same two cells at the table's "
-            f"size have no runs of both modes yet" + (so_far if runs < wanted else "") + "."
+            f"size have no runs of both modes yet{so_far}."
         )
     same = big.ahead == small.ahead
-    where = (
-        f"{_ahead(big)} at both sizes"
-        if same
-        else f"{_ahead(big)} at {preset} units, {_ahead(small)} at {size}"
-    )
+    where = f"{big.ahead} at {preset} units, {small.ahead} at {size}"
+    where = f"{big.ahead} at both sizes" if same else where
     return (
         f"In test BLEU the order of the two modes is {'the same' if same else 'not the same'} "
         f"at both sizes ({where}), and at the preset's size the difference is "
         f"{'resolved' if big.resolved else 'not resolved'}: {big.first} − {big.second} = "
-        f"{big.text()} at {preset} units, {small.text()} at {size} units"
-        + (so_far if runs < wanted else "")
-        + "."
+        f"{big.text()} at {preset} units, {small.text()} at {size} units{so_far}."
     )
-
-
-def _ahead(d: Difference) -> str:
-    return f"{d.ahead} ahead" if d.ahead is not None else "tied"
-
-
-def _trainer_differences(plan: Plan, check: Sequence[CellMeasures]) -> list[str]:
-    """Settings outside ``model`` in which the check's cells differ from the table's."""
-    table_cells = [c for c in plan.cells if c.table == TABLE]
-    if not table_cells or not check:
-        return []
-    ours, theirs = plan.settings.get(check[0].cell, {}), plan.settings.get(table_cells[0], {})
-    keys = sorted((set(ours) | set(theirs)) - {"model"})
-    return [k for k in keys if ours.get(k) != theirs.get(k)]
 
 
 def section(
@@ -205,31 +146,35 @@ def section(
     cells: Sequence[CellMeasures],
     labels: dict[str, str],
 ) -> list[str]:
-    """docs/results.md's subsection: what the check is, its table, the verdict; [] when the
-    plan has no check. ``check``: the check's cells; ``cells``: the attention table's."""
+    """The subsection: what the check is, its table, the verdict, and a warning where its
+    settings outside ``model`` are not the table's; [] without a check. ``check``: its cells;
+    ``cells``: the attention table's."""
     if not check:
         return []
-    beside = same_cells(check, cells)
-    trainer = plan.settings.get(check[0].cell, {}).get("trainer", {})
-    scores = " and ".join(dict.fromkeys(m.cell.label["score"] for m in check))
-    modes = " and ".join(dict.fromkeys(m.cell.label["mode"] for m in check))
-    model = " and ".join(dict.fromkeys(m.cell.label["model"] for m in check))
-    seeds = ", ".join(map(str, plan.seeds.get(PRESET_CHECK, [])))
+    by_label = {m.labels: m for m in cells}
+    beside = [by_label[m.labels] for m in check if m.labels in by_label]
+    ours = plan.settings.get(check[0].cell, {})
+    theirs = next((plan.settings[c] for c in plan.cells if c.table == TABLE), ours)
+    differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+    differ = [k for k in differ if k != "model"]
+    model, scores, modes = (
+        " and ".join(dict.fromkeys(m.labels[i] for m in check)) for i in range(3)
+    )
     lines = [
         f"`experiment=results_attention_preset`: {model} at its preset's size "
         f"({_size(plan, check)} units, configs/model/{model}.yaml) where the table's RNNs have "
-        f"{_size(plan, beside)}; the rest is the table's ({trainer.get('max_steps', '?')} "
-        f"updates, the same data and trainer settings), seeds {seeds}. Its cells: Luong et "
-        f"al.'s reference scorer {scores} in the modes {modes}, the table's largest resolved "
-        "difference at its size (test BLEU) when the check was set up; the check asks whether "
-        "their order holds at the preset's size. Below each of its cells, the same cell at the "
-        "table's size; the columns as in the table above.",
+        f"{_size(plan, beside)}; the rest is the table's "
+        f"({ours.get('trainer', {}).get('max_steps', '?')} updates, the same data and trainer "
+        f"settings), seeds {', '.join(map(str, plan.seeds.get(PRESET_CHECK, [])))}. Its cells: "
+        f"Luong et al.'s reference scorer {scores} in the modes {modes}, the table's largest "
+        "resolved difference at its size (test BLEU) when the check was set up; the check asks "
+        "whether their order holds at the preset's size. Below each of its cells, the same cell "
+        "at the table's size; the columns as in the table above.",
         "",
         *table(plan, check, beside, labels),
         "",
         verdict(plan, check, beside),
     ]
-    differ = _trainer_differences(plan, check)
     if differ:
         lines += [
             "",

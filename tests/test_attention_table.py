@@ -68,7 +68,7 @@ def test_the_baseline_is_the_grids_best_cell_not_the_reference_row(tmp_path: Pat
     assert ahead.diff > 10 and ahead.p_value is not None and ahead.p_value < 0.05
     close = tests["rnn_luong concat local_m"]
     assert far.diff < close.diff < 0 and close.p_value is not None
-    assert at.left_out_sentence(cells, boot) == ""
+    assert "Left out of the bootstrap" not in at.bootstrap_notes(cells, boot)
 
 
 def test_without_a_measured_grid_cell_there_is_no_bootstrap(tmp_path: Path) -> None:
@@ -91,9 +91,9 @@ def test_a_cell_without_the_baselines_seeds_is_left_out(tmp_path: Path) -> None:
     cells = at.measures(plan, records, ledger, ())
     boot = at.bootstrap_of(cells, ledger, REFS)
     assert boot is not None and missing not in {t.name for t in boot.systems}
-    assert at.left_out_sentence(cells, boot) == (
+    assert at.bootstrap_notes(cells, boot).startswith(
         " Left out of the bootstrap, without kept test outputs of each of the baseline's "
-        f"seeds (1, 2): {missing}."
+        f"seeds (1, 2): {missing}. Training variance shows"
     )
 
 
@@ -151,10 +151,7 @@ def test_a_cell_that_clearly_beats_the_diagonal_is_named() -> None:
     cells = silver_cells(plan, aer)
     base = diagonal(0.55, 0.53, 0.57)
     assert at.noise_margin(base) == pytest.approx(math.sqrt(2) * 0.02)
-    assert [at.cell_name(m.cell) for m in at.beating_cells(cells, base)] == [
-        "rnn_luong general local_m"
-    ]
-    assert at.beating_keys(cells, base) == {("general", "local_m")}
+    assert [m.name for m in at.beating_cells(cells, base)] == ["rnn_luong general local_m"]
     (text, blank) = at.diagonal_verdict(cells, base)
     assert blank == ""
     assert "scores AER 0.550 against the same silver links, 95% interval 0.530 to 0.570" in text
@@ -164,7 +161,7 @@ def test_a_cell_that_clearly_beats_the_diagonal_is_named() -> None:
         "rnn_luong general local_m (0.300, 0.320)."
     )
     (luong, _) = luong_reference.comparison(
-        {}, at.grid_means(cells, "AER silver"), base.aer, at.beating_keys(cells, base)
+        {}, at.grid_means(cells, "AER silver"), base.aer, {("general", "local_m")}
     )
     assert "only local_m general beats the diagonal, so their order is not tested here" in luong
 
@@ -188,9 +185,7 @@ def test_no_cell_is_named_when_all_are_at_or_worse_than_the_diagonal() -> None:
         "4 of the 4 measured cells' means are at or above it; no cell beats it beyond the "
         "noise (the closest, rnn_luong additive local_m, 0.563: 0.009 above it)."
     )
-    (luong, _) = luong_reference.comparison(
-        {}, at.grid_means(cells, "AER silver"), base.aer, at.beating_keys(cells, base)
-    )
+    (luong, _) = luong_reference.comparison({}, at.grid_means(cells, "AER silver"), base.aer, ())
     assert (
         "here local_m general 0.575, local_p general 0.740, global location 0.675, the "
         "diagonal alignment 0.554; beyond the silver file's noise none of them beats the "
