@@ -1,15 +1,7 @@
-"""Alignments that no network makes: the yardsticks an attention's AER is read against.
-
-- :func:`diagonal_links`: target word j → source word min(S − 1, round(j·S/T)) (S, T: the
-  pair's word counts); it reads no words, so an attention that scores no better has learnt
-  nothing of the words' correspondence that the lengths do not give.
-- :func:`dice_links`: a co-occurrence count, no network: over the pairs of a training split,
-  Dice(s, t) = 2·c(s, t) / (c(s) + c(t)) with c counting the pairs a word (a pair of words)
-  occurs in; each target word links to the source word of highest Dice, a tie to the
-  source position nearest to j (then the first).
-- :func:`aer_with_interval`: corpus-level AER with a percentile bootstrap interval over the
-  sentences (the gold file's own sampling noise: how far the AER of these links moves when
-  other sentences like these are scored).
+"""Alignments that no network makes, the yardsticks an attention's AER is read against: the
+diagonal (it reads no words: an attention no better has learnt nothing the lengths do not
+give), a Dice co-occurrence count, and a corpus AER's percentile bootstrap interval over the
+sentences (the gold file's own sampling noise).
 """
 
 from __future__ import annotations
@@ -28,8 +20,8 @@ SEED = 12345
 
 
 def diagonal_links(sources: Sequence[str], targets: Sequence[str]) -> list[set[Link]]:
-    """Per pair, {(min(S − 1, round(j·S/T)), j) for each target word j} (empty for an empty
-    side); Python's round: halves to the even neighbour."""
+    """Per pair of S and T words, {(min(S − 1, round(j·S/T)), j) for each target word j}
+    (empty for an empty side); Python's round: halves to the even neighbour."""
     out = []
     for src, tgt in zip(sources, targets):
         s, t = len(src.split()), len(tgt.split())
@@ -40,9 +32,10 @@ def diagonal_links(sources: Sequence[str], targets: Sequence[str]) -> list[set[L
 def dice_links(
     train: Sequence[tuple[str, str]], sources: Sequence[str], targets: Sequence[str]
 ) -> list[set[Link]]:
-    """Per test pair, each target word's link to its source word of highest Dice over the
-    ``train`` pairs (see the module docstring); a target word no source word co-occurs with
-    links to the source position nearest to it."""
+    """Per test pair, each target word t's link to the source word s of highest
+    Dice(s, t) = 2·c(s, t) / (c(s) + c(t)), c counting the ``train`` pairs a word (a pair of
+    words) occurs in; a tie (and a word no source word co-occurs with) goes to the source
+    position nearest to j, then the first."""
     c_src: Counter[str] = Counter()
     c_tgt: Counter[str] = Counter()
     c_pair: Counter[tuple[str, str]] = Counter()
@@ -58,9 +51,9 @@ def dice_links(
 
     out = []
     for src, tgt in zip(sources, targets):
-        s_words, t_words = src.split(), tgt.split()
+        s_words = src.split()
         links = set()
-        for j, word in enumerate(t_words if s_words else ()):
+        for j, word in enumerate(tgt.split() if s_words else ()):
             scores = [dice(a, word) for a in s_words]
             top = max(scores)
             i = min((i for i, v in enumerate(scores) if v == top), key=lambda i: (abs(i - j), i))
@@ -71,7 +64,7 @@ def dice_links(
 
 @dataclass(frozen=True)
 class ScoredBaseline:
-    """Corpus-level scores of a baseline's links and the bootstrap interval of its AER."""
+    """Corpus-level scores of a baseline's links and the 95% bootstrap interval of its AER."""
 
     scores: AlignmentScores
     low: float
@@ -84,7 +77,6 @@ class ScoredBaseline:
 
     @property
     def half_width(self) -> float:
-        """Half the width of the 95% interval."""
         return (self.high - self.low) / 2.0
 
 
