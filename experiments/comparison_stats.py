@@ -1,32 +1,29 @@
-"""The statistics of the comparison tables (issue 36 item 3): pure functions, no file I/O.
-
-- :func:`t_quantile`: Student-t quantiles (no scipy), for the 95% intervals;
-  :func:`t_interval`: the interval of one sample's mean.
-- :func:`flattened_at`: the flattening rule that sets a protocol's training length.
-- :func:`main_effects`: the additive fit of a two-factor grid with replicate seeds (e.g. scorer
-  × mode) and each level's marginal mean and difference to the best level, with intervals;
-  :func:`interaction`: the F test of its interaction (additive fit against cell means).
-- :func:`paired_bootstrap`: sacrebleu's paired bootstrap resampling of each system against one;
-  :func:`holm`: Holm's adjustment of several tests' p-values.
-- :func:`paragraph`: one paragraph of text that says what those numbers resolve and what not.
+"""The statistics of the comparison tables, pure functions: Student-t quantiles (no scipy), the
+flattening rule of a validation curve, the main effects of a two-factor grid and the F test of
+its interaction, sacrebleu's paired bootstrap with Holm's adjustment, and the paragraph that
+says what those numbers resolve and what not.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
 import os
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest, Result
 
-# --- Student-t quantile ---------------------------------------------------------------------
+Rows = Sequence[tuple[str, str, float]]
+"""Runs of a two-factor grid: (level of A, level of B, y)."""
+
+# --- Student's t and Fisher's F ------------------------------------------------------------
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -77,10 +74,8 @@ def t_quantile(q: float, df: int) -> float:
     """t with P(T <= t) = q for Student's t with df degrees of freedom (bisection on t_cdf)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must lie in (0, 1), got {q}")
-    if q < 0.5:
-        return -t_quantile(1.0 - q, df)
-    if q == 0.5:
-        return 0.0
+    if q <= 0.5:
+        return 0.0 if q == 0.5 else -t_quantile(1.0 - q, df)
     low, high = 0.0, 1.0
     while t_cdf(high, df) < q:
         low, high = high, 2.0 * high
@@ -90,23 +85,27 @@ def t_quantile(q: float, df: int) -> float:
     return 0.5 * (low + high)
 
 
-# --- summaries ------------------------------------------------------------------------------
+def f_sf(f: float, df1: int, df2: int) -> float:
+    """P(F > f) for Fisher's F(df1, df2): I_{df2/(df2 + df1·f)}(df2/2, df1/2)."""
+    if df1 < 1 or df2 < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df1}, {df2}")
+    return 1.0 if f <= 0.0 else betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
+
+
+# --- summaries and the flattening rule -----------------------------------------------------
 
 
 def mean_std(values: Sequence[float], digits: int = 2) -> str:
-    """'m ± s' (sample standard deviation) over ≥ 2 values, the value alone for one, '–' for
-    none (NaN left out)."""
+    """'m ± s' (sample std) over >= 2 values, the value alone for one, '–' for none (NaN left
+    out)."""
     values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
+    if len(values) < 2:
+        return f"{values[0]:.{digits}f}" if values else "–"
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
-    """The ``level`` confidence interval of the mean of ``values`` (Student's t, ≥ 2 values:
-    m ± t_{(1+level)/2, n−1} · s/√n); None for fewer."""
+    """m ± t_{(1+level)/2, n−1}·s/√n, the interval of the mean of >= 2 values; None for fewer."""
     if len(values) < 2:
         return None
     m, s = statistics.mean(values), statistics.stdev(values)
@@ -114,19 +113,15 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
     return m - half, m + half
 
 
-# --- the flattening rule --------------------------------------------------------------------
-
-
 def flattened_at(
     curve: Sequence[tuple[int, float]], tol: float = 0.01, tail: float = 0.2, stays: bool = False
 ) -> int | None:
-    """The first validation step L at which the curve has flattened, or None if it never does.
+    """The first validation step L at which the curve of (step, NLL) has flattened, or None.
 
-    With best(s) = min of the NLL over validations at steps <= s and L' = the last validation
-    step <= (1 − tail)·L, L has flattened when (best(L') − best(L)) / |best(L')| < tol.
-    L counts only when (1 − tail)·L >= the first validation step (and L' is before L).
-    ``stays``: L must also pass at every later validation of the curve (a pause in a curve
-    that goes on falling does not count; the curve must run past L for this to mean much).
+    best(s) = the least NLL at steps <= s; L' = the last validation step <= (1 − tail)·L (L
+    is too early to judge without one); L passes when (best(L') − best(L)) / |best(L')| < tol.
+    ``stays``: L must also pass at every later validation (a pause in a falling curve does
+    not count).
     """
     if not 0.0 < tail < 1.0 or tol <= 0.0:
         raise ValueError(f"need 0 < tail < 1 and tol > 0, got tail={tail}, tol={tol}")
@@ -134,38 +129,24 @@ def flattened_at(
     if any(b <= a for a, b in itertools.pairwise(steps)):
         raise ValueError("the curve's steps must be strictly increasing")
     best = np.minimum.accumulate(np.array([nll for _, nll in curve], dtype=float))
-    passes: list[bool | None] = []  # None: too early to judge
+    passes = []
     for i, step in enumerate(steps):
-        earlier = _last_at_or_before(steps[:i], (1.0 - tail) * step)
-        passes.append(
-            None if earlier is None else bool(best[earlier] - best[i] < tol * abs(best[earlier]))
-        )
+        j = bisect.bisect_right(steps, (1.0 - tail) * step, hi=i) - 1  # L'; -1: none
+        passes.append(j >= 0 and bool(best[j] - best[i] < tol * abs(best[j])))
     for i, step in enumerate(steps):
         if passes[i] and (not stays or all(passes[i:])):
             return step
     return None
 
 
-def _last_at_or_before(steps: Sequence[int], cutoff: float) -> int | None:
-    """Index of the last step <= cutoff, None if there is none."""
-    index = None
-    for i, step in enumerate(steps):
-        if step <= cutoff:
-            index = i
-    return index
-
-
-# --- main effects of a two-factor grid ------------------------------------------------------
+# --- main effects of a two-factor grid and their interaction --------------------------------
 
 
 @dataclass(frozen=True)
 class LevelEffect:
-    """One level of a factor: its marginal mean and its difference to the factor's best level.
-
-    ``mean`` = μ + α_level + mean over the other factor's levels of β; ``diff`` = mean − the
-    best level's mean (0 for the best); each with its 95% interval (NaN when df <= 0);
-    ``resolved``: the interval of ``diff`` excludes 0 (never for the best level itself).
-    """
+    """One level of a factor: ``mean`` = μ + α_level + the mean of the other factor's β;
+    ``diff`` = mean − the best level's mean; each with its interval (NaN when df <= 0);
+    ``resolved``: the interval of ``diff`` excludes 0 (never for the best level itself)."""
 
     level: str
     runs: int
@@ -187,11 +168,7 @@ class FactorEffects:
     levels: tuple[LevelEffect, ...]
 
     def level(self, name: str) -> LevelEffect:
-        """The level called ``name``."""
-        for effect in self.levels:
-            if effect.level == name:
-                return effect
-        raise KeyError(name)
+        return {e.level: e for e in self.levels}[name]
 
 
 @dataclass(frozen=True)
@@ -208,8 +185,21 @@ class MainEffects:
     residual_std: float
 
 
+def _design(rows: Rows) -> tuple[list[str], list[str], np.ndarray, np.ndarray] | None:
+    """A's and B's levels, X (n × p: intercept, indicators of A's levels 2.., of B's levels
+    2..) and y; None when X is not of full rank (the cells do not connect every level)."""
+    levels_a = list(dict.fromkeys(a for a, _, _ in rows))
+    levels_b = list(dict.fromkeys(b for _, b, _ in rows))
+    a_columns = np.eye(len(levels_a))[[levels_a.index(a) for a, _, _ in rows], 1:]
+    b_columns = np.eye(len(levels_b))[[levels_b.index(b) for _, b, _ in rows], 1:]
+    x = np.hstack([np.ones((len(rows), 1)), a_columns, b_columns])
+    if np.linalg.matrix_rank(x) < x.shape[1]:
+        return None
+    return levels_a, levels_b, x, np.array([y for _, _, y in rows], dtype=float)
+
+
 def main_effects(
-    rows: Sequence[tuple[str, str, float]],
+    rows: Rows,
     higher_is_better: bool,
     factors: tuple[str, str] = ("A", "B"),
     confidence: float = 0.95,
@@ -217,35 +207,57 @@ def main_effects(
 ) -> MainEffects:
     """Least-squares fit of y = μ + α_a + β_b + ε to rows (level of A, level of B, y).
 
-    Reference coding (the first level of each factor has α = β = 0); any grid whose observed
-    cells connect all levels works, balanced or not (missing cells and seeds are fine).
-    s² = RSS / (n − p) with df = n − p, p = 1 + (|A| − 1) + (|B| − 1); a contrast c of the
-    coefficients θ has variance s²·cᵀ(XᵀX)⁻¹c and interval c·θ ± t_{1−γ/2, df}·se, γ = 1 −
-    confidence. The intervals hold one comparison at a time: with k levels, some difference to
-    the (estimated) best is resolved in pure noise far more often than γ (in about 28% of 4 × 3
-    grids with 2 seeds a cell). ``bonferroni`` widens the differences' intervals to γ/(k − 1) a
-    comparison (then about 12% of those grids, 6% a factor).
+    Reference coding (α, β = 0 for each factor's first level); any grid whose cells connect
+    all levels works (missing cells and seeds are fine). s² = RSS / df, df = n − p; a
+    contrast c of the coefficients θ has the interval c·θ ± t_{1−γ/2, df}·sqrt(s²·cᵀ(XᵀX)⁻¹c),
+    γ = 1 − confidence. These hold one comparison at a time (with k levels, pure noise
+    resolves some difference to the estimated best in about 28% of 4 × 3 grids with 2 seeds);
+    ``bonferroni`` takes γ/(k − 1) for the differences (then about 12%).
     """
-    levels_a = list(dict.fromkeys(a for a, _, _ in rows))
-    levels_b = list(dict.fromkeys(b for _, b, _ in rows))
-    x = _design(rows, levels_a, levels_b)
-    y = np.array([value for _, _, value in rows], dtype=float)
-    if np.linalg.matrix_rank(x) < x.shape[1]:
+    design = _design(rows)
+    if design is None:
         raise ValueError("the observed cells do not connect every level: effects not estimable")
+    levels_a, levels_b, x, y = design
     xtx_inv = np.linalg.inv(x.T @ x)
     theta = xtx_inv @ x.T @ y
     df = len(rows) - x.shape[1]
     rss = float(np.sum((y - x @ theta) ** 2))
     s2 = rss / df if df > 0 else math.nan
-    fit = _Fit(theta, s2 * xtx_inv, df, 1.0 - confidence)
-    first_a, first_b = 1, len(levels_a)  # columns of A's levels 2.., of B's levels 2..
-    counts_a = [sum(1 for a, _, _ in rows if a == level) for level in levels_a]
-    counts_b = [sum(1 for _, b, _ in rows if b == level) for level in levels_b]
-    contrasts_a = _marginal_contrasts(len(theta), first_a, len(levels_a), first_b, len(levels_b))
-    contrasts_b = _marginal_contrasts(len(theta), first_b, len(levels_b), first_a, len(levels_a))
+    cov, gamma = s2 * xtx_inv, 1.0 - confidence
+
+    def interval(c: np.ndarray, comparisons: int) -> tuple[float, float, float]:
+        value = float(c @ theta)
+        if df <= 0:
+            return value, math.nan, math.nan
+        t = t_quantile(1.0 - gamma / (2.0 * comparisons), df)
+        half = t * math.sqrt(max(float(c @ cov @ c), 0.0))
+        return value, value - half, value + half
+
+    def factor(column: int, levels: list[str], first: int, other: int, n: int) -> FactorEffects:
+        """Each level's mean (c: the coefficients of μ + the level + mean of the other's
+        n levels, the other's levels 2.. in columns ``other``..) and its difference to the best."""
+        c = np.zeros((len(levels), len(theta)))
+        c[:, 0] = 1.0
+        c[1:, first : first + len(levels) - 1] = np.eye(len(levels) - 1)
+        c[:, other : other + n - 1] = 1.0 / n
+        means = c @ theta
+        best = int(np.argmax(means) if higher_is_better else np.argmin(means))
+        comparisons = max(len(levels) - 1, 1) if bonferroni else 1
+        effects = []
+        for k, level in enumerate(levels):
+            mean, mean_low, mean_high = interval(c[k], 1)
+            diff, low, high = interval(c[k] - c[best], comparisons)
+            runs = [row[column] for row in rows].count(level)
+            resolved = k != best and (low > 0.0 or high < 0.0)
+            effects.append(
+                LevelEffect(level, runs, mean, mean_low, mean_high, diff, low, high, resolved)
+            )
+        return FactorEffects(factors[column], levels[best], tuple(effects))
+
+    a, b = len(levels_a), len(levels_b)
     return MainEffects(
-        a=_factor(factors[0], levels_a, counts_a, contrasts_a, fit, higher_is_better, bonferroni),
-        b=_factor(factors[1], levels_b, counts_b, contrasts_b, fit, higher_is_better, bonferroni),
+        a=factor(0, levels_a, 1, a, b),
+        b=factor(1, levels_b, a, 1, a),
         higher_is_better=higher_is_better,
         confidence=confidence,
         bonferroni=bonferroni,
@@ -256,81 +268,11 @@ def main_effects(
 
 
 @dataclass(frozen=True)
-class _Fit:
-    theta: np.ndarray
-    cov: np.ndarray  # s²(XᵀX)⁻¹; NaN when df <= 0
-    df: int
-    gamma: float  # 1 − confidence
-
-    def interval(self, c: np.ndarray, comparisons: int = 1) -> tuple[float, float, float]:
-        """(c·θ, low, high) with low/high = c·θ ∓ t_{1−γ/(2·comparisons), df}·sqrt(cᵀ Σ c)."""
-        value = float(c @ self.theta)
-        if self.df <= 0:
-            return value, math.nan, math.nan
-        t = t_quantile(1.0 - self.gamma / (2.0 * comparisons), self.df)
-        half = t * math.sqrt(max(float(c @ self.cov @ c), 0.0))
-        return value, value - half, value + half
-
-
-def _design(
-    rows: Sequence[tuple[str, str, float]], levels_a: list[str], levels_b: list[str]
-) -> np.ndarray:
-    """X (n × p): intercept, indicators of A's levels 2.., indicators of B's levels 2..."""
-    x = np.zeros((len(rows), len(levels_a) + len(levels_b) - 1))
-    x[:, 0] = 1.0
-    for i, (a, b, _) in enumerate(rows):
-        ia, ib = levels_a.index(a), levels_b.index(b)
-        if ia > 0:
-            x[i, ia] = 1.0
-        if ib > 0:
-            x[i, len(levels_a) - 1 + ib] = 1.0
-    return x
-
-
-def _marginal_contrasts(
-    p: int, first: int, count: int, other_first: int, other_count: int
-) -> np.ndarray:
-    """Row k: the coefficients of μ + (this factor's level k) + mean of the other's levels."""
-    c = np.zeros((count, p))
-    c[:, 0] = 1.0
-    for k in range(1, count):
-        c[k, first + k - 1] = 1.0
-    c[:, other_first : other_first + other_count - 1] += 1.0 / other_count
-    return c
-
-
-def _factor(
-    name: str,
-    levels: list[str],
-    counts: list[int],
-    contrasts: np.ndarray,
-    fit: _Fit,
-    higher_is_better: bool,
-    bonferroni: bool,
-) -> FactorEffects:
-    means = contrasts @ fit.theta
-    best = int(np.argmax(means) if higher_is_better else np.argmin(means))
-    comparisons = max(len(levels) - 1, 1) if bonferroni else 1
-    effects = []
-    for k, level in enumerate(levels):
-        mean, mean_low, mean_high = fit.interval(contrasts[k])
-        diff, low, high = fit.interval(contrasts[k] - contrasts[best], comparisons)
-        resolved = k != best and (low > 0.0 or high < 0.0)
-        effects.append(
-            LevelEffect(level, counts[k], mean, mean_low, mean_high, diff, low, high, resolved)
-        )
-    return FactorEffects(name, levels[best], tuple(effects))
-
-
-@dataclass(frozen=True)
 class Interaction:
-    """The F test of the A × B interaction: the additive fit y = μ + α_a + β_b + ε against
-    the cell-means fit y = μ_ab + ε (every observed cell its own mean).
-
-    F = ((RSS_add − RSS_cells) / df1) / (RSS_cells / df2), df1 = df_add − df2 (the
-    interaction's free parameters), df2 = n − cells; p = P(F(df1, df2) > F). ``cells``: each
-    observed (level of A, level of B) -> its mean, in the order the rows first give them.
-    """
+    """The F test of the A × B interaction: the additive fit against the cell-means fit
+    y = μ_ab + ε. F = ((RSS_add − RSS_cells) / df1) / (RSS_cells / df2), df2 = n − cells,
+    df1 = df_add − df2; p = P(F(df1, df2) > F). ``cells``: each observed (A, B) -> its mean,
+    in the order the rows first give them."""
 
     factors: tuple[str, str]
     f: float
@@ -340,25 +282,13 @@ class Interaction:
     cells: dict[tuple[str, str], float]
 
 
-def f_sf(f: float, df1: int, df2: int) -> float:
-    """P(F > f) for Fisher's F(df1, df2): I_{df2/(df2 + df1·f)}(df2/2, df1/2)."""
-    if df1 < 1 or df2 < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {df1}, {df2}")
-    return 1.0 if f <= 0.0 else betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
-
-
-def interaction(
-    rows: Sequence[tuple[str, str, float]], factors: tuple[str, str] = ("A", "B")
-) -> Interaction | None:
-    """:class:`Interaction` of rows (level of A, level of B, y); None when it cannot be
-    tested: the additive fit is not estimable, no cell has two runs (df2 = 0), or the
-    observed cells leave the interaction no free parameter (df1 = 0)."""
-    levels_a = list(dict.fromkeys(a for a, _, _ in rows))
-    levels_b = list(dict.fromkeys(b for _, b, _ in rows))
-    x = _design(rows, levels_a, levels_b)
-    y = np.array([value for _, _, value in rows], dtype=float)
-    if np.linalg.matrix_rank(x) < x.shape[1]:
+def interaction(rows: Rows, factors: tuple[str, str] = ("A", "B")) -> Interaction | None:
+    """The :class:`Interaction` of rows (level of A, level of B, y); None when the additive
+    fit is not estimable or df1 or df2 is 0 (no cell has two runs, or no free parameter)."""
+    design = _design(rows)
+    if design is None:
         return None
+    _, _, x, y = design
     theta = np.linalg.lstsq(x, y, rcond=None)[0]
     rss_add = float(np.sum((y - x @ theta) ** 2))
     groups: dict[tuple[str, str], list[float]] = {}
@@ -377,16 +307,14 @@ def interaction(
     return Interaction(factors, f, df1, df2, 0.0 if math.isinf(f) else f_sf(f, df1, df2), cells)
 
 
-# --- paired bootstrap -----------------------------------------------------------------------
+# --- paired bootstrap ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SystemTest:
-    """One system against the baseline: BLEU, BLEU − baseline BLEU, sacrebleu's p-value.
-
-    ``bootstrap_mean`` ± ``ci_half`` is sacrebleu's 95% interval of the system's own BLEU over
-    the resamples (not of the difference); ``p_value`` is None for the baseline itself.
-    """
+    """One system against the baseline: BLEU, BLEU − baseline BLEU, sacrebleu's p-value (None
+    for the baseline); ``bootstrap_mean`` ± ``ci_half``: sacrebleu's 95% interval of the
+    system's own BLEU over the resamples (not of the difference)."""
 
     name: str
     bleu: float
@@ -408,11 +336,7 @@ class PairedBootstrap:
     systems: tuple[SystemTest, ...]
 
     def system(self, name: str) -> SystemTest:
-        """The test of the system called ``name``."""
-        for test in self.systems:
-            if test.name == name:
-                return test
-        raise KeyError(name)
+        return {s.name: s for s in self.systems}[name]
 
 
 def paired_bootstrap(
@@ -422,16 +346,12 @@ def paired_bootstrap(
     samples: int = 1000,
     seed: int = 12345,
 ) -> PairedBootstrap:
-    """Paired bootstrap resampling (Koehn 2004) of BLEU, sacrebleu.significance.PairedTest("bs").
+    """Paired bootstrap resampling of BLEU (Koehn 2004): sacrebleu's PairedTest("bs").
 
-    sacrebleu resamples the segments with replacement ``samples`` times (the same indices for
-    every system), and p = (#{|Δ*| − mean|Δ*| > |Δ|} + 1) / (samples + 1) with Δ = BLEU(system)
-    − BLEU(baseline) and Δ* its resampled values. Where Δ = 0 exactly (e.g. identical output)
-    sacrebleu's strict ">" gives p = 1/(samples + 1); that case is reported as p = 1.
-
-    Several seeds: pass each system's test outputs of seeds 1..k concatenated in seed order and
-    ``refs`` repeated k times the same way; the segments are then (seed, sentence) pairs,
-    resampled independently of each other.
+    The segments are resampled ``samples`` times (the same indices for every system);
+    p = (#{|Δ*| − mean|Δ*| > |Δ|} + 1) / (samples + 1), Δ = BLEU(system) − BLEU(baseline), Δ*
+    its resampled values; Δ = 0 exactly (identical output) is reported as p = 1. Several
+    seeds: concatenate each system's outputs in seed order and repeat ``refs`` as often.
     """
     if baseline not in systems:
         raise ValueError(f"baseline {baseline!r} is not one of the systems")
@@ -441,43 +361,26 @@ def paired_bootstrap(
         raise ValueError("samples and seed must be >= 1 (sacrebleu reads seed 0 as unseeded)")
     named: list[tuple[str, Sequence[str]]] = [(baseline, systems[baseline])]
     named += [(name, hyps) for name, hyps in systems.items() if name != baseline]
-    with _sacrebleu_seed(seed):
+    before = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest's seed: set for the test alone
+    try:
         test = PairedTest(named, {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=samples)
         signatures, scores = test()
-    results = [_result(item) for item in scores["BLEU"]]
-    base = results[0].score
-    tests = tuple(
-        _system_test(name, result, base, first=i == 0)
-        for i, ((name, _), result) in enumerate(zip(named, results))
-    )
-    return PairedBootstrap(baseline, samples, seed, len(refs), str(signatures["BLEU"]), tests)
-
-
-@contextmanager
-def _sacrebleu_seed(seed: int) -> Iterator[None]:
-    """PairedTest reads its seed from SACREBLEU_SEED: set it for the test, then restore it."""
-    before = os.environ.get("SACREBLEU_SEED")
-    os.environ["SACREBLEU_SEED"] = str(seed)
-    try:
-        yield
     finally:
         if before is None:
             del os.environ["SACREBLEU_SEED"]
         else:
             os.environ["SACREBLEU_SEED"] = before
-
-
-def _result(item: str | Result) -> Result:
-    if not isinstance(item, Result):
-        raise TypeError(f"unexpected sacrebleu result {item!r}")
-    return item
-
-
-def _system_test(name: str, result: Result, base: float, first: bool) -> SystemTest:
-    diff = result.score - base
-    p = None if first else (1.0 if diff == 0.0 else _float(result.p_value))
-    mean, half = _float(result.mean), _float(result.ci)
-    return SystemTest(name, float(result.score), float(diff), p, mean, half)
+    results = cast(list[Result], scores["BLEU"])
+    tests = []
+    for i, ((name, _), result) in enumerate(zip(named, results)):
+        diff = result.score - results[0].score
+        p = None if i == 0 else (1.0 if diff == 0.0 else _float(result.p_value))
+        mean, half = _float(result.mean), _float(result.ci)
+        tests.append(SystemTest(name, float(result.score), float(diff), p, mean, half))
+    return PairedBootstrap(
+        baseline, samples, seed, len(refs), str(signatures["BLEU"]), tuple(tests)
+    )
 
 
 def _float(value: float | None) -> float:
@@ -485,9 +388,8 @@ def _float(value: float | None) -> float:
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of m p-values, in their order: with p_(1) <= ... <= p_(m),
-    p̃_(i) = max over k <= i of min(1, (m − k + 1)·p_(k)); rejecting p̃ < α keeps the chance
-    of any false rejection among the m tests below α."""
+    """Holm's step-down adjustment, in the input's order: with p_(1) <= ... <= p_(m),
+    p̃_(i) = max over k <= i of min(1, (m − k + 1)·p_(k))."""
     m = len(p_values)
     out = [1.0] * m
     running = 0.0
@@ -497,19 +399,15 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-# --- the paragraph --------------------------------------------------------------------------
+# --- tables and paragraphs -----------------------------------------------------------------
 
 
 def marginal_rows(
-    fits: Mapping[str, Sequence[FactorEffects]],
-    digits: Mapping[str, int],
-    runs: bool = False,
+    fits: Mapping[str, Sequence[FactorEffects]], digits: Mapping[str, int], runs: bool = False
 ) -> list[str]:
-    """Markdown rows ``| factor | level | [runs |] mean [low, high][*] | ...`` of the levels
-    of the first measure's factors, one column per measure of ``fits`` (in its order; each
-    measure's factors, e.g. ``(fit.a, fit.b)``, or one factor from each of two fits, or none
-    without a fit): the marginal mean with its interval, ``*`` where the difference to the
-    factor's best is resolved, '–' where that measure has no such factor or level."""
+    """Rows ``| factor | level | [runs |] mean [low, high][*] | ...`` for the levels of the first
+    measure's factors, a column per measure of ``fits`` (its factors, possibly from different
+    fits): ``*`` where the difference to the best is resolved, '–' where a measure lacks it."""
     first = next((f for f in fits.values() if f), ())
     rows = []
     for factor in first:
@@ -524,11 +422,25 @@ def marginal_rows(
     return rows
 
 
-def _level_text(e: LevelEffect, digits: int) -> str:
+def _level_text(e: LevelEffect, d: int) -> str:
     star = "*" if e.resolved else ""
     if math.isnan(e.mean_low):
-        return f"{e.mean:.{digits}f}{star}"
-    return f"{e.mean:.{digits}f} [{e.mean_low:.{digits}f}, {e.mean_high:.{digits}f}]{star}"
+        return f"{e.mean:.{d}f}{star}"
+    return f"{e.mean:.{d}f} [{e.mean_low:.{d}f}, {e.mean_high:.{d}f}]{star}"
+
+
+def cell_means_rows(test: Interaction, measure: str, digits: int) -> list[str]:
+    """Markdown table of the cell means: a row per level of A, a column per level of B."""
+    rows = list(dict.fromkeys(k[0] for k in test.cells))
+    cols = list(dict.fromkeys(k[1] for k in test.cells))
+    lines = [
+        f"| {measure}: {test.factors[0]} × {test.factors[1]} | " + " | ".join(cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for r in rows:
+        values = [f"{test.cells[(r, c)]:.{digits}f}" if (r, c) in test.cells else "–" for c in cols]
+        lines.append(f"| {r} | " + " | ".join(values) + " |")
+    return lines
 
 
 def paragraph(
@@ -541,11 +453,9 @@ def paragraph(
     scope: str = "",
     crossed: Interaction | None = None,
 ) -> str:
-    """One paragraph from the numbers: the fit (``scope``: which runs it is over, when not
-    all), each of ``factors``' (default: both of the fit's) best level with its interval,
-    which differences to it are resolved (interval excludes 0) and which not, the residual
-    std, the interaction test ``crossed`` when given, and which systems the paired bootstrap
-    separates from its baseline (Holm-adjusted p < alpha) and which not."""
+    """One paragraph from the numbers: the fit (``scope``: which runs it is over), the best
+    level of each of ``factors`` (default both) and which differences to it are resolved, the
+    interaction test ``crossed``, and what the bootstrap separates (Holm-adjusted p < alpha)."""
     sentences = [_fit_sentence(effects, measure, digits, scope)]
     chosen = (effects.a, effects.b) if factors is None else factors
     sentences += [_factor_sentence(f, effects, digits) for f in chosen]
@@ -556,51 +466,27 @@ def paragraph(
     return " ".join(sentences)
 
 
-def p_text(p: float) -> str:
-    """'p = 0.023', or 'p < 0.001' below that."""
-    return f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
-
-
 def interaction_sentence(test: Interaction, higher: bool, digits: int, alpha: float = 0.05) -> str:
-    """Whether the interaction is resolved (p < alpha); when it is, that a level's marginal
-    mean averages cells far apart: the best and the worst cell, and the level they share."""
+    """Whether the interaction is resolved (p < alpha); if so, the best and the worst cell and
+    the level they share."""
     a, b = test.factors
-    stat = f"F = {test.f:.2f} on {test.df1} and {test.df2} degrees of freedom, {p_text(test.p)}"
+    p = f"p = {test.p:.3f}" if test.p >= 0.001 else "p < 0.001"
+    stat = f"F = {test.f:.2f} on {test.df1} and {test.df2} degrees of freedom, {p}"
     if test.p >= alpha:
         return f"The {a} × {b} interaction is not resolved ({stat})."
     order = sorted(test.cells, key=test.cells.__getitem__, reverse=higher)
     best, worst = order[0], order[-1]
-    shared = [f"the {f} {x}" for f, x, y in zip(test.factors, best, worst) if x == y]
+    shared = [f", both of the {f} {x}" for f, x, y in zip(test.factors, best, worst) if x == y]
     return (
         f"The {a} × {b} interaction is resolved ({stat}): what a {a} gains or loses "
         f"depends on the {b}, so each marginal mean above averages cells that go different "
-        f"ways; the best cell is {' '.join(best)} "
-        f"({_num(test.cells[best], digits)}), the worst {' '.join(worst)} "
-        f"({_num(test.cells[worst], digits)})"
-        + (f", both of {shared[0]}" if shared else "")
-        + ". The cell means:"
+        f"ways; the best cell is {' '.join(best)} ({test.cells[best]:.{digits}f}), the worst "
+        f"{' '.join(worst)} ({test.cells[worst]:.{digits}f}){shared[0] if shared else ''}. "
+        "The cell means:"
     )
 
 
-def cell_means_rows(test: Interaction, measure: str, digits: int) -> list[str]:
-    """Markdown table of the cell means: a row per level of A, a column per level of B."""
-    rows = list(dict.fromkeys(k[0] for k in test.cells))
-    cols = list(dict.fromkeys(k[1] for k in test.cells))
-    lines = [
-        f"| {measure}: {test.factors[0]} × {test.factors[1]} | " + " | ".join(cols) + " |",
-        "|---|" + "---:|" * len(cols),
-    ]
-    for r in rows:
-        values = [_num(test.cells[(r, c)], digits) if (r, c) in test.cells else "–" for c in cols]
-        lines.append(f"| {r} | " + " | ".join(values) + " |")
-    return lines
-
-
-def _num(value: float, digits: int, sign: bool = False) -> str:
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def _fit_sentence(effects: MainEffects, measure: str, digits: int, scope: str = "") -> str:
+def _fit_sentence(effects: MainEffects, measure: str, digits: int, scope: str) -> str:
     direction = "higher" if effects.higher_is_better else "lower"
     fit = (
         f"On {measure} ({direction} is better), an additive fit of {effects.a.factor} and "
@@ -608,41 +494,40 @@ def _fit_sentence(effects: MainEffects, measure: str, digits: int, scope: str = 
     )
     if effects.df <= 0:
         return f"{fit} leaves no residual degrees of freedom, so it gives no intervals."
+    adjusted = ", those of differences Bonferroni-adjusted within each factor"
     return (
-        f"{fit} leaves a residual std of {_num(effects.residual_std, digits)} "
+        f"{fit} leaves a residual std of {effects.residual_std:.{digits}f} "
         f"({effects.df} degrees of freedom); intervals are {effects.confidence:.0%}"
-        + (
-            ", those of differences Bonferroni-adjusted within each factor."
-            if effects.bonferroni
-            else "."
-        )
+        + (adjusted if effects.bonferroni else "")
+        + "."
     )
 
 
-def _factor_sentence(factor: FactorEffects, effects: MainEffects, digits: int) -> str:
+def _factor_sentence(factor: FactorEffects, effects: MainEffects, d: int) -> str:
     best = factor.level(factor.best)
-    head = f"The best {factor.factor} is {factor.best} at {_num(best.mean, digits)}"
+    head = f"The best {factor.factor} is {factor.best} at {best.mean:.{d}f}"
     if effects.df > 0:
-        head += f" ({_num(best.mean_low, digits)} to {_num(best.mean_high, digits)})"
+        head += f" ({best.mean_low:.{d}f} to {best.mean_high:.{d}f})"
     others = [e for e in factor.levels if e.level != factor.best]
     if not others:
         return head + f"; it is the only {factor.factor}."
+
     resolved = [e for e in others if e.resolved]
     unresolved = [e for e in others if not e.resolved]
-    if not resolved:
-        return f"{head}; no difference to it is resolved: {_differences(others, effects, digits)}."
-    parts = [head, "resolved differences to it: " + _differences(resolved, effects, digits)]
+    parts = [head]
+    if resolved:
+        parts.append("resolved differences to it: " + _differences(resolved, effects, d))
     if unresolved:
-        parts.append("not resolved: " + _differences(unresolved, effects, digits))
+        lead = "not resolved: " if resolved else "no difference to it is resolved: "
+        parts.append(lead + _differences(unresolved, effects, d))
     return "; ".join(parts) + "."
 
 
-def _differences(levels: list[LevelEffect], effects: MainEffects, digits: int) -> str:
-    if effects.df <= 0:
-        return ", ".join(f"{e.level} {_num(e.diff, digits, sign=True)}" for e in levels)
+def _differences(levels: list[LevelEffect], effects: MainEffects, d: int) -> str:
+    """'level +diff (low to high), ...' (no interval without residual degrees of freedom)."""
     return ", ".join(
-        f"{e.level} {_num(e.diff, digits, sign=True)} "
-        f"({_num(e.diff_low, digits, sign=True)} to {_num(e.diff_high, digits, sign=True)})"
+        f"{e.level} {e.diff:+.{d}f}"
+        + (f" ({e.diff_low:+.{d}f} to {e.diff_high:+.{d}f})" if effects.df > 0 else "")
         for e in levels
     )
 
@@ -654,32 +539,27 @@ BOOTSTRAP_NOISE = (
 """What a paired bootstrap over concatenated seeds' outputs does not measure."""
 
 
-def _bootstrap_sentence(bootstrap: PairedBootstrap, alpha: float, digits: int) -> str:
-    base = bootstrap.system(bootstrap.baseline)
+def _bootstrap_sentence(bootstrap: PairedBootstrap, alpha: float, d: int) -> str:
     others = [s for s in bootstrap.systems if s.p_value is not None]
     head = (
         f"A paired bootstrap of BLEU (sacrebleu, {bootstrap.samples} resamples of "
         f"{bootstrap.segments} segments) against {bootstrap.baseline} "
-        f"(BLEU {_num(base.bleu, digits)})"
+        f"(BLEU {bootstrap.system(bootstrap.baseline).bleu:.{d}f})"
     )
     if not others:
         return head + " has nothing to compare."
     raw = [1.0 if s.p_value is None else s.p_value for s in others]
-    adjusted = dict(zip((s.name for s in others), holm(raw)))
+    p = dict(zip((s.name for s in others), holm(raw)))
     head += f", its p-values Holm-adjusted over its {len(others)} tests,"
-    separated = [s for s in others if adjusted[s.name] < alpha]
+    separated = [s for s in others if p[s.name] < alpha]
     kept = [s for s in others if s not in separated]
+
+    def tests(chosen: list[SystemTest]) -> str:
+        return ", ".join(f"{s.name} {s.diff:+.{d}f} (p = {p[s.name]:.3f})" for s in chosen)
+
     if not separated:
-        text = (
-            f"{head} separates nothing from it at p < {alpha:g}: {_tests(kept, adjusted, digits)}."
-        )
+        text = f"{head} separates nothing from it at p < {alpha:g}: {tests(kept)}."
     else:
-        text = f"{head} separates from it at p < {alpha:g}: {_tests(separated, adjusted, digits)}"
-        text += f"; not resolved: {_tests(kept, adjusted, digits)}." if kept else "."
+        text = f"{head} separates from it at p < {alpha:g}: {tests(separated)}"
+        text += f"; not resolved: {tests(kept)}." if kept else "."
     return f"{text} {BOOTSTRAP_NOISE}"
-
-
-def _tests(tests: list[SystemTest], p: Mapping[str, float], digits: int) -> str:
-    return ", ".join(
-        f"{s.name} {_num(s.diff, digits, sign=True)} (p = {p[s.name]:.3f})" for s in tests
-    )
