@@ -1,27 +1,11 @@
-"""A study: one config file, configs/study/NAME.yaml, that says which train.py runs it makes.
+"""A study: configs/study/NAME.yaml, the train.py runs it makes (experiments/README.md).
 
-    study:                     # the typed header (:class:`Header`)
-      what: guided vs unguided attention on ding_de_en
-      runs: 8                  # the grid's size (checked)
-      minutes_per_run: 30      # expected for one run with 2 cores to itself
-      hours: 4.0               # runs × minutes_per_run / 60 (checked)
-      runs_on: gpu             # cpu: at most SESSION_HOURS in all; gpu: a lent 16-core host
-      capped: 1,800 updates    # what is capped so that it fits
-    overrides:                 # train.py overrides every run gets
-      - data=ding_de_en
-    hydra:
-      sweeper:
-        params:                # the grid, in Hydra's basic sweeper syntax
-          model: transformer,rnn_bahdanau
-          seed: 1,2            # also range(1,3), choice(...)
-
-:func:`load_study` reads it into a :class:`Study`: one :class:`Run` per combination of the
-grid's values, named by them: ``model-transformer_seed-1_weight-0.05`` (each grid key's
-last part, or the whole key where two share it, a ``-`` and the value; keys sorted, joined
-by ``_``). The name is the run's folder's, so values are letters, digits and ``_ . + -``:
-``ckpt=``, ``resume=`` and the shell take the folder unquoted. A bad file fails with one
-:class:`~attnmt.errors.ConfigError` naming the file and the key (``study.runz: unknown key;
-did you mean study.runs?``). experiments/sweep.py runs a study.
+Its ``study:`` header (:class:`Header`) states the runs and their hours on 2 cores (checked),
+``overrides`` go to every run, and ``hydra.sweeper.params`` is the grid in Hydra's sweep
+syntax (``seed: 1,2``, ``range(1,3)``, ``choice(...)``). One :class:`Run` per combination,
+named by its values: ``model-transformer_seed-1`` (keys sorted; each key's last part, the
+whole key where two share it), so values are letters, digits and ``_ . + -``. A bad file
+fails with one ConfigError naming the file and the key.
 """
 
 from __future__ import annotations
@@ -42,21 +26,18 @@ from omegaconf import OmegaConf
 from attnmt.errors import ConfigError
 from attnmt.schema import parse, within
 
-NAME_VALUE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")
-"""A grid value that can name a run's folder, which Hydra and the shell then take unquoted."""
-SESSION_HOURS = 2.5
-"""What a study on 2 cores may need in all: a lent machine is held about three hours, and
-only the repository (the records in results/) outlives it."""
+NAME_VALUE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")  # Hydra and the shell take it as is
+SESSION_HOURS = 2.5  # a lent machine is held ~3 h; only the repository (results/) outlives it
+PARAMS = "hydra.sweeper.params"
 
 
 @dataclass
 class Header:
     """A study's ``study:`` header; minutes and hours are for one run with 2 cores."""
 
-    runs: int = 0  # the grid's size, checked
-    # expected: training, validation and test
+    runs: int = 0  # the grid's size
     minutes_per_run: float = field(default=0.0, metadata=within(0, 10_000, lo_open=True))
-    hours: float = field(default=0.0, metadata=within(0, 10_000))  # runs × minutes / 60, checked
+    hours: float = field(default=0.0, metadata=within(0, 10_000))  # runs × minutes_per_run / 60
     runs_on: str = "cpu"  # cpu: at most SESSION_HOURS in all; gpu: a lent 16-core GPU host
     what: str = ""  # what the study measures
     capped: str = ""  # what is capped so that it fits
@@ -125,18 +106,10 @@ def _parsed(items: Sequence[str], where: str) -> list[Override]:
     return parsed
 
 
-def _expand(spec: StudyFile) -> list[Run]:
-    """Every combination of the grid's values (keys sorted), checked."""
-    base = _parsed(spec.overrides, "overrides")
-    params = spec.hydra.sweeper.params
-    for key, value in params.items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise ConfigError(
-                f"hydra.sweeper.params.{key}: expected values like 1,2; got {value!r}"
-            )
-    grid = _parsed([f"{k}={v}" for k, v in params.items()], "hydra.sweeper.params")
+def _checked(base: list[Override], grid: list[Override]) -> None:
+    """No key twice, none the driver sets, no sweep outside the grid."""
     seen: set[str] = set()
-    for where, o in [("overrides", o) for o in base] + [("hydra.sweeper.params", o) for o in grid]:
+    for where, o in [("overrides", o) for o in base] + [(PARAMS, o) for o in grid]:
         key = o.key_or_group
         if key == "resume" or key.startswith("hydra."):
             raise ConfigError(f"{where}: {key}: the driver sets a run's folder; remove it")
@@ -144,28 +117,40 @@ def _expand(spec: StudyFile) -> list[Run]:
             raise ConfigError(f"{where}: {key} is given twice; keep one")
         seen.add(key)
         if where == "overrides" and o.is_sweep_override():
-            raise ConfigError(
-                f"overrides: {o.get_key_element()}: a sweep; put it in hydra.sweeper.params"
-            )
-    axes = []
-    leaves = [o.key_or_group.rpartition(".")[2] for o in grid]
-    for o in sorted(grid, key=lambda o: o.key_or_group):
-        where = f"hydra.sweeper.params.{o.get_key_element()}"
-        if o.is_sweep_override() and not o.is_discrete_sweep():
-            raise ConfigError(f"{where}: only lists of values, range() and choice() sweep here")
-        values = (
-            list(o.sweep_string_iterator())
-            if o.is_sweep_override()
-            else [o.get_value_element_as_str()]
+            raise ConfigError(f"overrides: {o.get_key_element()}: a sweep; put it in {PARAMS}")
+
+
+def _values(o: Override) -> list[str]:
+    """A grid key's values, checked: listed, each once, each able to name a folder."""
+    where = f"{PARAMS}.{o.get_key_element()}"
+    if o.is_sweep_override() and not o.is_discrete_sweep():
+        raise ConfigError(f"{where}: only lists of values, range() and choice() sweep here")
+    values = (
+        list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+    )
+    if len(set(values)) < len(values) or not all(NAME_VALUE.fullmatch(v) for v in values):
+        raise ConfigError(
+            f"{where}: {', '.join(values)}: a value twice, or one that cannot name a "
+            "folder (letters, digits and _ . + - only)"
         )
-        if len(set(values)) < len(values) or not all(NAME_VALUE.fullmatch(v) for v in values):
-            raise ConfigError(
-                f"{where}: {', '.join(values)}: a value twice, or one that cannot name a "
-                "folder (letters, digits and _ . + - only)"
-            )
+    return values
+
+
+def _expand(spec: StudyFile) -> list[Run]:
+    """Every combination of the grid's values (keys sorted)."""
+    base = _parsed(spec.overrides, "overrides")
+    params = spec.hydra.sweeper.params
+    for key, value in params.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise ConfigError(f"{PARAMS}.{key}: expected values like 1,2; got {value!r}")
+    grid = _parsed([f"{k}={v}" for k, v in params.items()], PARAMS)
+    _checked(base, grid)
+    leaves = [o.key_or_group.rpartition(".")[2] for o in grid]
+    axes = []
+    for o in sorted(grid, key=lambda o: o.key_or_group):
         leaf = o.key_or_group.rpartition(".")[2]
         label = leaf if leaves.count(leaf) == 1 else o.key_or_group
-        axes.append([(o.get_key_element(), label, v) for v in values])
+        axes.append([(o.get_key_element(), label, v) for v in _values(o)])
     return [
         Run(
             "_".join(f"{label}-{v}" for _, label, v in combo) or "run",

@@ -1,29 +1,20 @@
-"""The sweep driver: run a study (experiments/study.py) as train.py runs.
+"""The one sweep driver: a study's runs (experiments/study.py) as train.py processes.
 
     python -m experiments.sweep configs/study/NAME.yaml --jobs 2 --hours 2.5 [--dry-run]
     python -m experiments.sweep configs/study/NAME.yaml --record [data.root=/tmp/d ...]
 
-A run trains in outputs/<study>/<run>/ (<run>: its grid values, ``model-transformer_seed-1``),
-its train.py output appended to outputs/<study>/<run>.log. A run whose summary.json says
-``finished`` (in its folder, or in its record under results/<study>/<run>/) is skipped; one
-holding a checkpoint is resumed with ``resume=FOLDER`` (the run's own settings); any other
-starts afresh. Up to ``--jobs`` runs at once, cores // jobs threads each. When ``--hours``
-are spent, or on SIGINT/SIGTERM, no run starts and each running one gets SIGTERM once
-(train.py saves last.pt and exits 143; the same command resumes it); a driver killed outright
-takes its runs along (experiments/die_with_parent.py). Overrides after the study go to every
-run, new or resumed: where things are (``data.root=``, ``device=``), not what a run is.
-
-First it prints the runs and the hours left on 2 cores, and refuses (exit 2, unless
-``--force``) when these exceed :data:`MARGIN` × what ``--hours`` buy here, hours × min(cores,
-2 × jobs) / 2 (a run gains from up to 2 threads). ``--record`` copies each finished run's own
-files as they are into results/<study>/<run>/: summary.json, metrics.jsonl, .hydra/config.yaml
-and overrides.yaml, hyps/test.txt.xz. Exit status: 0 when no run failed (runs may be left:
-the same command goes on), 1 naming the failed, 2 for a bad study, 128 + N after signal N.
+Run <run> trains in outputs/<study>/<run>/ (its log beside it, <run>.log): skipped where its
+summary.json, there or in results/<study>/<run>/, says finished; resumed where it holds a
+checkpoint; up to --jobs at once. Spent --hours or a signal: each running run gets one
+SIGTERM (it saves last.pt; the same command resumes it). Overrides after the study go to
+every run. --record copies a finished run's own files into results/<study>/<run>/. Exit
+status: 0, 1 when a run failed, 2 for a bad study, 128 + N after signal N.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import fcntl
 import lzma
 import os
@@ -42,22 +33,16 @@ from typing import Protocol
 
 from attnmt.atomic import atomic_dir
 from attnmt.errors import AttnmtError
+from attnmt.machine import usable_cores
 from attnmt.run_dir import BEST_FILE, LAST, RunDir
-from attnmt.run_record import RecordError, RunRecord, read_record, read_summary
+from attnmt.run_record import RecordError, read_summary
 from attnmt.run_summary import Summary
-from experiments import die_with_parent
 from experiments.study import Run, Study, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-MARGIN = 2.0
+MARGIN = 2.0  # the most hours left, × what --hours buy, a sweep starts without --force
 POLL_S = 1.0  # seconds between looks at the running runs
-
-
-def record_of(folder: Path) -> RunRecord | None:
-    try:
-        return read_record(folder)
-    except RecordError:
-        return None
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def summary_of(folder: Path) -> Summary | None:
@@ -71,17 +56,26 @@ def finished(folder: Path) -> bool:
     return (s := summary_of(folder)) is not None and s.status == "finished"
 
 
-def trained_minutes(rec: RunRecord | None) -> float:
-    """The training minutes a run's record has reached (0 without one)."""
-    return max((float(e.get("minutes") or 0) for e in rec.events), default=0.0) if rec else 0.0
+def trained(folder: Path) -> float:
+    """The training minutes a run's summary.json has reached (0 without one)."""
+    return (s.minutes or 0.0) if (s := summary_of(folder)) is not None else 0.0
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity; the CPU count where unknown)."""
+def die_with_driver() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to SIGTERM the child when this process dies, even killed
+    outright (``PR_SET_PDEATHSIG``, kept across exec); a child whose driver died before it
+    asked exits 143 unstarted. None where there is no ``prctl``."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    driver = os.getpid()
+
+    def ask() -> None:
+        if prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0 and os.getppid() != driver:
+            os._exit(128 + signal.SIGTERM)
+
+    return ask
 
 
 class Proc(Protocol):
@@ -95,17 +89,21 @@ Launch = Callable[[list[str], Path, dict[str, str]], Proc]
 
 def popen(args: list[str], log: Path, env: dict[str, str]) -> Proc:
     """``python train.py ARGS`` in its own session, output appended to ``log``, SIGTERM
-    when the driver dies."""
+    when the driver dies (:func:`die_with_driver`)."""
     with log.open("ab") as out:
-        cmd = die_with_parent.command([sys.executable, "train.py", *args])
         return subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            [sys.executable, "train.py", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_driver(),
         )
 
 
 def quoted(path: Path) -> str:
-    """``path`` as a Hydra value: as it is, or quoted where it holds other characters than
-    the run names' (``=``, ``,``, a space...)."""
+    """``path`` as a Hydra value, quoted where it holds characters run names do not."""
     text = str(path)
     if re.fullmatch(r"[A-Za-z0-9_/.+-]+", text):
         return text
@@ -121,7 +119,7 @@ class Outcome:
 
 @dataclass
 class Sweep:
-    """One invocation over a study's runs (see the module docstring)."""
+    """One call over a study's runs (see the module docstring)."""
 
     study: Study
     outputs: Path = Path("outputs")
@@ -157,30 +155,23 @@ class Sweep:
         return "resume" if any(n == LAST or BEST_FILE.fullmatch(n) for n in names) else "new"
 
     def args(self, run: Run, state: str) -> list[str]:
+        folder = quoted(self.folder(run))
         if state == "resume":
-            return [f"resume={quoted(self.folder(run))}", *self.extra]
-        new = [*self.study.overrides, *run.grid, *self.extra]
-        return [*new, f"hydra.run.dir={quoted(self.folder(run))}"]
+            return [f"resume={folder}", *self.extra]
+        return [*self.study.overrides, *run.grid, *self.extra, f"hydra.run.dir={folder}"]
 
     def hours_left(self, plan: Sequence[tuple[Run, str]]) -> float:
         """Expected hours on 2 cores of the unfinished runs, less what they trained."""
         per = self.study.header.minutes_per_run
-        left = [
-            per - trained_minutes(record_of(self.folder(r))) for r, s in plan if s != "finished"
-        ]
-        return sum(max(m, 0.0) for m in left) / 60
-
-    def capacity(self) -> float:
-        """The 2-core run hours that ``hours`` buy here."""
-        return self.hours * min(self.cores, 2 * self.jobs) / 2
+        return sum(max(per - trained(self.folder(r)), 0.0) for r, s in plan if s != "finished") / 60
 
     def stop(self, why: str) -> None:
         """Start no more runs; SIGTERM each running one, once (a second would abort its save)."""
         self.stopped = self.stopped or why
-        for run in list(self.running):
+        for run, (proc, _) in list(self.running.items()):
             if run not in self.termed:
                 self.termed.add(run)
-                self.running[run][0].send_signal(signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)
 
     def keep(self, run: Run) -> str:
         """The finished run's own record files, as they are, into results/<study>/<run>/."""
@@ -191,8 +182,8 @@ class Sweep:
             with atomic_dir(target) as staging:
                 for file in (src.summary, src.metrics, src.config_yaml, src.overrides_yaml):
                     if file.is_file():
-                        (staging / file.relative_to(src.path)).parent.mkdir(exist_ok=True)
-                        shutil.copy2(file, staging / file.relative_to(src.path))
+                        (to := staging / file.relative_to(src.path)).parent.mkdir(exist_ok=True)
+                        shutil.copy2(file, to)
                 if (hyps := src.hyps / "test.txt").is_file():
                     (staging / "hyps").mkdir()
                     (staging / "hyps/test.txt.xz").write_bytes(lzma.compress(hyps.read_bytes()))
@@ -201,6 +192,7 @@ class Sweep:
         return f"; recorded in {target}"
 
     def ended(self, run: Run, code: int, started: float, out: Outcome) -> str:
+        """The line for a run whose train.py exited with ``code``, noted in ``out``."""
         s = summary_of(self.folder(run))
         if code == 0 and s is not None and s.status == "finished":
             out.finished.append(run.name)
@@ -213,38 +205,34 @@ class Sweep:
             )
         if code in (130, 143):
             out.stopped.append(run.name)
-            return (
-                f"interrupted {run.name} ({self.stopped or 'SIGTERM'}): the same command resumes it"
-            )
+            why = self.stopped or "SIGTERM"
+            return f"interrupted {run.name} ({why}): the same command resumes it"
         out.failed.append(run.name)
         return f"failed {run.name} (exit {code}): see {self.log(run)}"
 
     def run(self, plan: Sequence[tuple[Run, str]]) -> Outcome:
         """The plan's unfinished runs, until they end, a stop or ``hours`` are spent."""
-        out, todo = Outcome(), deque(r for r, s in plan if s != "finished")
-        if self.record:
-            for run in (r for r, s in plan if s == "finished" and finished(self.folder(r))):
+        out, todo = Outcome(), deque((r, s) for r, s in plan if s != "finished")
+        for run, state in plan:
+            if self.record and state == "finished" and finished(self.folder(run)):
                 self.keep(run)
         threads = str(max(1, self.cores // self.jobs))
         env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-        deadline = self.clock() + self.hours * 3600 if self.hours > 0 else None
+        deadline = self.clock() + self.hours * 3600 if self.hours > 0 else float("inf")
         while (todo and not self.stopped) or self.running:
-            if deadline is not None and self.clock() >= deadline:
+            if self.clock() >= deadline:
                 self.stop(f"--hours {self.hours:g} spent")
             while todo and len(self.running) < self.jobs and not self.stopped:
-                run = todo.popleft()
-                state, done = self.state(run), trained_minutes(record_of(self.folder(run)))
+                run, state = todo.popleft()
+                done = trained(self.folder(run))
                 self.folder(run).parent.mkdir(parents=True, exist_ok=True)
-                self.running[run] = (
-                    self.launch(self.args(run, state), self.log(run), env),
-                    self.clock(),
-                )
+                proc = self.launch(self.args(run, state), self.log(run), env)
+                self.running[run] = (proc, self.clock())
                 if self.stopped:  # a signal came while it started
                     self.stop(self.stopped)
+                resumed = f"resumed {run.name} ({done:.1f} min trained)"
                 self.say(
-                    f"resumed {run.name} ({done:.1f} min trained)"
-                    if state == "resume"
-                    else f"started {run.name} ({threads} thread(s))"
+                    resumed if state == "resume" else f"started {run.name} ({threads} thread(s))"
                 )
             for run, (proc, started) in list(self.running.items()):
                 if (code := proc.poll()) is not None:
@@ -252,72 +240,62 @@ class Sweep:
                     self.say(self.ended(run, code, started, out))
             if self.running:
                 self.sleep(POLL_S)
-        out.stopped += [r.name for r in todo]
+        out.stopped += [r.name for r, _ in todo]
         return out
 
-
-def execute(args: argparse.Namespace, launch: Launch = popen) -> int:
-    study = load_study(args.study)
-    h = study.header
-    sweep = Sweep(
-        study,
-        args.outputs,
-        args.results,
-        args.jobs,
-        args.hours,
-        args.record,
-        tuple(args.extra),
-        launch,
-    )
-    plan = [(r, sweep.state(r)) for r in study.runs]
-    left = sweep.hours_left(plan)
-    print(
-        f"study {study.name} ({study.path}): {len(plan)} runs, ~{h.minutes_per_run:g} min each "
-        f"and {h.hours:g} h in all on 2 cores; runs on {h.runs_on}"
-        + (f"; capped: {h.capped}" if h.capped else "")
-    )
-    for run, state in plan:
-        print(f"  {state:9} {run.name}")
-    print(
-        f"left: {sum(s != 'finished' for _, s in plan)} run(s), ~{left:.1f} h on 2 cores; "
-        f"--jobs {args.jobs} on {sweep.cores} cores"
-        + (f": --hours {args.hours:g} buy ~{sweep.capacity():.1f} h" if args.hours else ""),
-        flush=True,
-    )
-    if args.dry_run:
-        for run, state in (p for p in plan if p[1] != "finished"):
-            print(f"  python train.py {shlex.join(sweep.args(run, state))}")
-        return 0
-    if args.hours and left > MARGIN * sweep.capacity() and not args.force:
-        raise AttnmtError(
-            f"study {study.name}: ~{left:.1f} h left on 2 cores is more than {MARGIN:g} × the "
-            f"~{sweep.capacity():.1f} h that --hours {args.hours:g} buy here; give more --hours "
-            "or --jobs (on more cores), shrink the study, or run anyway with --force"
+    def call(self, dry_run: bool, force: bool) -> int:
+        """Print the plan; then (unless ``dry_run``) run it, holding the study's lock."""
+        name, h = self.study.name, self.study.header
+        plan = [(r, self.state(r)) for r in self.study.runs]
+        todo = [(r, s) for r, s in plan if s != "finished"]
+        left, buy = self.hours_left(plan), self.hours * min(self.cores, 2 * self.jobs) / 2
+        print(
+            f"study {name} ({self.study.path}): {len(plan)} runs, ~{h.minutes_per_run:g} min "
+            f"each and {h.hours:g} h in all on 2 cores; runs on {h.runs_on}"
+            + (f"; capped: {h.capped}" if h.capped else "")
         )
-    lock = args.outputs / study.name / ".sweep.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("w") as held:
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise AttnmtError(f"{lock}: another sweep of this study runs now") from None
-        stop = {
-            s: signal.signal(s, lambda n, _: sweep.stop(signal.Signals(n).name))
-            for s in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            out = sweep.run(plan)
-        finally:
-            for s, handler in stop.items():
-                signal.signal(s, handler)
-    print(
-        f"study {study.name}: {len(out.finished)} run(s) finished in this call"
-        + (f"; left, the same command goes on: {', '.join(out.stopped)}" if out.stopped else "")
-        + (f"; FAILED (see their .log): {', '.join(out.failed)}" if out.failed else "")
-    )
-    if out.failed:
-        return 1
-    return 128 + signal.Signals[sweep.stopped] if sweep.stopped.startswith("SIG") else 0
+        for run, state in plan:
+            print(f"  {state:9} {run.name}")
+        print(
+            f"left: {len(todo)} run(s), ~{left:.1f} h on 2 cores; --jobs {self.jobs} on "
+            f"{self.cores} cores"
+            + (f": --hours {self.hours:g} buy ~{buy:.1f} h" if self.hours else ""),
+            flush=True,
+        )
+        if dry_run:
+            for run, state in todo:
+                print(f"  python train.py {shlex.join(self.args(run, state))}")
+            return 0
+        if self.hours and left > MARGIN * buy and not force:
+            raise AttnmtError(
+                f"study {name}: ~{left:.1f} h left on 2 cores is more than {MARGIN:g} × the "
+                f"~{buy:.1f} h that --hours {self.hours:g} buy here; give more --hours "
+                "or --jobs (on more cores), shrink the study, or run anyway with --force"
+            )
+        lock = self.outputs / name / ".sweep.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with lock.open("w") as held:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise AttnmtError(f"{lock}: another sweep of this study runs now") from None
+            stop = {
+                s: signal.signal(s, lambda n, _: self.stop(signal.Signals(n).name))
+                for s in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                out = self.run(plan)
+            finally:
+                for s, handler in stop.items():
+                    signal.signal(s, handler)
+        print(
+            f"study {name}: {len(out.finished)} run(s) finished in this call"
+            + (f"; left, the same command goes on: {', '.join(out.stopped)}" if out.stopped else "")
+            + (f"; FAILED (see their .log): {', '.join(out.failed)}" if out.failed else "")
+        )
+        if out.failed:
+            return 1
+        return 128 + signal.Signals[self.stopped] if self.stopped.startswith("SIG") else 0
 
 
 def main(argv: Sequence[str] | None = None, launch: Launch = popen) -> int:
@@ -331,11 +309,15 @@ def main(argv: Sequence[str] | None = None, launch: Launch = popen) -> int:
     parser.add_argument("--outputs", type=Path, default=Path("outputs"))
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("extra", nargs="*", help="overrides for every run (data.root=...)")
-    args = parser.parse_intermixed_args(argv)
-    if args.jobs < 1 or args.hours < 0:
+    a = parser.parse_intermixed_args(argv)
+    if a.jobs < 1 or a.hours < 0:
         parser.error("--jobs must be at least 1 and --hours not negative")
     try:
-        return execute(args, launch)
+        study = load_study(a.study)
+        sweep = Sweep(
+            study, a.outputs, a.results, a.jobs, a.hours, a.record, tuple(a.extra), launch
+        )
+        return sweep.call(a.dry_run, a.force)
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ training; one slow test runs the toy study for real.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import lzma
@@ -14,6 +15,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,7 @@ from experiments.sweep import Sweep, main
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "configs" / "study" / "toy.yaml"
 GUIDED = ROOT / "configs" / "study" / "guided_alignment.yaml"
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 
 
 @pytest.fixture(autouse=True)
@@ -240,6 +244,26 @@ def test_spent_hours_stop_the_runs_and_the_next_call_resumes_them(tmp_path: Path
     assert again.launches[1][-1].startswith("hydra.run.dir=")
 
 
+def test_a_resumed_run_counts_the_minutes_its_summary_kept(tmp_path: Path) -> None:
+    """What resume= goes on from: the summary's minutes (written with each last.pt), not a
+    later event's of a run killed before it saved again."""
+    study = load_study(study_file(tmp_path, SEEDS))
+    lines: list[str] = []
+    s = Sweep(study, tmp_path / "out", launch=FakeTrain(polls=1), sleep=lambda _: None,
+              say=lines.append)  # fmt: skip
+    run = RunDir(s.folder(study.runs[0]))
+    run.path.mkdir(parents=True)
+    writer = RecordWriter(run, None, {})
+    writer.update(status="interrupted", minutes=1.25)
+    writer.event("train", 40, epoch=1, minutes=2.5)  # after the save, then killed
+    run.checkpoints.mkdir()
+    run.last.write_bytes(b"saved")
+    plan = [(r, s.state(r)) for r in study.runs]
+    assert s.hours_left(plan) == pytest.approx((3 - 1.25 + 3 * 3) / 60)
+    s.run(plan)
+    assert "resumed seed-1 (1.2 min trained)" in lines
+
+
 def test_a_signal_to_the_driver_stops_its_runs(tmp_path: Path) -> None:
     fake = FakeTrain(polls=None)
     fake.on_poll = lambda proc: os.kill(os.getpid(), signal.SIGINT)
@@ -316,10 +340,75 @@ def test_train_py_runs_in_its_own_session_and_dies_with_the_driver(
     monkeypatch.setattr(subprocess, "Popen", popen)
     log = tmp_path / "run.log"
     assert sweep_module.popen(["seed=1"], log, {"OMP_NUM_THREADS": "1"}) == "started"
-    assert seen["cmd"][1:4] == ["-m", "experiments.die_with_parent", str(os.getpid())]
-    assert seen["cmd"][-2:] == ["train.py", "seed=1"]
+    assert seen["cmd"] == [sys.executable, "train.py", "seed=1"]
     assert seen["start_new_session"] is True and seen["cwd"] == ROOT
     assert seen["env"] == {"OMP_NUM_THREADS": "1"} and log.is_file()
+    assert callable(seen["preexec_fn"]) or not sys.platform.startswith("linux")
+
+
+CHILD = """
+import signal, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+def stop(signum, frame):
+    (out / "stopped").write_text(signal.Signals(signum).name)
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+(out / "started").write_text("")
+time.sleep(60)
+"""
+
+
+def _wait_for(path: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@linux_only
+@pytest.mark.parametrize("wrapped", [True, False], ids=["die_with_driver", "bare"])
+def test_a_child_gets_sigterm_when_its_driver_is_killed(tmp_path: Path, wrapped: bool) -> None:
+    (tmp_path / "child.py").write_text(CHILD)
+    ask = "die_with_driver()" if wrapped else "None"
+    driver = f"""
+import subprocess, sys
+from experiments.sweep import die_with_driver
+cmd = [sys.executable, {str(tmp_path / "child.py")!r}, {str(tmp_path)!r}]
+child = subprocess.Popen(cmd, start_new_session=True, preexec_fn={ask})
+print(child.pid, flush=True)
+child.wait()
+"""
+    runner = subprocess.Popen([sys.executable, "-c", driver], cwd=ROOT, stdout=subprocess.PIPE)
+    assert runner.stdout is not None
+    child_pid = int(runner.stdout.readline())
+    try:
+        assert _wait_for(tmp_path / "started", 20), "the child did not start"
+        runner.send_signal(signal.SIGKILL)  # no handler runs: only the kernel can tell it
+        runner.wait(timeout=10)
+        stopped = _wait_for(tmp_path / "stopped", 10 if wrapped else 2)  # wrapped: ~0.1 s
+        if wrapped:
+            assert stopped and (tmp_path / "stopped").read_text() == "SIGTERM"
+        else:  # without it the child trains on, orphaned
+            assert not stopped
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child_pid, signal.SIGKILL)
+
+
+@linux_only
+def test_a_child_whose_driver_is_already_gone_is_not_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "getpid", lambda: 1)  # the child's parent (this test) is not it:
+    ask = sweep_module.die_with_driver()  # as if the driver had died before the child asked
+    monkeypatch.undo()
+    assert ask is not None
+    marker = tmp_path / "ran"
+    done = subprocess.run([sys.executable, "-c", f"open({str(marker)!r}, 'w')"], preexec_fn=ask)
+    assert done.returncode == 143 and not marker.exists()
 
 
 GOOD = {
