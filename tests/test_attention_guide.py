@@ -1,5 +1,6 @@
 """experiments/attention_guide.py: the sheet's worked example through attnmt's own scorer and
-attend, code quoted from the source, and docs/attention.md from toy records."""
+attend, code quoted from the source, and docs/attention.md's generated blocks from toy records
+(the hand-written text around them kept as it is)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from helpers.ledger_records import record_for, toy_plan
 
+from attnmt.errors import DataError
 from experiments import attention_guide as ag
 from experiments.ledger import write_record
 
@@ -77,17 +79,38 @@ def test_the_guide_from_toy_records(tmp_path: Path) -> None:
     out = docs / "attention.md"
     ag.write_guide(ledger, out, plan=toy_plan([dot, luong, transformer]))
     text = out.read_text(encoding="utf-8")
-    assert ag.GENERATED in text
-    for mech in ag.MECHANISMS:
-        assert f"## {mech.title}\n" in text
-    dot_part = text.split("## dot\n")[1].split("\n## ")[0]
-    assert "`score(s_t, h_i) = s_tᵀ h_i`" in dot_part
+    for key in ag.KEYS:
+        assert f"<!-- generated: {key} -->\n\n" in text
+    dot_part = text.split("<!-- generated: score dot -->")[1].split("<!-- end -->")[0]
     assert "`src/attnmt/models/scorers.py`, `Dot.score`" in dot_part
     assert "| global | local_m | local_p | hard |" in dot_part
     assert "| 1.50 / 21.5 / 3.500 | 2.50 / 22.5 / 3.500 | not yet run | not yet run |" in dot_part
     assert "](attention/rnn_luong_dot_global.png)" in dot_part
+    local_m = text.split("<!-- generated: mode local_m -->")[1].split("<!-- end -->")[0]
+    assert "| dot | scaled_dot | general |" in local_m and "| additive (bahdanau) |" in local_m
+    assert "| 2.50 / 22.5 / 3.500 | not yet run |" in local_m
     assert "Heatmap: not yet run (rnn_luong cosine global" in text
     assert "- dot scores sᵀh_i: 927, 397, 148, 929" in text
     for name in ("rnn_luong_dot_global", "worked_example", "transformer_self", "transformer_cross"):
         assert (docs / "attention" / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
     assert "](attention/transformer_enc_self.png)" in text
+
+
+def test_only_the_blocks_are_rewritten(tmp_path: Path) -> None:
+    """The hand-written text around the blocks stays byte for byte; a block's old content
+    goes; a page lacking a block, or naming one the generator does not know, is refused."""
+    page = ag.PAGE.read_text(encoding="utf-8")
+    stale = page.replace(
+        "<!-- generated: code masks -->\n", "<!-- generated: code masks -->\nSTALE\n"
+    )
+    rows = ag.Rows((), {}, {})
+    out = ag.guide(rows, stale, tmp_path / "attention")
+    assert ag.BLOCK.sub("", out) == ag.BLOCK.sub("", page) and "STALE" not in out
+    assert "`src/attnmt/models/masking.py`, `masked_softmax`" in out
+    assert "Heatmaps: not yet run (transformer on ding_de_en, seed 1)." in out
+    without = page.replace("<!-- generated: code shift -->", "<!-- code shift -->")
+    with pytest.raises(DataError, match="code shift"):
+        ag.guide(rows, without, tmp_path / "attention")
+    unknown = page + "\n<!-- generated: score bogus -->\n<!-- end -->\n"
+    with pytest.raises(DataError, match="score bogus"):
+        ag.guide(rows, unknown, tmp_path / "attention")
