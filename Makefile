@@ -74,8 +74,7 @@ results-docs: setup ## docs/results.md, attention.md, alignment.md, luong_bahdan
 	$(PY) -m experiments.results_table docs
 	$(PY) -m experiments.attention_guide
 	$(PY) -m experiments.alignment_aer table
-	$(PY) -m experiments.luong_bahdanau table
-	$(PY) -m experiments.ding_loose table
+	$(PY) -m experiments.variant_pages
 	$(PY) -m experiments.recipe_page
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)

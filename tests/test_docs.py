@@ -536,11 +536,11 @@ def generated(results_md: str) -> str:
 def generated_comparisons() -> str:
     """docs/luong_bahdanau.md, docs/ding_loose.md and docs/recipe.md as their generators
     write them."""
-    from experiments import ding_loose, luong_bahdanau, recipe_page
+    from experiments import recipe_page, variant_pages
 
     return (
-        luong_bahdanau.table(luong_bahdanau.records())
-        + ding_loose.table()
+        variant_pages.luong_page(variant_pages.luong_records())
+        + variant_pages.loose_page()
         + recipe_page.generated(ROOT)
     )
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from attnmt.errors import DataError
-from experiments import ding_loose, luong_bahdanau
+from experiments import variant_pages as vp
 from experiments.runs import read_runs
 from experiments.study import load_study
 
@@ -60,13 +60,13 @@ def test_the_luong_bahdanau_page_from_planted_runs(tmp_path: Path) -> None:
     plant(tmp_path, "luong_bahdanau_scorer", "score-dot_seed-1",
           ["model=rnn_luong", "model.attention.score=dot", "seed=1"],
           [(200, 5.5, 0.2), (500, 4.3, 0.5)], entropy=0.3)  # fmt: skip
-    recs = luong_bahdanau.records(tmp_path)
+    recs = vp.luong_records(tmp_path)
     assert [(name, r.seed) for name, r in recs] == [
         ("rnn_bahdanau", 1),
         ("rnn_bahdanau", 2),
         ("rnn_luong dot", 1),
     ]
-    page = luong_bahdanau.table(recs)
+    page = vp.luong_page(recs)
     assert (
         "| rnn_bahdanau | the reference | 2 | 1,234,567 | 5.000 ± 0.000 | 4.100 ± 0.141 "
         "| 1.00 ± 0.00 | 0.90 ± 0.00 |" in page
@@ -79,6 +79,8 @@ def test_the_luong_bahdanau_page_from_planted_runs(tmp_path: Path) -> None:
         in page
     )
     assert page.rstrip().endswith("Machines: Toy CPU, 1 thread(s). Commits: abc1234.")
+    vp.luong_figure(recs, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_ding_loose_page_from_planted_runs(tmp_path: Path) -> None:
@@ -90,14 +92,14 @@ def test_the_ding_loose_page_from_planted_runs(tmp_path: Path) -> None:
     plant(tmp_path, "ding_loose_shipped", "seed-3", ["seed=3"],
           [(1000, 3.9, 1.0), (1500, 3.4, 4.0)], test={"bleu": 4.0, "chrf": 22.5})  # fmt: skip
     plant(tmp_path, "ding_loose_shipped", "seed-4", ["seed=4"], [(1500, 3.0, 4.0)])
-    page = ding_loose.table(tmp_path)
+    page = vp.loose_page(tmp_path)
     assert (
         "| loose (47,818 pairs) | 2 | 1500 | 2.50 ± 0.71 | 17.00 ± 1.41 | 3.500 ± 0.000 "
         "| 2.00 (seed 1), 3.00 (seed 2) |" in page
     )
     assert "| shipped (16,824 pairs) | 1 | 1500 | 4.00 | 22.50 | 3.400 | 4.00 (seed 3) |" in page
     assert "Loose rows: Machines: Toy CPU, 1 thread(s). Commits: abc1234." in page
-    empty = ding_loose.table(tmp_path / "none")
+    empty = vp.loose_page(tmp_path / "none")
     assert "| shipped (16,824 pairs) | 0 | – | – | – | – | – |" in empty
 
 
@@ -113,22 +115,22 @@ def test_the_studies_make_the_pages_variants() -> None:
     has its runs, all at the page's trainer settings; ding_loose's two studies differ only in
     the loose file."""
     names = set()
-    assert "trainer.max_steps=500" in luong_bahdanau.settings()
-    for study in luong_bahdanau.STUDIES:
+    trainer = [o for o in vp.study_overrides("luong_bahdanau") if o.startswith("trainer.")]
+    assert "trainer.max_steps=500" in trainer
+    for study in vp.LUONG_STUDIES:
         s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
-        trainer = tuple(o for o in s.overrides if o.startswith("trainer."))
-        assert trainer == luong_bahdanau.settings() and "data=ding_de_en" in s.overrides
+        assert [o for o in s.overrides if o.startswith("trainer.")] == trainer
+        assert "data=ding_de_en" in s.overrides
         for run in s.runs:
             settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
-            names.add(luong_bahdanau.variant_of(settings))
-    assert names == {v.name for v in luong_bahdanau.VARIANTS}
-    loose, shipped = (load_study(ROOT / "configs" / "study" / f"{s}.yaml").overrides
-                      for s in ("ding_loose", "ding_loose_shipped"))  # fmt: skip
-    assert list(loose) == [*shipped, f"data.path={ding_loose.LOOSE_FILE}"]
-    assert list(shipped) == list(ding_loose.COMMON)
+            names.add(vp.variant_of(settings))
+    assert names == set(vp.VARIANTS)
+    loose, shipped = vp.study_overrides("ding_loose"), vp.study_overrides("ding_loose_shipped")
+    assert loose == (*shipped, f"data.path={vp.LOOSE_FILE}")
+    assert shipped[:2] == ("experiment=results_main", "model=transformer")
 
 
 def test_the_committed_runs_give_the_committed_pages() -> None:
     """docs/luong_bahdanau.md is its generator's output from the migrated run folders."""
     page = (ROOT / "docs" / "luong_bahdanau.md").read_text(encoding="utf-8")
-    assert page == luong_bahdanau.table(luong_bahdanau.records())
+    assert page == vp.luong_page(vp.luong_records())
