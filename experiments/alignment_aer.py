@@ -1,43 +1,23 @@
-"""Does each attention mechanism learn an alignment? AER on ``data=toy_align`` (issue 33).
+"""docs/alignment.md: does each attention mechanism learn an alignment on ``data=toy_align``?
 
-    python -m experiments.alignment_aer table            # docs/alignment.md from the records
-    python -m experiments.alignment_aer reach|choices|offsets RUN...   # the analyses below
+    python -m experiments.alignment_aer table   # the generated part; the hand-written end stays
 
-The runs are studies (configs/study/alignment_*.yaml: every Luong scorer in every mode,
-local-m at D = 10, Bahdanau's additive in every mode, the Transformer's cross-attention, two
-longer runs), trained by experiments/sweep.py at :data:`SMALL` sizes (a smaller RNN than the
-presets: the task has 90 word types) for :data:`UPDATES` updates, then decoded by ``python
-evaluate.py ckpt=RUN split=test align_layer=-1 align_head=null align_words=any
-align_eos=ignore``, its scores.json kept in the record (docs/alignment.md, "How the table is
-made"). :func:`read_runs` reads every record (``results/alignment_*/<run>/``) as an
-:class:`AlignmentRun`.
-
-``table`` writes docs/alignment.md's generated part: each mechanism's figures and its seeds'
-AER, which mechanisms miss :data:`TARGET` in which seed, and beside them two alignments no
-network makes, computed from toy_align itself (experiments/alignment_baselines.py: the
-diagonal and a Dice co-occurrence count); every sentence follows from the records, and the
-page's hand-written end (from :data:`HAND_WRITTEN` on) is kept as it is. ``reach``,
-``choices`` and ``offsets`` read trained runs in ``outputs/`` and keep their analysis
-outputs in ``results/alignment/`` (these are not runs). The example sentence's maps:
-experiments.alignment_maps.
+The records are the run folders ``results/alignment_*/<run>/`` of the studies
+configs/study/alignment_*.yaml with evaluate.py's test scores under ``eval/``; each
+mechanism's AER stands beside two alignments no network makes (experiments.alignment_baselines).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from attnmt.atomic import write_json, write_text
+from attnmt.atomic import write_text
 from attnmt.errors import DataError
-from attnmt.machine import Machine
-from attnmt.run_record import RecordError, read_record, read_summary, source_commit
+from experiments import runs
 from experiments.alignment_baselines import (
     ScoredBaseline,
     aer_with_interval,
@@ -48,18 +28,15 @@ from experiments.comparison_stats import mean_std
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-"""The records: ``RESULTS/alignment_*/<run>/`` (one folder per study, one per run)."""
-RECORDS = RESULTS / "alignment"
-"""The analysis outputs (maps, choices, reach, offsets): not runs."""
 DOC = ROOT / "docs" / "alignment.md"
+HAND_WRITTEN = "<!-- written by hand from here on: the generator keeps it as it is -->"
+"""The line after which docs/alignment.md is prose the table command leaves alone."""
 UPDATES = 1200
-"""The updates of the table's runs (configs/study/alignment_*.yaml, apart from the long)."""
+"""The updates of the table's runs (the studies apart from the ``_long`` ones)."""
+TARGET = 0.10
+"""Issue 33's target: every mechanism's test AER at most this."""
 SMALL = ("model.emb_dim=64", "model.hidden_size=128", "model.enc_layers=1", "model.dropout=0.1")
-"""The RNN size of this table (its studies' overrides): 1 bi-GRU layer (64 units a
-direction), 128-unit decoder."""
-"""How evaluate.py reads the attention for these records: the last layer's mean of heads,
-each piece's argmax with ``</s>`` left out (its default before issue 65), so that new
-records compare with the kept ones."""
+"""The RNN size of the studies: smaller than the presets (the task has 90 word types)."""
 TRANSFORMER = "transformer_tiny cross (last layer, mean of heads)"
 SCORES = ("dot", "scaled_dot", "general", "additive", "concat", "cosine", "location")
 MODES = ("global", "local_m", "local_p", "hard")
@@ -70,15 +47,13 @@ MECHANISMS = (
     "bahdanau additive global",
     TRANSFORMER,
 )
-"""The table's rows (:func:`mechanism_of` names a run's)."""
+"""The table's rows."""
 GRID = (
     *[f"luong {s} {m}" for s in SCORES for m in MODES],
     *[f"bahdanau additive {m}" for m in MODES],
     TRANSFORMER,
 )
-"""The attention table's cells (experiments/results_plan.py) on this task, for its AER
-column: every Luong scorer in every mode, Bahdanau's additive in every mode, the
-Transformer (configs/study/alignment_luong.yaml, _bahdanau, _transformer)."""
+"""The attention table's cells on this task (its AER column)."""
 
 
 def grid_name(model: str, score: str, mode: str) -> str:
@@ -89,15 +64,14 @@ def grid_name(model: str, score: str, mode: str) -> str:
 
 
 def stem(name: str, seed: int, updates: int = UPDATES) -> str:
-    """``luong-general-global-seed1``; ``...-seed1-u3000`` for a run of other length (the
-    old records' names, which the analysis outputs keep, and the records' table order)."""
+    """``luong-general-global-seed1``, ``...-seed1-u3000`` at other updates: the analyses'
+    file names and the records' order."""
     suffix = "" if updates == UPDATES else f"-u{updates}"
     return f"{name.split(' (')[0].replace(' ', '-')}-seed{seed}{suffix}"
 
 
 def mechanism_of(overrides: dict[str, str]) -> str:
-    """The :data:`GRID` (or :data:`MECHANISMS`) name of a run's train.py overrides
-    (``{"model": "rnn_luong", "model.attention.mode": "local_m", ...}``)."""
+    """The :data:`GRID` or :data:`MECHANISMS` name of a run's train.py overrides."""
     model = overrides.get("model", "")
     if model.startswith("transformer"):
         return TRANSFORMER
@@ -110,228 +84,55 @@ def mechanism_of(overrides: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class AlignmentRun:
-    """One recorded run: its mechanism, seed and updates (summary.json), the last
-    validation's cross-attention entropy (metrics.jsonl), its test scores (evaluate.py's
-    scores.json under eval/), the machine and commit it ran on."""
+    """A record: its run folder (experiments.runs), mechanism and test scores."""
 
-    folder: Path
+    run: runs.Run
     mechanism: str
-    seed: int
-    updates: int
     aer: float
     precision: float
     recall: float
     bleu: float
-    entropy: float | None
-    machine: Machine | None
-    commit: str
-    wall_minutes: float | None
-    """Minutes from training's start to the test's end (summary.json's ``wall_minutes``,
-    which the records migrated from the old runner keep; None for others)."""
 
     @property
-    def stem(self) -> str:
-        return stem(self.mechanism, self.seed, self.updates)
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def updates(self) -> int:
+        return self.run.summary.step or 0
+
+    @property
+    def wall_minutes(self) -> float | None:
+        return self.run.wall_minutes
 
 
 def read_run(folder: Path) -> AlignmentRun:
-    """The record in ``folder``; DataError naming the file when a part is missing."""
+    """The record in ``folder`` with its newest test (``eval/*/scores.json``); DataError
+    naming the folder when a part is missing."""
+    run = runs.read_run(folder)
+    tests = sorted(folder.glob("eval/*/scores.json"))
+    test = runs.scores_entry(tests[-1]) if tests else None
     try:
-        rec = read_record(folder)
-        overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
-        tests = sorted(folder.glob("eval/*/scores.json"))
-        entry = next(iter(json.loads(tests[-1].read_text(encoding="utf-8")).values()))
-        summary = rec.summary
-        if summary is None or summary.step is None or summary.seed is None:
-            raise DataError(f"{folder}/summary.json: no step or seed")
-        last = rec.valid[-1] if rec.valid else {}
+        if test is None or run.summary.step is None or run.summary.seed is None:
+            raise ValueError("no test scores, step or seed")
         return AlignmentRun(
-            folder=folder,
-            mechanism=mechanism_of(dict(o.split("=", 1) for o in overrides)),
-            seed=summary.seed,
-            updates=summary.step,
-            aer=float(entry["aer"]),
-            precision=float(entry["aer_precision"]),
-            recall=float(entry["aer_recall"]),
-            bleu=float(entry["bleu"]),
-            entropy=(last.get("attention_entropy_norm") or {}).get("cross"),
-            machine=summary.machine,
-            commit=summary.commit or "",
-            wall_minutes=json.loads((folder / "summary.json").read_text()).get("wall_minutes"),
+            run,
+            mechanism_of(run.overrides),
+            *(float(test[k]) for k in ("aer", "aer_precision", "aer_recall", "bleu")),
         )
-    except (OSError, IndexError, KeyError, ValueError, RecordError) as err:
+    except (KeyError, TypeError, ValueError) as err:
         raise DataError(
             f"{folder}: not an alignment record ({type(err).__name__}: {err}); it needs "
-            "summary.json, metrics.jsonl, .hydra/overrides.yaml and eval/*/scores.json"
+            "summary.json with step and seed and one evaluation in eval/*/scores.json"
         ) from None
 
 
 def read_runs(results: Path = RESULTS) -> list[AlignmentRun]:
-    """Every finished run under ``results``/alignment_*/ with a test evaluation, in the old
-    records' name order."""
-    folders = sorted(results.glob("alignment_*/*/eval/*/scores.json"))
-    runs = {f.parents[2] for f in folders}
-    return sorted((read_run(r) for r in runs), key=lambda r: r.stem)
-
-
-REACH = RECORDS / "local_m_reach.json"
-
-
-def gold_test_split(run: Path) -> tuple[Any, list[str], list[str], list[Any]]:
-    """(translator of ``run``'s best checkpoint, test sources, references, gold
-    alignments) of the corpus the run trained on."""
-    from attnmt.data.corpora import prepare_corpus
-    from attnmt.decode.alignment_error import read_gold
-    from attnmt.decode.translator import load_translator
-
-    translator = load_translator(run, device="cpu")
-    corpus = prepare_corpus(translator.config["data"])
-    sources, refs = corpus.read("test")
-    gold_file = corpus.gold_alignments("test")
-    if gold_file is None:
-        raise ValueError(f"{run}: its corpus has no gold alignments of the test split")
-    return translator, sources, refs, read_gold(gold_file)
-
-
-def window_reach(run: Path, windows: tuple[int, ...] = (5, 10)) -> dict[str, Any]:
-    """How much of the gold local-m's window can see: per half-width D, the share of test
-    target pieces (those with a sure gold link) none of whose gold source pieces lies in
-    |j - p_t| <= D around p_t = min(t, S - 1), the centre LocalMonotonic uses; ``run``
-    gives the toy_align tokenizer."""
-    from attnmt.decode.word_alignment import word_index
-
-    translator, sources, refs, golds = gold_test_split(run)
-    tok = translator.tokenizer
-    pieces, blind = 0, dict.fromkeys(windows, 0)
-    for src_ids, tgt_ids, gold in zip(tok.encode_src(sources), tok.encode_tgt(refs), golds):
-        src_words = word_index(tok.src_pieces(src_ids))
-        last = len(src_ids)  # S - 1: the source </s> is position len(src_ids)
-        for t, word in enumerate(word_index(tok.tgt_pieces(tgt_ids))):
-            linked = {i for i, j in gold.sure if j == word}
-            if not linked:
-                continue
-            pieces += 1
-            where = [k for k, w in enumerate(src_words) if w in linked]
-            for d in windows:
-                blind[d] += all(abs(k - min(t, last)) > d for k in where)
-    return {
-        "pieces": pieces,
-        "outside": {str(d): blind[d] / pieces for d in windows},
-        "run": run.name,
-        "commit": source_commit(ROOT),
-    }
-
-
-def map_choices(run: Path) -> dict[str, Any]:
-    """Test AER of every map a Transformer run offers: each decoder layer's mean of heads
-    and each head, the mean over all layers and heads, and each of these read one row
-    later (Shift-Att, Chen et al. 2020: the step whose input is target piece t aligns t)."""
-    import torch
-
-    from attnmt.decode.alignment_error import alignment_error
-    from attnmt.decode.attention_maps import attention_maps
-    from attnmt.decode.word_alignment import word_alignment
-
-    translator, sources, refs, golds = gold_test_split(run)
-    tok = translator.tokenizer
-    src_ids, tgt_ids = tok.encode_src(sources), tok.encode_tgt(refs)
-    maps = []
-    for k in range(0, len(sources), 64):
-        pairs = [(t, True) for t in tgt_ids[k : k + 64]]
-        maps += attention_maps(translator.model, tok, translator.device, src_ids[k : k + 64], pairs)
-    layers, heads = maps[0].cross.shape[:2]
-    choices: dict[str, Any] = {"all layers, mean": lambda c: c.mean(dim=(0, 1))}
-    for layer in range(layers):
-        choices[f"layer {layer}, mean"] = lambda c, l=layer: c[l].mean(dim=0)
-        for head in range(heads):
-            choices[f"layer {layer}, head {head}"] = lambda c, l=layer, h=head: c[l, h]
-    aer: dict[str, float | None] = {}
-    for shift in (False, True):
-        for name, pick in choices.items():
-            links = []
-            for m in maps:
-                w = pick(m.cross)
-                if shift:  # row t+1 for piece t; the last row stays
-                    w = torch.cat([w[1:], w[-1:]], dim=0)
-                links.append(word_alignment(w, m.source_pieces, m.target_pieces))
-            aer[f"{name}{', shifted' if shift else ''}"] = alignment_error(links, golds).aer
-    summary = read_summary(run)
-    return {
-        "run": run.name,
-        "updates": summary.step if summary else None,
-        "aer": aer,
-        "commit": source_commit(ROOT),
-    }
-
-
-def offset_recall(run: Path) -> dict[str, dict[str, float | int]]:
-    """Recall of the gold sure links of the test split by word offset d = j - i (target
-    minus source index; |d| >= 3 pooled), from the run's newest ``evaluate.py split=test``
-    forced alignments: where in the sentence a mechanism loses links."""
-    from attnmt.data.gold import parse_links
-
-    found = sorted(run.glob("eval/*-test-*/forced-alignments.txt"))
-    if not found:
-        raise FileNotFoundError(f"{run}: no evaluate.py split=test forced alignments")
-    golds = gold_test_split(run)[3]
-    hyps = [parse_links(line).sure for line in found[-1].read_text().splitlines()]
-    counts: dict[str, list[int]] = {}
-    for hyp, gold in zip(hyps, golds):
-        for i, j in gold.sure:
-            d = j - i
-            key = "<=-3" if d <= -3 else (">=3" if d >= 3 else str(d))
-            hit = counts.setdefault(key, [0, 0])
-            hit[0] += (i, j) in hyp
-            hit[1] += 1
-    return {k: {"recall": a / b, "links": b} for k, (a, b) in sorted(counts.items())}
-
-
-CHOICE_COLUMNS = (
-    "layer 0, mean",
-    "layer 1, mean",
-    "all layers, mean",
-    "layer 1, head 0",
-    "layer 1, head 1",
-    "layer 1, head 2",
-    "layer 1, head 3",
-    "layer 1, mean, shifted",
-    "all layers, mean, shifted",
-)
-
-
-def _num(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3f}"
-
-
-def _row(name: str, mine: list[AlignmentRun]) -> str:
-    """One table row: the mechanism, its seeds, mean ± std of each figure and each seed's
-    test AER."""
-    ent = [r.entropy for r in mine if r.entropy is not None]
-    return (
-        f"| {name} | {len(mine)} | {mean_std([r.aer for r in mine], 3)} "
-        f"| {_per_seed(mine)} "
-        f"| {mean_std([r.precision for r in mine], 3)} "
-        f"| {mean_std([r.recall for r in mine], 3)} "
-        f"| {mean_std([r.bleu for r in mine], 2)} | {mean_std(ent, 2)} |"
+    """Every run under ``results``/alignment_*/ with a test, in :func:`stem` order."""
+    folders = {f.parents[2] for f in results.glob("alignment_*/*/eval/*/scores.json")}
+    return sorted(
+        (read_run(f) for f in folders), key=lambda r: stem(r.mechanism, r.seed, r.updates)
     )
-
-
-def _per_seed(mine: list[AlignmentRun]) -> str:
-    """'0.203 / 0.081 / 0.075': each seed's test AER in seed order ('–' without one)."""
-    ordered = sorted(mine, key=lambda r: r.seed)
-    return " / ".join(f"{r.aer:.3f}" for r in ordered) or "–"
-
-
-def _baseline_row(name: str, b: ScoredBaseline) -> str:
-    """A table row of an alignment no network makes: no seeds, BLEU or entropy."""
-    return (
-        f"| {name} | – | {_num(b.scores.aer)} | – | {_num(b.scores.precision)} "
-        f"| {_num(b.scores.recall)} | – | – |"
-    )
-
-
-TARGET = 0.10
-"""Issue 33's target: every mechanism's test AER on toy_align at most this."""
 
 
 @dataclass(frozen=True)
@@ -344,9 +145,8 @@ class Baselines:
 
 
 def toy_baselines(root: Path = ROOT) -> Baselines:
-    """The diagonal and the Dice co-occurrence alignment (experiments/alignment_baselines.py)
-    of toy_align's test split against its gold links, Dice counted over its train split
-    (the corpus of configs/data/toy_align.yaml, prepared under ``root``/data)."""
+    """The diagonal and the Dice count (over the train split) of toy_align's test split
+    against its gold links (the corpus prepared under ``root``/data)."""
     from attnmt.cli.data_group import data_config
     from attnmt.data.corpora import prepare_corpus
     from attnmt.decode.alignment_error import read_gold
@@ -357,7 +157,7 @@ def toy_baselines(root: Path = ROOT) -> Baselines:
     train = list(zip(*corpus.read("train")))
     gold_file = corpus.gold_alignments("test")
     if gold_file is None:
-        raise ValueError(f"{corpus.directory}: toy_align has no gold alignments of its test split")
+        raise DataError(f"{corpus.directory}: toy_align has no gold alignments of its test split")
     golds = read_gold(gold_file)
     return Baselines(
         aer_with_interval(diagonal_links(sources, refs), golds),
@@ -366,13 +166,40 @@ def toy_baselines(root: Path = ROOT) -> Baselines:
     )
 
 
+def _of(recs: list[AlignmentRun], name: str, updates: int = UPDATES) -> list[AlignmentRun]:
+    """The runs of mechanism ``name`` at ``updates``, in seed order."""
+    return sorted((r for r in recs if r.mechanism == name and r.updates == updates),
+                  key=lambda r: r.seed)  # fmt: skip
+
+
+def _table(header: list[str], rows: list[str]) -> list[str]:
+    """A markdown table: ``header`` (the first column left-aligned, numbers right), ``rows``."""
+    return ["", "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1), *rows]
+
+
+def _row(label: str, mine: list[AlignmentRun]) -> str:
+    """``label``'s cells, the seeds, mean ± std of each figure and each seed's AER."""
+    ent = [r.run.entropy for r in mine if r.run.entropy is not None]
+    return (
+        f"| {label} | {len(mine)} | {mean_std([r.aer for r in mine], 3)} "
+        f"| {' / '.join(f'{r.aer:.3f}' for r in mine) or '–'} "
+        f"| {mean_std([r.precision for r in mine], 3)} "
+        f"| {mean_std([r.recall for r in mine], 3)} "
+        f"| {mean_std([r.bleu for r in mine], 2)} | {mean_std(ent, 2)} |"
+    )
+
+
+def _baseline_row(name: str, b: ScoredBaseline) -> str:
+    """A row of an alignment no network makes: no seeds, BLEU or entropy."""
+    s = b.scores
+    aer, p, r = ("–" if x is None else f"{x:.3f}" for x in (s.aer, s.precision, s.recall))
+    return f"| {name} | – | {aer} | – | {p} | {r} | – | – |"
+
+
 def target_paragraph(recs: list[AlignmentRun], baselines: Baselines | None) -> list[str]:
     """Which mechanisms miss :data:`TARGET` in which seeds, beside the two alignments no
     network makes."""
-    rows = {m: sorted((r for r in recs if r.mechanism == m
-                            and r.updates == UPDATES), key=lambda r: r.seed)
-            for m in MECHANISMS}  # fmt: skip
-    measured = {name: mine for name, mine in rows.items() if mine}
+    measured = {m: mine for m in MECHANISMS if (mine := _of(recs, m))}
     if not measured:
         return []
     missed = {n: [r for r in mine if r.aer > TARGET] for n, mine in measured.items()}
@@ -409,158 +236,64 @@ def _seeds(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds[:-1])) + (" and " if len(seeds) > 1 else "") + str(seeds[-1])
 
 
+WINDOWS = {
+    "local-m at D = 5": "luong general local_m",
+    "at D = 10": "luong general local_m window10",
+    "global attention": "luong general global",
+}
+
+
+def window_sentence(recs: list[AlignmentRun]) -> list[str]:
+    """Mean test AER of the general scorer's :data:`WINDOWS`; nothing while one is not
+    recorded."""
+    means = [f"{label} {statistics.fmean(r.aer for r in _of(recs, m)):.3f}"
+             for label, m in WINDOWS.items() if _of(recs, m)]  # fmt: skip
+    if len(means) < len(WINDOWS):
+        return []
+    return [
+        "",
+        f"Mean test AER with the general scorer: {', '.join(means)} (what local-m's window "
+        "misses: *Analyses of the trained runs*, below).",
+    ]
+
+
+HEADER = ["mechanism", "seeds", "test AER", "AER per seed", "precision", "recall", "test BLEU",
+          "entropy"]  # fmt: skip
+
+
 def table(recs: list[AlignmentRun], baselines: Baselines | None = None) -> str:
-    """docs/alignment.md's generated part: per mechanism, mean ± std over its seeds and each
-    seed's AER, the ``baselines`` as rows, which mechanisms miss :data:`TARGET`; then the
-    longer runs, the Transformer's maps, local-m's reach and recall by offset when kept."""
+    """docs/alignment.md's generated part: each mechanism's row, the ``baselines``' rows,
+    who misses :data:`TARGET`, the windows of local-m, the longer runs, the machines."""
+    rows = [_row(m, _of(recs, m)) for m in MECHANISMS]
+    if baselines is not None:
+        rows += [
+            _baseline_row("diagonal, no network (reads no words)", baselines.diagonal),
+            _baseline_row("Dice co-occurrence, no network", baselines.dice),
+        ]
+    longer = sorted({(r.mechanism, r.updates) for r in recs if r.updates != UPDATES})
     lines = [
         "# Attention as alignment: AER on the synthetic task",
         "",
         "<!-- generated by `python -m experiments.alignment_aer table` from "
         "results/alignment_*/: do not edit by hand -->",
         "",
-        f"Each mechanism trained {UPDATES} updates on `data=toy_align` (5,000 training pairs "
-        "of a grammar with known word alignments: src/attnmt/data/recipes/toy_align.py), RNNs "
-        "at a small size (`" + " ".join(SMALL) + "`: smaller than the presets, the task has "
-        "90 word types), the Transformer as `model=transformer_tiny`; then `evaluate.py "
-        "split=test` (greedy): test BLEU, and AER of the attention on the reference "
-        "teacher-forced through the model against the gold sure/possible links (Och & Ney "
-        "2003; attnmt.decode.alignment_error). Mean ± sample std over the seeds recorded. "
-        "Entropy: the last validation's normalised attention entropy (0 = one source column "
-        "per target piece, 1 = uniform). The particle `ne` has no source word, so some "
-        "AER remains even for a perfect attention (docs/training.md). *AER per seed*: each "
-        "recorded seed's, in seed order.",
-        "",
-        "| mechanism | seeds | test AER | AER per seed | precision | recall | test BLEU "
-        "| entropy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"Each mechanism trained {UPDATES} updates on `data=toy_align`, the RNNs at "
+        f"`{' '.join(SMALL)}`, the Transformer as `model=transformer_tiny`, then tested by "
+        "`evaluate.py split=test` (how the table is made and read: below the tables).",
+        *_table(HEADER, rows),
+        *target_paragraph(recs, baselines),
+        *window_sentence(recs),
     ]
-    lines += [_row(mech, [r for r in recs if r.mechanism == mech
-                               and r.updates == UPDATES]) for mech in MECHANISMS]  # fmt: skip
-    if baselines is not None:
-        lines += [
-            _baseline_row("diagonal, no network (reads no words)", baselines.diagonal),
-            _baseline_row("Dice co-occurrence, no network", baselines.dice),
-        ]
-    lines += target_paragraph(recs, baselines)
-    longer = sorted({(r.mechanism, r.updates) for r in recs if r.updates != UPDATES})
     if longer:
         lines += [
             "",
-            "Longer runs (the same settings and seeds, more updates): does a mechanism "
-            f"above 0.10 at {UPDATES} updates still improve?",
-            "",
-            "| mechanism | updates | seeds | test AER | AER per seed | precision | recall "
-            "| test BLEU | entropy |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "Longer runs (the same settings and seeds, more updates): does a mechanism above "
+            f"{TARGET:.2f} at {UPDATES} updates still improve?",
         ]
-        for name, updates in longer:
-            mine = [r for r in recs if r.mechanism == name and r.updates == updates]
-            lines.append(_row(name, mine).replace(f"| {name} |", f"| {name} | {updates} |", 1))
-    choice_files = sorted((RECORDS / "choices").glob("*.json"))
-    if choice_files:
-        lines += [
-            "",
-            "Which Transformer map aligns best (test AER of the seed-1 run's maps: "
-            "`python -m experiments.alignment_aer choices RUN ...`, results/alignment/choices/; "
-            "“shifted”: each target piece read from the next row, Shift-Att):",
-            "",
-            "| run | updates | " + " | ".join(CHOICE_COLUMNS) + " |",
-            "|---|---:|" + "---:|" * len(CHOICE_COLUMNS),
-        ]
-        for path in choice_files:
-            c = json.loads(path.read_text())
-            cells = " | ".join(_num(c["aer"].get(k)) for k in CHOICE_COLUMNS)
-            lines.append(f"| {c['run']} | {c['updates']} | {cells} |")
-        lines += ["", best_maps_sentence([json.loads(p.read_text()) for p in choice_files])]
-    if REACH.is_file():
-        reach = json.loads(REACH.read_text())
-        shares = ", ".join(f"{float(v):.1%} at D = {d}" for d, v in reach["outside"].items())
-        lines += [
-            "",
-            "Local-m's window |j − p_t| ≤ D around p_t = t assumes that target piece t "
-            "comes from near source piece t; the reorderings, the dropped article and the "
-            "one-to-many entries move the gold source pieces of some target pieces out of it: "
-            f"{shares} of the {reach['pieces']:,} test target pieces with a sure link have "
-            "none of their gold source pieces inside the window (`python -m "
-            "experiments.alignment_aer reach RUN`, results/alignment/local_m_reach.json)."
-            + window_sentence(recs),
-        ]
-    offsets = RECORDS / "offsets.json"
-    if offsets.is_file():
-        by_mech = json.loads(offsets.read_text())
-        keys = ["<=-3", "-2", "-1", "0", "1", "2", ">=3"]
-        lines += [
-            "",
-            "Where the links are lost: recall of the sure gold links by word offset d = j − i "
-            "(target minus source word index), seed 1 (`python -m experiments.alignment_aer "
-            "offsets RUN ...`, results/alignment/offsets.json):",
-            "",
-            "| mechanism | " + " | ".join(f"d {k}" for k in keys) + " |",
-            "|---|" + "---:|" * len(keys),
-        ]
-        lines += [
-            f"| {name} | "
-            + " | ".join(f"{by[k]['recall']:.2f}" if k in by else "–" for k in keys)
-            + " |"
-            for name, by in by_mech.items()
-        ]
-    lines += ["", provenance(recs)]
+        lines += _table([HEADER[0], "updates", *HEADER[1:]],
+                        [_row(f"{m} | {u}", _of(recs, m, u)) for m, u in longer])  # fmt: skip
+    lines += ["", runs.provenance([r.run for r in recs])]
     return "\n".join(lines) + "\n"
-
-
-def provenance(recs: list[AlignmentRun]) -> str:
-    """``Machines: ... Commits: ...`` of the records (the threads: those train.py ran with)."""
-    machines = sorted(
-        {f"{r.machine.describe('plain')}, {r.machine.threads} thread(s)" for r in recs if r.machine}
-    )
-    commits = sorted({r.commit for r in recs})
-    return f"Machines: {'; '.join(machines) or '–'}. Commits: {', '.join(commits) or '–'}."
-
-
-def best_maps_sentence(choices: list[dict[str, Any]]) -> str:
-    """Per run of the choices table, its map of lowest AER, and whether any reaches
-    :data:`TARGET`."""
-    best = []
-    for c in choices:
-        scored = {k: v for k, v in c["aer"].items() if v is not None}
-        name = min(scored, key=scored.__getitem__)
-        best.append(f"{c['run']} ({c['updates']} updates): {name} {scored[name]:.3f}")
-    reach = any(v is not None and v <= TARGET for c in choices for v in c["aer"].values())
-    return f"Lowest AER of each run's maps: {'; '.join(best)}; " + (
-        f"a map reaches {TARGET:.2f}." if reach else f"none reaches {TARGET:.2f}."
-    )
-
-
-def window_sentence(recs: list[AlignmentRun]) -> str:
-    """' With the general scorer: local-m at D = 5 a, at D = 10 b, global c.' (mean test
-    AER at :data:`UPDATES`); '' while one of them is not recorded."""
-    names = {
-        "local-m at D = 5": "luong general local_m",
-        "at D = 10": "luong general local_m window10",
-        "global attention": "luong general global",
-    }
-    means = {}
-    for label, name in names.items():
-        aer = [r.aer for r in recs if r.mechanism == name and r.updates == UPDATES]
-        if not aer:
-            return ""
-        means[label] = statistics.fmean(aer)
-    return (
-        " Mean test AER with the general scorer: "
-        + ", ".join(f"{label} {v:.3f}" for label, v in means.items())
-        + "."
-    )
-
-
-def page(doc: Path = DOC) -> str:
-    """docs/alignment.md as the table command writes it: the generated part from the records
-    and the baselines, then ``doc``'s hand-written end as it is."""
-    return table(read_runs(), toy_baselines()) + hand_written(doc)
-
-
-HAND_WRITTEN = "<!-- written by hand from here on: the generator keeps it as it is -->"
-"""The line after which docs/alignment.md is prose the table command leaves alone."""
 
 
 def hand_written(doc: Path) -> str:
@@ -572,30 +305,9 @@ def hand_written(doc: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("reach", "choices", "offsets", "table"))
-    parser.add_argument("runs", nargs="*", type=Path, help="trained run folders (analyses)")
-    args = parser.parse_args(argv)
-    if args.what != "table" and not args.runs:
-        parser.error(f"{args.what}: name the trained run folders (outputs/alignment_*/RUN)")
-    if args.what == "reach":  # any toy_align run: it gives the tokenizer
-        write_json(REACH, window_reach(args.runs[0]), indent=1)
-        print(f"wrote {REACH}")
-    if args.what == "choices":  # every map of Transformer runs
-        for run in args.runs:
-            out = RECORDS / "choices" / f"{run.parent.name}-{run.name}.json"
-            write_json(out, map_choices(run), indent=1)
-            print(f"wrote {out}")
-    if args.what == "offsets":  # recall by word offset, per run's mechanism
-        overrides = [
-            yaml.safe_load((r / ".hydra" / "overrides.yaml").read_text()) for r in args.runs
-        ]
-        names = [mechanism_of(dict(o.split("=", 1) for o in ov)) for ov in overrides]
-        recall = {name: offset_recall(run) for name, run in zip(names, args.runs)}
-        write_json(RECORDS / "offsets.json", recall, indent=1)
-        for name, by in recall.items():
-            cells = ", ".join(f"d {k}: {v['recall']:.2f}" for k, v in by.items())
-            print(f"{name}: {cells}")
-    write_text(DOC, page(DOC))
+    parser.add_argument("what", choices=("table",))
+    parser.parse_args(argv)
+    write_text(DOC, table(read_runs(), toy_baselines()) + hand_written(DOC))
     print(f"wrote {DOC}")
     return 0
 

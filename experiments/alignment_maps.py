@@ -1,15 +1,10 @@
-"""One toy_align test sentence's attention in every mechanism, beside its gold alignment.
+"""One toy_align test pair's forced attention in every mechanism, beside its gold links.
 
-``keep`` forces the sentence's reference through a finished run (as evaluate.py's AER does:
-:func:`attnmt.decode.forced_alignment.forced_alignments`'s map, the last layer's mean of
-heads for a Transformer) and writes the map, its word links and the gold links to a small
-JSON file; ``draw`` puts every kept map in one figure, docs/attention/toy_align_maps.png,
-with the gold links marked on each (sure: a square, possible: a dot, the model's links:
-the cells it attends to most).
+    python -m experiments.alignment_maps outputs/alignment_*/RUN ...   # keep each map, then draw
 
-    python -m experiments.alignment_maps outputs/alignment_*/RUN ...   # keep, then draw
-
-keeps each named trained run's map (its mechanism from its overrides) and draws the figure.
+:func:`keep` writes a run's map of the pair (the last layer's mean of heads for a
+Transformer, as docs/alignment.md's table reads it) with its word links and the gold links to
+results/alignment/maps/; :func:`draw` puts every kept seed-1 map into one figure.
 """
 
 from __future__ import annotations
@@ -20,116 +15,101 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+import numpy as np
 
 from attnmt.atomic import atomic_path, write_json
-from attnmt.decode.alignment_error import alignment_error
+from attnmt.data.corpora import prepare_corpus
+from attnmt.decode.alignment_error import alignment_error, read_gold
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
+from attnmt.decode.translator import load_translator
 from attnmt.decode.word_alignment import word_alignment, word_index
-from experiments.alignment_aer import MECHANISMS, gold_test_split, mechanism_of, stem
+from attnmt.errors import DataError
+from experiments.alignment_aer import MECHANISMS, mechanism_of, stem
+from experiments.runs import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = ROOT / "results" / "alignment" / "maps"
 FIGURE = ROOT / "docs" / "attention" / "toy_align_maps.png"
 EXAMPLE = 6
-"""0-based line of toy_align's test split: ``na sunadi tapa ri kemal ke ta osta fikar lisku
-kintu kemal`` (one-to-many ``sunadi``, many-to-one ``tapa ri``, an unaligned ``ta``, a
-mirrored adjective phrase, a verb-final subordinate clause ending in ``ne``)."""
+"""0-based line of toy_align's test split: a one-to-many ``sunadi``, a many-to-one ``tapa
+ri``, an unaligned ``ta``, a mirrored adjective phrase, a verb-final clause ending in ``ne``."""
 EXAMPLE_SOURCE = "na sunadi tapa ri kemal ke ta osta fikar lisku kintu kemal"
 EXAMPLE_REFERENCE = "un ela mira gulsen kemal tes bramo medro lunde kemal fe moren ne"
-DIGITS = 3
 
 
 def keep(run: Path, mechanism: str, path: Path) -> Path:
     """Write the example's forced map from ``run``'s best checkpoint to ``path``."""
-    translator, sources, refs, golds = gold_test_split(run)
-    gold = golds[EXAMPLE]
+    translator = load_translator(run, device="cpu")
+    corpus = prepare_corpus(translator.config["data"])
+    sources, refs = corpus.read("test")
     src, ref = sources[EXAMPLE], refs[EXAMPLE]
-    if (src, ref) != (EXAMPLE_SOURCE, EXAMPLE_REFERENCE):
-        raise ValueError(
-            f"toy_align's test line {EXAMPLE + 1} is now {src!r} -> {ref!r}, not the pair "
-            "this figure shows: the generator changed; update EXAMPLE_SOURCE/REFERENCE"
+    gold_file = corpus.gold_alignments("test")
+    if gold_file is None or (src, ref) != (EXAMPLE_SOURCE, EXAMPLE_REFERENCE):
+        raise DataError(
+            f"{corpus.directory}: no gold links, or test line {EXAMPLE + 1} is {src!r} -> "
+            f"{ref!r}, not the pair of this figure (update EXAMPLE_SOURCE/REFERENCE)"
         )
-    src_ids = translator.tokenizer.encode_src([src])
-    tgt_ids = translator.tokenizer.encode_tgt([ref])
-    (maps,) = attention_maps(
-        translator.model, translator.tokenizer, translator.device, src_ids, [(tgt_ids[0], True)]
-    )
+    gold = read_gold(gold_file)[EXAMPLE]
+    tok = translator.tokenizer
+    src_ids, (tgt_ids,) = tok.encode_src([src]), tok.encode_tgt([ref])
+    (maps,) = attention_maps(translator.model, tok, translator.device, src_ids, [(tgt_ids, True)])
     weights = select_map(maps.cross, -1, None)
     links = word_alignment(weights, maps.source_pieces, maps.target_pieces)
-    scores = alignment_error([links], [gold])
-    write_json(
-        path,
-        {
-            "mechanism": mechanism,
-            "run": run.name,
-            "test_line": EXAMPLE,
-            "source": src,
-            "reference": ref,
-            "source_pieces": maps.source_pieces,
-            "target_pieces": maps.target_pieces,
-            "map": [[round(float(x), DIGITS) for x in row] for row in weights],
-            "links": [list(x) for x in links],
-            "gold_sure": sorted(list(x) for x in gold.sure),
-            "gold_possible": sorted(list(x) for x in gold.possible - gold.sure),
-            "aer": scores.aer,
-        },
-        indent=None,
-    )
+    kept = {
+        "mechanism": mechanism,
+        "run": run.name,
+        "test_line": EXAMPLE,
+        "source": src,
+        "reference": ref,
+        "source_pieces": maps.source_pieces,
+        "target_pieces": maps.target_pieces,
+        "map": [[round(float(x), 3) for x in row] for row in weights],
+        "links": [list(x) for x in links],
+        "gold_sure": sorted(list(x) for x in gold.sure),
+        "gold_possible": sorted(list(x) for x in gold.possible - gold.sure),
+        "aer": alignment_error([links], [gold]).aer,
+    }
+    write_json(path, kept, indent=None)
     return path
 
 
-def _word_cells(pieces: list[str]) -> dict[int, list[int]]:
-    """Word index -> the piece positions that spell it."""
-    cells: dict[int, list[int]] = {}
-    for k, w in enumerate(word_index(pieces)):
-        if w >= 0:
-            cells.setdefault(w, []).append(k)
-    return cells
+def _cells(rec: dict[str, Any], kind: str) -> list[tuple[int, int]]:
+    """(source piece, target piece) of every piece pair that spells a ``gold_<kind>`` link."""
+    src, tgt = word_index(rec["source_pieces"]), word_index(rec["target_pieces"])
+    return [(s, t) for i, j in rec[f"gold_{kind}"] for s, a in enumerate(src) if a == i
+            for t, b in enumerate(tgt) if b == j]  # fmt: skip
 
 
 def _panel(ax: Any, rec: dict[str, Any], title: str, gold_only: bool = False) -> None:
-    """One map (or, ``gold_only``, the gold links alone) with gold marked."""
-    import numpy as np
-
+    """One map with the gold marked, or (``gold_only``) the gold links alone."""
     src, tgt = rec["source_pieces"], rec["target_pieces"]
-    src_cells, tgt_cells = _word_cells(src), _word_cells(tgt)
-    data = np.zeros((len(tgt), len(src))) if gold_only else np.array(rec["map"])
     if gold_only:
-        for (i, j), value in [(x, 1.0) for x in rec["gold_sure"]] + [
-            (x, 0.5) for x in rec["gold_possible"]
-        ]:
-            for s in src_cells.get(i, []):
-                for t in tgt_cells.get(j, []):
-                    data[t, s] = max(data[t, s], value)
-    ax.imshow(data, cmap="Greys" if gold_only else "viridis", vmin=0, vmax=1, aspect="auto")
-    if not gold_only:
-        for marks, style in ((rec["gold_sure"], "s"), (rec["gold_possible"], "o")):
-            for i, j in marks:
-                for s in src_cells.get(i, []):
-                    for t in tgt_cells.get(j, []):
-                        ax.plot(s, t, style, mfc="none", mec="red", ms=6 if style == "s" else 3,
-                                mew=0.8)  # fmt: skip
+        data = np.zeros((len(tgt), len(src)))
+        for kind, value in (("possible", 0.5), ("sure", 1.0)):
+            for s, t in _cells(rec, kind):
+                data[t, s] = value
+        ax.imshow(data, cmap="Greys", vmin=0, vmax=1, aspect="auto")
+    else:
+        ax.imshow(np.array(rec["map"]), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        for kind, style, size in (("sure", "s", 6), ("possible", "o", 3)):
+            for s, t in _cells(rec, kind):
+                ax.plot(s, t, style, mfc="none", mec="red", ms=size, mew=0.8)
     ax.set_xticks(range(len(src)), src, rotation=90, fontsize=7)
     ax.set_yticks(range(len(tgt)), tgt, fontsize=7)
     ax.set_title(title, fontsize=8)
 
 
 def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
-    """The figure of every kept map (None when none is kept): 110 dpi, 7-point labels."""
+    """The figure of every kept seed-1 map at 110 dpi (None when none is kept)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    recs = []
-    for mech in MECHANISMS:
-        path = maps_dir / f"{stem(mech, 1)}.json"
-        if path.is_file():
-            recs.append(json.loads(path.read_text()))
+    paths = [maps_dir / f"{stem(m, 1)}.json" for m in MECHANISMS]
+    recs = [json.loads(p.read_text()) for p in paths if p.is_file()]
     if not recs:
         return None
-    cols = 4
-    rows = math.ceil((len(recs) + 1) / cols)
+    cols, rows = 4, math.ceil((len(recs) + 1) / 4)
     fig = Figure(figsize=(cols * 3.6, rows * 3.7 + 0.4), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(rows, cols, k + 1) for k in range(len(recs) + 1)]
@@ -147,14 +127,12 @@ def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Keep the example's map of each run folder in ``argv`` (named by its mechanism and
-    seed, from its .hydra/overrides.yaml), then draw the figure (it shows seed 1's)."""
+    """Keep the example's map of each named run folder (named by its mechanism and seed),
+    then draw the figure."""
     for arg in sys.argv[1:] if argv is None else argv:
-        run = Path(arg)
-        overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text())
-        name = mechanism_of(dict(o.split("=", 1) for o in overrides))
-        seed = int(next(o for o in overrides if o.startswith("seed=")).split("=")[1])
-        print(f"wrote {keep(run, name, MAPS / f'{stem(name, seed)}.json')}")
+        run = read_run(Path(arg))
+        name = mechanism_of(run.overrides)
+        print(f"wrote {keep(run.folder, name, MAPS / f'{stem(name, run.seed)}.json')}")
     print(f"wrote {draw()}")
     return 0
 

@@ -13,7 +13,6 @@ from hydra import compose, initialize_config_dir
 from attnmt.cli.evaluate import run as evaluate
 from attnmt.train.loop import train
 from experiments import alignment_maps
-from experiments.alignment_aer import window_reach
 from experiments.study import load_study
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -42,12 +41,6 @@ def test_global_attention_learns_the_synthetic_alignment(tmp_path: Path) -> None
     # 2026-11-25); 0.2 is the bar for "learns within a few hundred updates"
     assert entry["aer"] <= 0.2, entry["alignment"]
     assert entry["aer_recall"] > 0.8 and entry["aer_precision"] > 0.7
-
-    # local-m's blind share: no gold source piece within |j - p_t| <= D, none once D spans
-    # the longest sentence (60 pieces), and the 5-window's share as measured for the table
-    reach = window_reach(tmp_path / "run", windows=(5, 10, 60))
-    assert reach["pieces"] > 5000
-    assert reach["outside"]["60"] == 0 < reach["outside"]["10"] < reach["outside"]["5"] < 0.1
 
     # the guide's figure keeps this run's map of the example pair beside its gold
     kept = alignment_maps.keep(tmp_path / "run", "luong general global", tmp_path / "m.json")

@@ -1,9 +1,11 @@
 """docs/alignment.md's generated sentences (experiments/alignment_aer.py) from planted
 records: which mechanisms miss issue 33's target in which seeds, the two alignments without
-a network beside them, the Transformer's best map, local-m's windows; no fixed verdict."""
+a network beside them, local-m's windows; no fixed verdict. The kept analyses' figures on
+the page's hand-written part."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,10 @@ from helpers.alignment_runs import LUONG, plant
 from attnmt.decode.alignment_error import AlignmentScores
 from attnmt.errors import DataError
 from attnmt.machine import Cpu, Machine
+from attnmt.run_summary import Summary
 from experiments import alignment_aer as aa
 from experiments.alignment_baselines import ScoredBaseline
+from experiments.runs import Run
 from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,10 +26,9 @@ TOY_MACHINE = Machine(Cpu("Toy CPU"), "2.0", 1)
 
 def record(mechanism: str, seed: int, aer: float, updates: int = aa.UPDATES) -> aa.AlignmentRun:
     """A synthetic-task record as read_runs reads it, with the fields the page reads."""
-    return aa.AlignmentRun(
-        Path("."), mechanism, seed, updates, aer, 1 - aer, 1 - aer, 99.0, 0.1, TOY_MACHINE,
-        "abc1234", None,
-    )  # fmt: skip
+    summary = Summary(step=updates, seed=seed, machine=TOY_MACHINE, commit="abc1234")
+    run = Run(Path("."), {}, summary, (), 0.1)
+    return aa.AlignmentRun(run, mechanism, aer, 1 - aer, 1 - aer, 99.0)
 
 
 def scored(aer: float, low: float, high: float) -> ScoredBaseline:
@@ -81,35 +84,48 @@ def test_the_table_shows_each_seed_and_the_baselines_as_rows() -> None:
     assert "None reaches" not in page and "likely cause" not in page  # no fixed verdict
 
 
-def test_the_best_map_and_the_windows_are_read_from_the_records() -> None:
-    choices = [
-        {
-            "run": "tf-seed1",
-            "updates": 1200,
-            "aer": {"layer 1, mean": 0.21, "all layers, mean": 0.18},
-        },
-        {"run": "tf-seed1-u3000", "updates": 3000, "aer": {"layer 1, mean": 0.17, "x": None}},
-    ]
-    assert aa.best_maps_sentence(choices) == (
-        "Lowest AER of each run's maps: tf-seed1 (1200 updates): all layers, mean 0.180; "
-        "tf-seed1-u3000 (3000 updates): layer 1, mean 0.170; none reaches 0.10."
-    )
-    choices[0]["aer"]["layer 0, head 1"] = 0.09
-    assert aa.best_maps_sentence(choices) == (
-        "Lowest AER of each run's maps: tf-seed1 (1200 updates): layer 0, head 1 0.090; "
-        "tf-seed1-u3000 (3000 updates): layer 1, mean 0.170; a map reaches 0.10."
-    )
+def test_the_windows_are_read_from_the_records() -> None:
     recs = [
         record("luong general local_m", 1, 0.12),
         record("luong general local_m", 2, 0.13),
         record("luong general local_m window10", 1, 0.07),
     ]
-    assert aa.window_sentence(recs) == ""  # global attention not recorded yet
+    assert aa.window_sentence(recs) == []  # global attention not recorded yet
     recs.append(record("luong general global", 1, 0.05))
-    assert aa.window_sentence(recs) == (
-        " Mean test AER with the general scorer: local-m at D = 5 0.125, at D = 10 0.070, "
-        "global attention 0.050."
+    (blank, text) = aa.window_sentence(recs)
+    assert blank == "" and text.startswith(
+        "Mean test AER with the general scorer: local-m at D = 5 0.125, at D = 10 0.070, "
+        "global attention 0.050 ("
     )
+
+
+def test_the_kept_analyses_are_on_the_page() -> None:
+    """results/alignment/'s outputs of the removed analysis commands, as the page's
+    hand-written part states them: each Transformer map's AER, local-m's blind share, the
+    recall by word offset."""
+    kept = ROOT / "results" / "alignment"
+    lines = (ROOT / "docs" / "alignment.md").read_text(encoding="utf-8").splitlines()
+    header = next(line for line in lines if line.startswith("| run | updates | layer 0, mean"))
+    maps = [c.strip() for c in header.strip("|").split("|")[2:]]
+    choices = sorted((kept / "choices").glob("*.json"))
+    assert len(choices) == 2
+    for path in choices:
+        c = json.loads(path.read_text())
+        assert (
+            f"| {c['run']} | {c['updates']} | "
+            + " | ".join(f"{c['aer'][m]:.3f}" for m in maps)
+            + " |"
+            in lines
+        )
+    reach = json.loads((kept / "local_m_reach.json").read_text())
+    text = " ".join(lines)
+    assert f"7.1% at D = 5, 0.7% at D = 10 of the {reach['pieces']:,} test target" in text
+    assert [f"{float(v):.1%}" for v in reach["outside"].values()] == ["7.1%", "0.7%"]
+    offsets = json.loads((kept / "offsets.json").read_text())
+    keys = ["<=-3", "-2", "-1", "0", "1", "2", ">=3"]
+    for name, by in offsets.items():
+        row = " | ".join(f"{by[k]['recall']:.2f}" for k in keys)
+        assert f"| {name} | {row} |" in lines
 
 
 @pytest.mark.slow
@@ -144,7 +160,7 @@ def test_the_page_is_read_from_planted_run_folders(tmp_path: Path) -> None:
         (aa.TRANSFORMER, 1, 3000),
     ]
     assert [r.wall_minutes for r in runs] == [None, None, 2.5, None]
-    assert runs[3].entropy is None and runs[0].machine == TOY_MACHINE
+    assert runs[3].run.entropy is None and runs[0].run.summary.machine == TOY_MACHINE
     page = aa.table(runs)
     # AER (0.04 + 0.08) / 2 = 0.060, sample std 0.04 / sqrt 2 = 0.028; BLEU 98.00 ± 1.41;
     # entropy 0.20 ± 0.14
@@ -157,14 +173,19 @@ def test_the_page_is_read_from_planted_run_folders(tmp_path: Path) -> None:
         in page
     )
     assert "| luong location global | 0 | – | – | – | – | – | – |" in page
+    assert "Mean test AER with the general scorer" not in page  # local_m not recorded
     assert f"| {aa.TRANSFORMER} | 3000 | 1 | 0.150 | 0.150 | 0.850 | 0.850 | 99.00 | – |" in page
     assert page.rstrip().endswith("Machines: Toy CPU, 1 thread(s). Commits: abc1234.")
 
 
 def test_a_run_folder_without_its_test_is_named(tmp_path: Path) -> None:
     folder = plant(tmp_path, "alignment_luong", LUONG, 1, 0.1)
+    scores = folder / "eval" / "test" / "scores.json"
+    scores.write_text(json.dumps({"best-test-beam1": {"bleu": 99.0}}), encoding="utf-8")
+    with pytest.raises(DataError, match=f"{folder}: not an alignment record .*'aer'"):
+        aa.read_runs(tmp_path)
     (folder / ".hydra" / "overrides.yaml").unlink()
-    with pytest.raises(DataError, match=f"{folder}: not an alignment record"):
+    with pytest.raises(DataError, match=f"{folder}: not a run record"):
         aa.read_runs(tmp_path)
 
 
@@ -194,5 +215,6 @@ def test_the_committed_records_give_the_committed_page() -> None:
     page = (ROOT / "docs" / "alignment.md").read_text(encoding="utf-8")
     generated = aa.table(aa.read_runs())
     table_rows = [line for line in generated.splitlines() if line.startswith("| ")]
-    assert len(table_rows) > 20 and all(row in page for row in table_rows)
+    assert len(table_rows) == 1 + len(aa.MECHANISMS) + 1 + 2  # two headers, two longer runs
+    assert all(row in page for row in table_rows)
     assert generated.splitlines()[-1] in page  # the machines and commits

@@ -78,8 +78,8 @@ def test_the_protocol_text_follows_the_numbers() -> None:
 
 def toy_run(mechanism: str, wall_minutes: float) -> AlignmentRun:
     """A synthetic-task run of ``mechanism`` (seed 1) that took ``wall_minutes``."""
-    return AlignmentRun(Path("."), mechanism, 1, 1200, 0.1, 0.9, 0.9, 99.0, None, None, "",
-                        wall_minutes)  # fmt: skip
+    run = Run(Path("."), {}, Summary(step=1200, seed=1), (), None, wall_minutes)
+    return AlignmentRun(run, mechanism, 0.1, 0.9, 0.9, 99.0)
 
 
 def test_the_section_estimates_every_cell_at_every_seed_and_says_when_over_budget() -> None:
