@@ -1,15 +1,11 @@
-"""Does attention align once a model translates? The AER each validation logged (metrics.jsonl
-``valid`` events' ``aer``: ``trainer.valid_alignments``) against that validation's BLEU, one
-line per run, drawn into one PNG and printed as a table.
+"""Does attention align once a model translates? Each run's validation AER (metrics.jsonl
+``valid`` events' ``aer``: ``trainer.valid_alignments``) against its validation BLEU.
 
     python -m experiments.aer_vs_bleu RUN [RUN ...] [--out docs/aer_vs_bleu.png]
 
-Each RUN is a run folder (its run record: ``attnmt.run_record``). The table has one row per
-validation (step, training minutes, valid BLEU, AER), then per run: the AER at its first
-and last validation, its lowest, and Spearman's rank correlation ρ between BLEU and AER
-over the validations (ρ = Pearson's r of the ranks, ties given their mean rank; negative:
-the AER falls as BLEU rises). A run whose validations logged no AER is named and left out;
-none with an AER is an error (exit status 2).
+Draws one line per run and prints each validation, then per run the first, last and lowest
+AER and Spearman's ρ of BLEU and AER (negative: AER falls as BLEU rises). A run without a
+validation AER is named and left out; none with one is an error (exit status 2).
 """
 
 from __future__ import annotations
@@ -48,19 +44,16 @@ class AerCurve:
 
 
 def ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``x``, tied values given the mean of their ranks."""
-    order = np.argsort(x, kind="stable")
-    out = np.empty(len(x), dtype=float)
-    out[order] = np.arange(1, len(x) + 1, dtype=float)
-    for value in np.unique(x):
-        tied = x == value
-        out[tied] = out[tied].mean()
-    return out
+    """1-based ranks of ``x``, tied values given the mean of their ranks: (values below)
+    + (ties + 1) / 2."""
+    below = (x[None, :] < x[:, None]).sum(axis=1)
+    ties = (x[None, :] == x[:, None]).sum(axis=1)
+    return below + (ties + 1) / 2.0
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman's ρ of two equally long series; None with fewer than 3 points or when
-    either is constant (ρ undefined)."""
+    """Spearman's ρ (Pearson's r of the ranks); None with fewer than 3 points or a constant
+    series."""
     if len(x) < 3:
         return None
     rx, ry = ranks(x), ranks(y)
@@ -149,14 +142,6 @@ def figure(curves: Sequence[AerCurve]) -> Figure:
     return fig
 
 
-def save(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as PNG atomically (a temporary name, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path, fsync=False) as tmp:
-        fig.savefig(tmp, format="png")
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders")
@@ -171,7 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         for label in without:
             print(f"note: {label} logged no validation AER; left out", file=sys.stderr)
-        save(figure(curves), args.out)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(args.out, fsync=False) as tmp:
+            figure(curves).savefig(tmp, format="png")
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
