@@ -1,22 +1,29 @@
 """The one reader of study run folders, results/<study>/<run>/ (experiments/sweep.py
-``--record``): :func:`read_runs` gives them as :class:`Run`, :func:`provenance` says where
-they ran, :func:`evaluate_test` runs evaluate.py on a run's test split."""
+``--record``): :func:`read_runs` gives them as :class:`Run`, :func:`study_cells` a study's
+runs as table rows (:class:`Cell`), :func:`provenance` says where they ran,
+:func:`evaluate_test` runs evaluate.py on a run's test split, :func:`corpus_test_split` gives a
+corpus' test split and :func:`kept_hypotheses` a run's kept outputs (hyps/test.txt.xz)."""
 
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from attnmt.errors import DataError
+from attnmt.data.corpora import prepare_corpus
+from attnmt.data.textio import read_lines
+from attnmt.errors import AttnmtError, DataError
 from attnmt.run_record import RecordError, read_record
 from attnmt.run_summary import Summary
+from experiments.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,6 +81,19 @@ class Run:
         """Column ``col`` (1: NLL, 2: BLEU) of the validation at ``step``."""
         return next((float(p[col]) for p in self.curve if p[0] == step), None)
 
+    @property
+    def machine_line(self) -> str:
+        """CPU (family, model, flags), cores where known, torch, threads and GPU: one line."""
+        m = self.summary.machine
+        if m is None:
+            return "?"
+        cores = f", {m.cores} cores" if m.cores else ""
+        threads = "?" if m.threads is None else m.threads
+        gpu = f", GPU {m.cuda}" if m.cuda else ""
+        return (
+            f"{m.describe('flags')}{cores}, torch {m.torch_version or '?'}, {threads} threads{gpu}"
+        )
+
 
 def read_run(folder: Path) -> Run:
     """The run in ``folder``; DataError naming it when a part is missing or not a record."""
@@ -104,6 +124,77 @@ def read_runs(results: Path, studies: tuple[str, ...]) -> list[Run]:
     """The run folders of ``studies`` under ``results`` (those with a summary.json)."""
     found = [f for st in studies for f in sorted((results / st).glob("*/summary.json"))]
     return [read_run(f.parent) for f in found]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The runs of a study that differ only in their seed: a table's row."""
+
+    study: str
+    overrides: dict[str, str]  # the study's overrides and the row's grid values, seed aside
+    seeds: tuple[int, ...]  # the seeds the grid gives the row
+    runs: tuple[Run, ...]  # those with a folder under results/<study>/, by seed
+    missing: tuple[str, ...]  # the names of its runs without one
+
+
+def study_cells(results: Path, study: Study) -> list[Cell]:
+    """The rows of ``study`` in its grid's order, with their runs under ``results``."""
+    rows: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    for run in study.runs:
+        seed = next((int(g[5:]) for g in run.grid if g.startswith("seed=")), 0)
+        rows.setdefault(tuple(g for g in run.grid if not g.startswith("seed=")), []).append(
+            (run.name, seed)
+        )
+    cells = []
+    for grid, members in rows.items():
+        have = [n for n, _ in members if (results / study.name / n / "summary.json").is_file()]
+        runs = sorted((read_run(results / study.name / n) for n in have), key=lambda r: r.seed)
+        cells.append(
+            Cell(
+                study.name,
+                dict(o.split("=", 1) for o in (*study.overrides, *grid)),
+                tuple(s for _, s in members),
+                tuple(runs),
+                tuple(n for n, _ in members if n not in have),
+            )
+        )
+    return cells
+
+
+def kept_hypotheses(run: Run, sentences: int) -> list[str] | None:
+    """The run's kept test outputs (hyps/test.txt.xz, a line a sentence); None without them
+    or when they are not ``sentences`` lines."""
+    path = run.folder / "hyps" / "test.txt.xz"
+    if not path.is_file():
+        return None
+    lines = lzma.decompress(path.read_bytes()).decode("utf-8").splitlines()
+    return lines if len(lines) == sentences else None
+
+
+class CorpusUnavailable(AttnmtError):
+    """A corpus whose test split a page scores does not prepare on this machine."""
+
+
+def corpus_test_split(
+    data: Mapping[str, Any] | None, root: Path = ROOT
+) -> tuple[list[str], list[str]]:
+    """(sources, references) of the test split of the corpus that the ``data`` settings name,
+    prepared under ``root``/data (from the cache when it is there); ([], []) when they name
+    none; :class:`CorpusUnavailable` when it does not prepare (a page without it would
+    silently drop what needs it)."""
+    if not isinstance(data, Mapping) or "name" not in data:
+        return [], []
+    try:
+        corpus = prepare_corpus({**data, "root": str(root / "data")})
+        src, tgt = corpus.files("test")
+        return read_lines(src), read_lines(tgt)
+    except (AttnmtError, OSError) as e:
+        name = data["name"]
+        raise CorpusUnavailable(
+            f"the test split of corpus {name!r} does not prepare under {root / 'data'}: {e}\n"
+            f"Prepare it (`python scripts/prepare_data.py data={name}`; `make setup` installs "
+            "the packages the corpora need), then generate the page again. Nothing was written."
+        ) from e
 
 
 def provenance(runs: list[Run]) -> str:
