@@ -1,25 +1,32 @@
-"""What the attention table adds to a run's ledger record, beyond BLEU and NLL.
+"""What the attention table measures of a run beyond BLEU and NLL, and how a new run gets it.
 
-- AER of the run's attention against the kept silver alignments of the test split
-  (results/silver/, eflomal + grow-diag-final-and: an aligner's links, not a person's),
-  scored by ``python evaluate.py ckpt=RUN split=test gold_alignments=FILE`` as a user would;
-- the mean normalised entropy of its cross-attention at the last validation;
-- the collapse share of the fixed sentence's map: the fraction of target rows whose
-  largest weight sits on the most common such source column (a map whose rows all point at
-  one column scores 1.0).
+    python -m experiments.attention_measures outputs/STUDY/RUN [...]   # after sweep --record
 
-Its test hypotheses, kept beside the record for the paired bootstrap like every table's, are
-experiments/kept_outputs.py's.
+writes into each trained run's record, results/STUDY/RUN/ (kept by ``sweep --record``):
+eval/silver/scores.json, ``python evaluate.py ckpt=RUN split=test beam=1
+gold_alignments=FILE`` against the kept silver links of its corpus' test split (results/silver/,
+an aligner's links, not a person's), and attention_map.json, the fixed sentence's maps
+(experiments/attention_map.py), for runs on that sentence's corpus. The table reads them,
+the last validation's cross-attention entropy (runs.Run.entropy) and :func:`collapse_share`.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from attnmt.atomic import write_json
+from attnmt.decode.alignment_error import read_gold
+from attnmt.errors import AttnmtError, DataError
+from attnmt.machine import usable_cores
 from attnmt.run_record import read_record
+from experiments import attention_map
 from experiments.alignment_baselines import ScoredBaseline, aer_with_interval, diagonal_links
 from experiments.runs import evaluate_test
 
@@ -32,8 +39,7 @@ COLLAPSED = 0.8
 
 def silver_scores(run: Path, corpus: str, threads: int = 1) -> dict[str, float] | None:
     """``{"aer", "precision", "recall"}`` of ``run``'s best checkpoint against the corpus'
-    silver alignments (greedy decoding; the alignment is the reference teacher-forced), or
-    None when the corpus has none or evaluate.py fails."""
+    silver links (rounded), or None without links or when evaluate.py fails."""
     gold = SILVER.get(corpus)
     if gold is None or not gold.is_file():
         return None
@@ -65,8 +71,8 @@ def collapse_share(rows: Sequence[Sequence[float]]) -> float:
 
 
 def cross_map(maps: dict[str, Any]) -> list[list[float]]:
-    """The fixed sentence's cross-attention [T][S] from an ``.attn.json``: an RNN's map, or
-    the mean over heads of a Transformer's last layer."""
+    """The fixed sentence's cross-attention [T][S] from an attention_map.json: an RNN's map,
+    or the mean over heads of a Transformer's last layer."""
     cross = maps["maps"]["cross"]
     if maps.get("layer") is None:
         return [list(map(float, row)) for row in cross]
@@ -78,12 +84,56 @@ def cross_map(maps: dict[str, Any]) -> list[list[float]]:
 def silver_diagonal(
     corpus: str, sources: Sequence[str], refs: Sequence[str]
 ) -> ScoredBaseline | None:
-    """The diagonal alignment (experiments/alignment_baselines.py ``diagonal_links``) scored
-    against the corpus' silver links, with its AER's bootstrap interval over the sentences;
-    None without silver links or pairs."""
-    from attnmt.decode.alignment_error import read_gold
-
+    """The diagonal alignment (alignment_baselines ``diagonal_links``) scored against the
+    corpus' silver links, with its AER's bootstrap interval over the sentences; None without
+    silver links or pairs."""
     gold = SILVER.get(corpus)
     if gold is None or not gold.is_file() or not sources:
         return None
     return aer_with_interval(diagonal_links(sources, refs), read_gold(gold))
+
+
+def measure(run: Path, record: Path, threads: int) -> list[Path]:
+    """Write ``run``'s silver scores and fixed-sentence maps into ``record`` (what its corpus
+    has of them); the files written. DataError when ``record`` or the run's config is
+    missing or evaluate.py fails."""
+    config = run / ".hydra" / "config.yaml"
+    if not (record / "summary.json").is_file() or not config.is_file():
+        raise DataError(
+            f"{run}: needs its .hydra/config.yaml and a record {record}/summary.json "
+            "(python -m experiments.sweep STUDY --record keeps it)"
+        )
+    corpus = str(yaml.safe_load(config.read_text(encoding="utf-8"))["data"]["name"])
+    written = []
+    if (gold := SILVER.get(corpus)) is not None:
+        entry = evaluate_test(run, threads, ("beam=1", f"gold_alignments={gold}"), sys.stderr)
+        if entry is None or entry.get("aer") is None:
+            raise DataError(f"{run}: evaluate.py gave no AER against {gold} (its output above)")
+        written.append(
+            write_json(record / "eval" / "silver" / "scores.json", {"test-beam1": entry})
+        )
+    if corpus == attention_map.FIXED_CORPUS:
+        written.append(attention_map.keep(run, record / "attention_map.json"))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "runs", nargs="+", type=Path, help="trained run folders (outputs/STUDY/RUN)"
+    )
+    parser.add_argument("--results", type=Path, default=ROOT / "results", help="the records' root")
+    parser.add_argument("--threads", type=int, default=usable_cores(), help="evaluate.py's")
+    args = parser.parse_args(argv)
+    try:
+        for run in args.runs:
+            for path in measure(run, args.results / run.parent.name / run.name, args.threads):
+                print(f"wrote {path}")
+    except AttnmtError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -20,6 +20,7 @@ from attnmt.run_record import RecordWriter
 from experiments import attention_map
 from experiments import attention_measures as am
 from experiments.attention_table import collapsed_text
+from experiments.runs import scores_entry
 
 # ---- collapse share and the fixed sentence's cross map ---------------------------------------
 
@@ -168,3 +169,48 @@ def test_the_kept_maps_of_a_tiny_run(name: str, tmp_path: Path) -> None:
         for head in per_head:
             assert (len(head), len(head[0])) == shapes[key]
             assert all(sum(row) == pytest.approx(1.0, abs=0.01) for row in head)
+
+
+# ---- a new run's record gets the migrated runs' files -------------------------------------------
+
+
+def test_a_new_runs_record_gets_silver_scores_and_maps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m experiments.attention_measures outputs/STUDY/RUN`` evaluates the trained
+    run against its corpus' silver links (the command a user would type) and writes the
+    entry as eval/silver/scores.json and the fixed sentence's maps as attention_map.json into
+    results/STUDY/RUN/, where experiments.runs reads them; a run without its record is
+    refused (exit 2, nothing written)."""
+    run = make_run(tmp_path / "outputs" / "study", "rnn_luong", steps=20)  # outputs/study/run
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "config.yaml").write_text("data:\n  name: toy_reverse\n")
+    gold = tmp_path / "toy.silver.align"
+    gold.write_text("0-0\n", encoding="utf-8")
+    monkeypatch.setitem(am.SILVER, "toy_reverse", gold)
+    monkeypatch.setattr(attention_map, "FIXED_CORPUS", "toy_reverse")
+    calls: list[list[str]] = []
+
+    def evaluate(cmd: list[str], cwd: Path, env: dict[str, str], **kwargs: Any) -> Any:
+        calls.append(cmd)
+        out = run / "eval" / "best-21-test-beam1-0123abcd"
+        out.mkdir(parents=True, exist_ok=True)
+        entry = {"beam": 1, "aer": 0.3125, "aer_precision": 0.7, "aer_recall": 0.65}
+        (out / "scores.json").write_text(json.dumps({"best-21-test-beam1": entry}))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", evaluate)
+    results = tmp_path / "results"
+    argv = [str(run), "--results", str(results), "--threads", "1"]
+    assert am.main(argv) == 2
+    assert "sweep" in capsys.readouterr().err and not results.exists()
+    record = results / "study" / "run"
+    record.mkdir(parents=True)
+    (record / "summary.json").write_text("{}")
+    assert am.main(argv) == 0
+    assert calls[-1][1:] == ["evaluate.py", f"ckpt={run}", "split=test", "beam=1",
+                             f"gold_alignments={gold}"]  # fmt: skip
+    entry = scores_entry(record / "eval" / "silver" / "scores.json")
+    assert entry is not None and (entry["aer"], entry["aer_recall"]) == (0.3125, 0.65)
+    maps = json.loads((record / "attention_map.json").read_text(encoding="utf-8"))
+    assert maps == attention_map.capture(run) and maps["layer"] is None
