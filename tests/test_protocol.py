@@ -1,0 +1,312 @@
+"""experiments/protocol.py: a table's length from its probes (the flattening rule that must
+stay), rounded to the table's validations; the attention table's size and time, and the main
+table's length per corpus, as docs/results.md states them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+
+from attnmt.machine import Cpu, Machine
+from attnmt.run_summary import FinalTest, Summary
+from experiments import protocol as pr
+from experiments.alignment_aer import AlignmentRun
+from experiments.runs import Cell, Run
+from experiments.study import load_study
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def probe(
+    nll: list[float],
+    overrides: tuple[str, ...] = ("model=rnn_luong", "model.hidden_size=128"),
+    *,
+    threads: int = 1,
+    bleu: float | None = None,
+    pace: float | None = None,
+) -> Run:
+    """A probe's run: validations every 250 updates at ``nll``, 10 training minutes."""
+    curve = tuple((250 * (i + 1), v, 0.0) for i, v in enumerate(nll))  # step, NLL, BLEU
+    machine = Machine(Cpu("Toy CPU", family=25, model=1), "2.0", threads)
+    test = None if bleu is None else FinalTest(bleu=bleu)
+    summary = Summary(step=curve[-1][0], minutes=10.0, seed=1, machine=machine, test=test)
+    return Run(Path("."), dict(o.split("=") for o in overrides), summary, curve, None,
+               pace_ms_per_update=pace)  # fmt: skip
+
+
+def main_probe(name: str, nll: list[float], threads: int = 1) -> Run:
+    """The main-table probe ``name`` ('ding_de_en transformer'), test BLEU 5."""
+    corpus, model = name.split()
+    run = probe(nll, ("experiment=results_main", f"data={corpus}", f"model={model}"),
+                threads=threads, bleu=5.0)  # fmt: skip
+    return run
+
+
+def toy_run(mechanism: str, seed: int, minutes: float) -> AlignmentRun:
+    run = Run(Path("."), {}, Summary(seed=seed), ((1, 1.0, 1.0),), None, wall_minutes=minutes)
+    return AlignmentRun(run, mechanism, 0.1, 0.9, 0.9, 99.0)
+
+
+# a curve that pauses at 3,750 and falls again, flat from 5,000 on (by hand: 5,000 vs 4,000
+# is (3.687 - 3.667) / 3.687 = 0.54%, 4,750 vs 3,750 is (3.706 - 3.667) / 3.706 = 1.05%)
+PAUSING = [4.8, 4.3, 4.1, 4.0, 3.94, 3.88, 3.85, 3.82, 3.80, 3.775, 3.752, 3.737, 3.724, 3.707,
+           3.706, 3.687, 3.677, 3.671, 3.667, 3.667, 3.667]  # fmt: skip
+# best NLL so far flat from 1,250 on (by hand: 3.50 against 3.51 at 1,000 is 0.28%, while at
+# 1,000 against 750: (3.6 - 3.51) / 3.6 = 2.5%); the falling one never flattens
+FLAT = [4.5, 4.0, 3.6, 3.51, 3.50, 3.50, 3.55, 3.6]
+FALLING = [4.5, 4.2, 4.0, 3.8, 3.6, 3.4, 3.2, 3.0]
+
+
+def test_a_pause_does_not_set_the_length_and_it_rounds_up_to_a_validation() -> None:
+    rec = probe(PAUSING)
+    assert pr.flattening(rec) == 5000
+    assert pr.table_updates([rec], 300) == 5100 and pr.table_updates([rec], 500) == 5000
+    assert pr.table_updates([rec, probe(PAUSING[:14])], 500) is None  # one still falling
+    assert pr.table_updates([], 500) is None
+
+
+def test_the_plan_packs_runs_longest_first_onto_two_jobs() -> None:
+    assert pr.plan_hours([60.0, 60.0]) == pytest.approx(1.0)
+    assert pr.plan_hours([90.0, 60.0, 30.0]) == pytest.approx(1.5)  # 90 | 60 + 30
+    assert pr.plan_hours([30.0] * 4, jobs=1) == pytest.approx(2.0)
+    assert pr.plan_hours([]) == 0.0
+
+
+def lines(runs: list[Run], updates: int, every: int = 500) -> str:
+    return "\n".join(pr.protocol_lines(runs, updates, every, "CMD", "table.yaml"))
+
+
+def test_the_protocol_text_follows_the_numbers() -> None:
+    rec = probe(PAUSING, pace=200, bleu=7.5)
+    text = lines([rec], 5000)
+    row = "| rnn_luong general global | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 (1) | Toy CPU"
+    assert row in text
+    assert "The rule gives 5000 updates" in text and "They differ" not in text
+    other = lines([probe(PAUSING)], 3000)
+    assert "They differ: set trainer.max_steps in table.yaml" in other
+    assert "| 5250 | 5000 | 3.667 | 3.667, nan | 114 (1) |" in other  # 10 min over 5,250 updates
+    assert "| 114 (2) |" in lines([probe(PAUSING, threads=2)], 3000)
+    assert "not settled" in lines([probe(PAUSING[:14])], 3000)
+    smaller = probe(PAUSING[:14], ("model=rnn_luong", "model.hidden_size=64"))  # not for the length
+    both = lines([rec, smaller], 5000)
+    assert "(64 units: not the table's) | 3500 | not yet |" in both
+    assert "The rule gives 5000 updates" in both
+    assert lines([], 5000) == "No probe recorded yet (`CMD`)."
+
+
+def cell(study: str, overrides: dict[str, str], minutes: list[float], missing: int = 0) -> Cell:
+    """A table row of ``study`` whose recorded runs took ``minutes`` (one a seed)."""
+    runs = tuple(
+        Run(Path("."), overrides, Summary(seed=s + 1, machine=Machine(Cpu("Toy CPU"), "2.0", 1)),
+            ((1, 1.0, 1.0),), None, wall_minutes=m)
+        for s, m in enumerate(minutes)
+    )  # fmt: skip
+    seeds = tuple(range(1, len(minutes) + missing + 1))
+    return Cell(study, overrides, seeds, runs, tuple(f"seed-{s}" for s in seeds[len(runs) :]))
+
+
+LUONG = {"model": "rnn_luong", "model.emb_dim": "128", "model.hidden_size": "128"}
+PRESET = {"model": "rnn_luong", "model.emb_dim": "256", "model.hidden_size": "256"}
+
+
+def test_the_size_line_sets_the_table_s_size_against_the_check_s() -> None:
+    table = [cell("results_attention", LUONG, [20.0]), cell("t", {"model": "transformer"}, [])]
+    check = [cell("p", PRESET, [1.0, 1.0]), cell("p", PRESET, [1.0], missing=1)]
+    text = "\n".join(pr.size_line(table, check))
+    assert "Size: the table's RNNs have 128 units" in text
+    assert "rnn_luong's preset has 256 (configs/model/rnn_luong.yaml)" in text
+    assert "checked on 2 of the table's cells, 4 runs at 256 units" in text
+    assert pr.size_line(table, [])[-1].endswith("; it is not checked at the presets' size.")
+    assert pr.size_of({"model.emb_dim": "128", "model.hidden_size": "256"}) == "emb 128, states 256"
+    assert pr.size_line(table[1:], check) == []
+
+
+def test_the_time_line_packs_recorded_and_missing_runs_with_the_synthetic_task() -> None:
+    """By hand: runs of 60, 30 and 30 minutes, one run not recorded at results_attention's
+    minutes_per_run (21), toy runs of 9 and 9 (one at another seed, one not a table
+    mechanism: left out). Two at a time: 60 + 9 | 30 + 30 + 21 + 9 ... packed longest first:
+    60 | 30, 30 -> 60 | 60, 21 -> 81 | 60, 9 -> 81 | 69, 9 -> 81 | 78: 1.35 h -> 1.4."""
+    per_run = load_study(ROOT / "configs" / "study" / "results_attention.yaml")
+    assert per_run.header.minutes_per_run == 21
+    table = [cell("results_attention", LUONG, [60.0, 30.0]), cell("results_attention", LUONG,
+             [30.0], missing=1)]  # fmt: skip
+    mechanisms = pr.GRID[:2]
+    toy = [toy_run(mechanisms[0], 1, 9.0), toy_run(mechanisms[1], 2, 9.0),
+           toy_run(mechanisms[0], 7, 50.0), toy_run("not a mechanism", 1, 50.0)]  # fmt: skip
+    (text,) = pr.time_line(table, toy)[1:]
+    assert text.startswith(
+        "Time: the 3 ding_de_en runs recorded took 2.0 job-hours, median 30.0 minutes a run "
+        "(3 on Toy CPU, torch 2.0, 1 threads); 1 not recorded yet, at their studies' minutes"
+    )
+    assert "synthetic task's 2 runs" in text and "about **1.4 hours** two at a time" in text
+    assert "more than the 8 hours" not in text
+    slow = [cell("results_attention", LUONG, [300.0, 300.0, 300.0, 300.0])]
+    assert "**10.0 hours**" in pr.time_line(slow, [])[1]
+    assert ": more than the 8 hours (one night on 2 cores)" in pr.time_line(slow, [])[1]
+    assert pr.time_line([cell("results_attention", LUONG, [], missing=2)], toy) == []
+
+
+def plant_probe(results: Path, study: str, hidden: str) -> None:
+    folder = results / study / "seed-1"
+    (folder / ".hydra").mkdir(parents=True)
+    summary = {"format": "attnmt-run-summary", "status": "finished", "step": 500, "seed": 1,
+               "minutes": 5.0, "pace_ms_per_update": 90, "pace_note": "idle"}  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps(summary))
+    events = [{"event": "valid", "step": 250 * k, "nll": 4.0 / k, "bleu": 1.0} for k in (1, 2)]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    overrides = ["model=rnn_luong", f"model.hidden_size={hidden}", "seed=1"]
+    (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+
+
+def test_the_probes_are_read_from_their_run_folders_and_their_studies(tmp_path: Path) -> None:
+    """Planted run folders (summary.json with a kept pace, metrics.jsonl, overrides) read as
+    probes, the smaller size first; the section states them after the rule; the studies'
+    runs are the probes the page names."""
+    for study, hidden in zip(pr.ATTENTION.studies, ("128", "64"), strict=True):
+        plant_probe(tmp_path, study, hidden)
+    runs = pr.probes(pr.ATTENTION, tmp_path)
+    assert [pr.other_size(r) for r in runs] == ["64 units", None]
+    assert [r.curve for r in runs] == [((250, 4.0, 1.0), (500, 2.0, 1.0))] * 2
+    text = "\n".join(pr.attention_section([], [], 500, 250, [], tmp_path))
+    assert text.startswith("The rule: the first validation L of a probe")
+    assert "| rnn_luong general global | 500 | not yet | – | 2.000, nan | 90 (1) | ? |" in text
+    assert "rnn_luong general global, idle." in text
+    names = set()
+    for study in pr.ATTENTION.studies:
+        s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
+        assert f"trainer.max_steps={pr.PROBE_UPDATES}" in s.overrides
+        assert f"trainer.val_every_steps={pr.PROBE_EVERY}" in s.overrides
+        for run in s.runs:
+            settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
+            fake = Run(Path("."), settings, Summary(), (), None)
+            names.add((pr.probe_name(fake), pr.other_size(fake)))
+    assert names == {
+        ("rnn_luong general global", None),
+        ("rnn_bahdanau additive global", None),
+        ("rnn_luong general global", "64 units"),
+    }
+
+
+def test_the_committed_attention_probes_give_the_committed_length() -> None:
+    """results/attention_protocol*/: rnn_luong at the table's size flattens at 5,500 of its
+    6,000 updates, the 64-unit one not yet; docs/results.md says so."""
+    runs = pr.probes(pr.ATTENTION)
+    assert [(pr.other_size(r), pr.flattening(r)) for r in runs] == [
+        ("64 units", None),
+        (None, 5500),
+    ]
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    rows = pr.protocol_lines(runs, 5500, 500, "", "")
+    assert all(line in page for line in rows[2:4] + rows[5:6])
+
+
+def test_every_main_table_row_has_a_probe_with_the_table_s_settings() -> None:
+    """The main probe studies' runs are the table's rows at experiment=results_main (the
+    first PROBE_UPDATES long), the rows of configs/study/results_main.yaml."""
+    made: dict[str, list[str]] = {}
+    for study in ("results_main", *pr.MAIN.studies):
+        s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
+        assert "experiment=results_main" in s.overrides
+        for run in s.runs:
+            settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
+            fake = Run(Path("."), settings, Summary(), (), None)
+            made.setdefault(study, []).append(pr.probe_name(fake))
+    assert len(made["main_protocol"]) == 6 and len(made["main_protocol_long"]) == 1
+    assert set(made["main_protocol"]) == set(made["results_main"])
+    assert set(made["main_protocol"]) == {f"{c} {p}" for c in ("ding_de_en", "bible_en_fr")
+                                          for p in pr.PRESETS}  # fmt: skip
+    main = load_study(ROOT / "configs" / "study" / "main_protocol.yaml")
+    assert f"trainer.max_steps={pr.PROBE_UPDATES}" in main.overrides
+
+
+def test_the_committed_main_probes_give_each_corpus_its_flattening() -> None:
+    """results/main_protocol*/: ding_de_en's three rows flatten at 1,750, 1,750 and 1,250
+    updates; bible_en_fr's have not flattened."""
+    flat = {pr.probe_name(r): pr.flattening(r) for r in pr.probes(pr.MAIN)}
+    assert flat == {
+        "bible_en_fr rnn_bahdanau": None,
+        "bible_en_fr rnn_luong": None,
+        "bible_en_fr transformer": None,
+        "ding_de_en rnn_bahdanau": 1750,
+        "ding_de_en rnn_luong": 1750,
+        "ding_de_en transformer": 1250,
+    }
+
+
+def test_the_main_section_judges_each_corpus_by_its_own_probes() -> None:
+    """One length per corpus: ding's three probes flat from 1,250 give 1,400 there (rounded
+    up to the table's validation every 200) while bible's length is not settled by a probe
+    still falling, nor by one not yet run."""
+    lengths = {"ding_de_en": 1500, "bible_en_fr": 1500}
+    none = "\n".join(pr.main_section([], lengths, 200))
+    assert none.count("No probe recorded yet") == 2 and none.count("The rule: ") == 1
+    assert "Probes not yet run on ding_de_en (3," in none
+    assert "Probes not yet run on bible_en_fr (3," in none
+    ding = [main_probe(f"ding_de_en {p}", FLAT) for p in pr.PRESETS]
+    bible = [
+        main_probe("bible_en_fr transformer", FLAT),
+        main_probe("bible_en_fr rnn_luong", FALLING),
+    ]
+    text = "\n".join(pr.main_section([*ding, *bible], lengths, 200))
+    on_ding, on_bible = text.split("On bible_en_fr")
+    assert "The rule gives 1400 updates (rounded up to the table's validation every 200)" in on_ding
+    assert f"set trainer.max_steps in {pr.length_config('ding_de_en')}" in on_ding
+    assert "not yet run" not in on_ding and "bible_en_fr" not in on_ding
+    assert "A probe has not flattened" in on_bible and "The rule gives" not in on_bible
+    assert "Probes not yet run on bible_en_fr (1, 6000 updates each" in on_bible
+    assert "bible_en_fr rnn_bahdanau" in on_bible
+    partial = "\n".join(pr.main_section(ding[:2], lengths, 200)).split("On bible_en_fr")[0]
+    assert "The probes recorded so far give at least 1400 updates" in partial
+    assert "The rule gives" not in partial and "They differ" not in partial
+    settled = "\n".join(pr.main_section(ding, {"ding_de_en": 1400}, 200))
+    assert "The rule gives 1400" in settled and "They differ" not in settled
+
+
+def test_the_cost_line_packs_each_probed_row_s_seeds_at_the_rule_s_length() -> None:
+    """By hand: a probe says 10 minutes for its updates. FLAT (8 validations, 2,000 updates)
+    is 300 ms an update; at the rule's 1,400 updates a run takes 7 minutes. Three probed rows
+    × 3 seeds = 9 runs, two at a time: 5 rounds × 7 = 35 minutes = 0.6 hours. A falling probe
+    gives no length: its own 2,000 updates are a floor (10 minutes a run; 2 rows × 3 seeds,
+    3 rounds: 0.5 hours, at least)."""
+    ding = [main_probe(f"ding_de_en {p}", FLAT) for p in pr.PRESETS]
+    line = pr.cost_line(ding, "ding_de_en", 200, 3)
+    assert line.startswith("Time: at 1400 updates, the 9 runs (3 seeds of transformer, rnn_b")
+    assert "take 0.6 hours on 2 cores" in line and line.endswith("(their machines).")
+    bible = [
+        main_probe("bible_en_fr transformer", FLAT),
+        main_probe("bible_en_fr rnn_luong", FALLING),
+    ]
+    line = pr.cost_line(bible, "bible_en_fr", 200, 3)
+    assert "at no fewer than 2000 updates, the 6 runs" in line and "take at least 0.5 hours" in line
+    assert line.endswith("the presets without a probe are not counted.")
+    two = main_probe("bible_en_fr transformer", FLAT, threads=2)
+    assert pr.cost_line([two], "bible_en_fr", 200, 3).endswith(
+        "; bible_en_fr transformer was timed at 2 threads: beside another run it is slower, "
+        "so for it this is a floor."
+    )
+    assert pr.cost_line([], "bible_en_fr", 200, 3) == "No probe on bible_en_fr times a run yet."
+
+
+def test_the_table_length_file_sets_the_length_on_its_corpus_only(tmp_path: Path) -> None:
+    """configs/table_length/results_main-<corpus>.yaml, applied after the experiment, is what
+    the main table's rows compose to; another experiment on that corpus keeps its own, and an
+    override on the command line still wins (a copy of configs/ with planted lengths)."""
+    configs = tmp_path / "configs"
+    shutil.copytree(ROOT / "configs", configs)
+    for corpus, planted in (("ding_de_en", 1234), ("bible_en_fr", 4321)):
+        assert (ROOT / pr.length_config(corpus)).is_file()
+        path = tmp_path / pr.length_config(corpus)
+        path.write_text(path.read_text().replace("max_steps: ", f"max_steps: {planted} #"))
+    runs = (["experiment=results_main", "data=ding_de_en", "model=rnn_luong"],
+            ["experiment=results_main", "data=bible_en_fr"],
+            ["experiment=results_attention"],
+            ["experiment=results_main", "data=bible_en_fr", "trainer.max_steps=7"])  # fmt: skip
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        steps = [compose(config_name="train", overrides=o).trainer.max_steps for o in runs]
+    attention = yaml.safe_load((configs / "experiment" / "results_attention.yaml").read_text())
+    assert steps == [1234, 4321, attention["trainer"]["max_steps"], 7]
