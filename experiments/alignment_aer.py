@@ -12,18 +12,18 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from attnmt.atomic import write_text
+from attnmt.data.corpora import PreparedCorpus, prepare_corpus
+from attnmt.data.gold import Alignment
+from attnmt.decode.alignment_error import read_gold
 from attnmt.errors import DataError
+from experiments import alignment_baselines as ab
 from experiments import runs
-from experiments.alignment_baselines import (
-    ScoredBaseline,
-    aer_with_interval,
-    diagonal_links,
-    dice_links,
-)
 from experiments.comparison_stats import mean_std
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,29 +139,35 @@ def read_runs(results: Path = RESULTS) -> list[AlignmentRun]:
 class Baselines:
     """The synthetic task's alignments that no network makes, scored on its test split."""
 
-    diagonal: ScoredBaseline
-    dice: ScoredBaseline
+    diagonal: ab.ScoredBaseline
+    dice: ab.ScoredBaseline
     train_pairs: int
+
+
+def gold_test(
+    data: Mapping[str, Any],
+) -> tuple[PreparedCorpus, list[str], list[str], list[Alignment]]:
+    """(corpus, test sources, references, gold links) of the corpus the ``data`` settings
+    name; DataError when it has no gold links."""
+    corpus = prepare_corpus(data)
+    sources, refs = corpus.read("test")
+    gold_file = corpus.gold_alignments("test")
+    if gold_file is None:
+        raise DataError(f"{corpus.directory}: no gold alignments of the test split")
+    return corpus, sources, refs, read_gold(gold_file)
 
 
 def toy_baselines(root: Path = ROOT) -> Baselines:
     """The diagonal and the Dice count (over the train split) of toy_align's test split
     against its gold links (the corpus prepared under ``root``/data)."""
     from attnmt.cli.data_group import data_config
-    from attnmt.data.corpora import prepare_corpus
-    from attnmt.decode.alignment_error import read_gold
 
-    configs = root / "configs"
-    corpus = prepare_corpus(data_config(["data=toy_align", f"data.root={root / 'data'}"], configs))
-    sources, refs = corpus.read("test")
+    data = data_config(["data=toy_align", f"data.root={root / 'data'}"], root / "configs")
+    corpus, sources, refs, golds = gold_test(data)
     train = list(zip(*corpus.read("train")))
-    gold_file = corpus.gold_alignments("test")
-    if gold_file is None:
-        raise DataError(f"{corpus.directory}: toy_align has no gold alignments of its test split")
-    golds = read_gold(gold_file)
     return Baselines(
-        aer_with_interval(diagonal_links(sources, refs), golds),
-        aer_with_interval(dice_links(train, sources, refs), golds),
+        ab.aer_with_interval(ab.diagonal_links(sources, refs), golds),
+        ab.aer_with_interval(ab.dice_links(train, sources, refs), golds),
         len(train),
     )
 
@@ -189,7 +195,7 @@ def _row(label: str, mine: list[AlignmentRun]) -> str:
     )
 
 
-def _baseline_row(name: str, b: ScoredBaseline) -> str:
+def _baseline_row(name: str, b: ab.ScoredBaseline) -> str:
     """A row of an alignment no network makes: no seeds, BLEU or entropy."""
     s = b.scores
     aer, p, r = ("–" if x is None else f"{x:.3f}" for x in (s.aer, s.precision, s.recall))

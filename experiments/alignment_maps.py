@@ -18,14 +18,13 @@ from typing import Any
 import numpy as np
 
 from attnmt.atomic import atomic_path, write_json
-from attnmt.data.corpora import prepare_corpus
-from attnmt.decode.alignment_error import alignment_error, read_gold
+from attnmt.decode.alignment_error import alignment_error
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
 from attnmt.decode.translator import load_translator
 from attnmt.decode.word_alignment import word_alignment, word_index
 from attnmt.errors import DataError
-from experiments.alignment_aer import MECHANISMS, mechanism_of, stem
+from experiments.alignment_aer import MECHANISMS, gold_test, mechanism_of, stem
 from experiments.runs import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,16 +40,13 @@ EXAMPLE_REFERENCE = "un ela mira gulsen kemal tes bramo medro lunde kemal fe mor
 def keep(run: Path, mechanism: str, path: Path) -> Path:
     """Write the example's forced map from ``run``'s best checkpoint to ``path``."""
     translator = load_translator(run, device="cpu")
-    corpus = prepare_corpus(translator.config["data"])
-    sources, refs = corpus.read("test")
-    src, ref = sources[EXAMPLE], refs[EXAMPLE]
-    gold_file = corpus.gold_alignments("test")
-    if gold_file is None or (src, ref) != (EXAMPLE_SOURCE, EXAMPLE_REFERENCE):
+    _, sources, refs, golds = gold_test(translator.config["data"])
+    src, ref, gold = sources[EXAMPLE], refs[EXAMPLE], golds[EXAMPLE]
+    if (src, ref) != (EXAMPLE_SOURCE, EXAMPLE_REFERENCE):
         raise DataError(
-            f"{corpus.directory}: no gold links, or test line {EXAMPLE + 1} is {src!r} -> "
-            f"{ref!r}, not the pair of this figure (update EXAMPLE_SOURCE/REFERENCE)"
+            f"toy_align's test line {EXAMPLE + 1} is {src!r} -> {ref!r}, not the pair of this "
+            "figure: update EXAMPLE_SOURCE/REFERENCE"
         )
-    gold = read_gold(gold_file)[EXAMPLE]
     tok = translator.tokenizer
     src_ids, (tgt_ids,) = tok.encode_src([src]), tok.encode_tgt([ref])
     (maps,) = attention_maps(translator.model, tok, translator.device, src_ids, [(tgt_ids, True)])
