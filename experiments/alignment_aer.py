@@ -21,7 +21,7 @@ from attnmt.atomic import write_text
 from attnmt.data.corpora import PreparedCorpus, prepare_corpus
 from attnmt.data.gold import Alignment
 from attnmt.decode.alignment_error import read_gold
-from attnmt.errors import DataError
+from attnmt.errors import AttnmtError, DataError
 from experiments import alignment_baselines as ab
 from experiments import runs
 from experiments.comparison_stats import mean_std
@@ -313,7 +313,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("table",))
     parser.parse_args(argv)
-    write_text(DOC, table(read_runs(), toy_baselines()) + hand_written(DOC))
+    try:
+        page = table(read_runs(RESULTS), toy_baselines()) + hand_written(DOC)
+    except AttnmtError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    write_text(DOC, page)
     print(f"wrote {DOC}")
     return 0
 

@@ -189,6 +189,22 @@ def test_a_run_folder_without_its_test_is_named(tmp_path: Path) -> None:
         aa.read_runs(tmp_path)
 
 
+def test_the_table_command_refuses_a_bad_record_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreadable record: one error line naming it, exit status 2, the page untouched."""
+    folder = plant(tmp_path, "alignment_luong", LUONG, 1, 0.1)
+    (folder / "summary.json").write_text("{", encoding="utf-8")
+    doc = tmp_path / "alignment.md"
+    doc.write_text("kept\n", encoding="utf-8")
+    monkeypatch.setattr(aa, "RESULTS", tmp_path)
+    monkeypatch.setattr(aa, "DOC", doc)
+    assert aa.main(["table"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {folder}: not a run record") and err.count("\n") == 1
+    assert doc.read_text(encoding="utf-8") == "kept\n"
+
+
 def test_the_studies_make_the_tables_mechanisms() -> None:
     """configs/study/alignment_*.yaml load (experiments.study) and their runs are the
     table's rows and the attention table's cells, at the table's updates and size."""
