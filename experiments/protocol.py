@@ -257,10 +257,11 @@ def size_line(table: list[Cell], check: list[Cell]) -> list[str]:
 
 def time_line(table: list[Cell], toy: list[AlignmentRun]) -> list[str]:
     """The table's time on 2 cores, two runs at once on one thread each: its runs' recorded
-    wall minutes (one not recorded yet: its study's ``minutes_per_run``) with the synthetic
+    wall minutes (train.py's start to the record; its training minutes where a run has no
+    such figure; one not recorded yet: its study's ``minutes_per_run``) with the synthetic
     task's runs of every mechanism at the table's seeds."""
-    done = [r for c in table for r in c.runs if r.wall_minutes]
-    walls = [r.wall_minutes for r in done if r.wall_minutes]
+    done = [r for c in table for r in c.runs if r.wall_minutes or r.summary.minutes]
+    walls = [r.wall_minutes or r.summary.minutes or 0.0 for r in done]
     todo = [load_study(ROOT / "configs" / "study" / f"{c.study}.yaml").header.minutes_per_run
             for c in table for _ in c.missing]  # fmt: skip
     if not walls:

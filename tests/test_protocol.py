@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,10 @@ def test_the_time_line_packs_recorded_and_missing_runs_with_the_synthetic_task()
     )
     assert "synthetic task's 2 runs" in text and "about **1.4 hours** two at a time" in text
     assert "more than the 8 hours" not in text
+    swept = replace(table[1].runs[0], wall_minutes=None)  # sweep.py's: training minutes only
+    swept = replace(swept, summary=replace(swept.summary, minutes=30.0))
+    table[1] = replace(table[1], runs=(swept,))
+    assert pr.time_line(table, toy)[1] == text
     slow = [cell("results_attention", LUONG, [300.0, 300.0, 300.0, 300.0])]
     assert "**10.0 hours**" in pr.time_line(slow, [])[1]
     assert ": more than the 8 hours (one night on 2 cores)" in pr.time_line(slow, [])[1]
