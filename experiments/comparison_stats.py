@@ -23,9 +23,8 @@ from sacrebleu.significance import PairedTest, Result
 Rows = Sequence[tuple[str, str, float]]
 """Runs of a two-factor grid: (level of A, level of B, y)."""
 
+
 # --- Student's t and Fisher's F ------------------------------------------------------------
-
-
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of I_x(a, b) (modified Lentz; Numerical Recipes §6.4)."""
     tiny, eps = 1e-300, 1e-15
@@ -93,8 +92,6 @@ def f_sf(f: float, df1: int, df2: int) -> float:
 
 
 # --- summaries and the flattening rule -----------------------------------------------------
-
-
 def mean_std(values: Sequence[float], digits: int = 2) -> str:
     """'m ± s' (sample std) over >= 2 values, the value alone for one, '–' for none (NaN left
     out)."""
@@ -140,8 +137,6 @@ def flattened_at(
 
 
 # --- main effects of a two-factor grid and their interaction --------------------------------
-
-
 @dataclass(frozen=True)
 class LevelEffect:
     """One level of a factor: ``mean`` = μ + α_level + the mean of the other factor's β;
@@ -233,13 +228,8 @@ def main_effects(
         half = t * math.sqrt(max(float(c @ cov @ c), 0.0))
         return value, value - half, value + half
 
-    def factor(column: int, levels: list[str], first: int, other: int, n: int) -> FactorEffects:
-        """Each level's mean (c: the coefficients of μ + the level + mean of the other's
-        n levels, the other's levels 2.. in columns ``other``..) and its difference to the best."""
-        c = np.zeros((len(levels), len(theta)))
-        c[:, 0] = 1.0
-        c[1:, first : first + len(levels) - 1] = np.eye(len(levels) - 1)
-        c[:, other : other + n - 1] = 1.0 / n
+    def factor(column: int, levels: list[str], c: np.ndarray) -> FactorEffects:
+        """Row k of c: the coefficients of level k's mean."""
         means = c @ theta
         best = int(np.argmax(means) if higher_is_better else np.argmin(means))
         comparisons = max(len(levels) - 1, 1) if bonferroni else 1
@@ -254,16 +244,12 @@ def main_effects(
             )
         return FactorEffects(factors[column], levels[best], tuple(effects))
 
-    a, b = len(levels_a), len(levels_b)
+    a, b = len(levels_a), len(levels_b)  # a level's mean: μ + its effect + the other's mean
+    means_a = np.hstack([np.ones((a, 1)), np.eye(a)[:, 1:], np.full((a, b - 1), 1.0 / b)])
+    means_b = np.hstack([np.ones((b, 1)), np.full((b, a - 1), 1.0 / a), np.eye(b)[:, 1:]])
+    fit_a, fit_b = factor(0, levels_a, means_a), factor(1, levels_b, means_b)
     return MainEffects(
-        a=factor(0, levels_a, 1, a, b),
-        b=factor(1, levels_b, a, 1, a),
-        higher_is_better=higher_is_better,
-        confidence=confidence,
-        bonferroni=bonferroni,
-        runs=len(rows),
-        df=df,
-        residual_std=math.sqrt(s2),
+        fit_a, fit_b, higher_is_better, confidence, bonferroni, len(rows), df, math.sqrt(s2)
     )
 
 
@@ -291,10 +277,8 @@ def interaction(rows: Rows, factors: tuple[str, str] = ("A", "B")) -> Interactio
     _, _, x, y = design
     theta = np.linalg.lstsq(x, y, rcond=None)[0]
     rss_add = float(np.sum((y - x @ theta) ** 2))
-    groups: dict[tuple[str, str], list[float]] = {}
-    for a, b, value in rows:
-        groups.setdefault((a, b), []).append(value)
-    cells = {k: statistics.fmean(v) for k, v in groups.items()}
+    keys = dict.fromkeys((a, b) for a, b, _ in rows)
+    cells = {k: statistics.fmean(y for a, b, y in rows if (a, b) == k) for k in keys}
     rss_cells = sum((value - cells[(a, b)]) ** 2 for a, b, value in rows)
     df2 = len(rows) - len(cells)
     df1 = len(rows) - x.shape[1] - df2
@@ -308,8 +292,6 @@ def interaction(rows: Rows, factors: tuple[str, str] = ("A", "B")) -> Interactio
 
 
 # --- paired bootstrap ----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SystemTest:
     """One system against the baseline: BLEU, BLEU − baseline BLEU, sacrebleu's p-value (None
@@ -400,8 +382,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 # --- tables and paragraphs -----------------------------------------------------------------
-
-
 def marginal_rows(
     fits: Mapping[str, Sequence[FactorEffects]], digits: Mapping[str, int], runs: bool = False
 ) -> list[str]:
