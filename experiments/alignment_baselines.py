@@ -36,14 +36,10 @@ def dice_links(
     Dice(s, t) = 2·c(s, t) / (c(s) + c(t)), c counting the ``train`` pairs a word (a pair of
     words) occurs in; a tie (and a word no source word co-occurs with) goes to the source
     position nearest to j, then the first."""
-    c_src: Counter[str] = Counter()
-    c_tgt: Counter[str] = Counter()
-    c_pair: Counter[tuple[str, str]] = Counter()
-    for src, tgt in train:
-        s_types, t_types = set(src.split()), set(tgt.split())
-        c_src.update(s_types)
-        c_tgt.update(t_types)
-        c_pair.update((a, b) for a in s_types for b in t_types)
+    types = [(set(src.split()), set(tgt.split())) for src, tgt in train]
+    c_src = Counter(a for s, _ in types for a in s)
+    c_tgt = Counter(b for _, t in types for b in t)
+    c_pair = Counter((a, b) for s, t in types for a in s for b in t)
 
     def dice(a: str, b: str) -> float:
         total = c_src[a] + c_tgt[b]
