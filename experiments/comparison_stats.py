@@ -278,7 +278,7 @@ def interaction(rows: Rows, factors: tuple[str, str] = ("A", "B")) -> Interactio
     theta = np.linalg.lstsq(x, y, rcond=None)[0]
     rss_add = float(np.sum((y - x @ theta) ** 2))
     keys = dict.fromkeys((a, b) for a, b, _ in rows)
-    cells = {k: statistics.fmean(y for a, b, y in rows if (a, b) == k) for k in keys}
+    cells = {k: statistics.fmean(v for a, b, v in rows if (a, b) == k) for k in keys}
     rss_cells = sum((value - cells[(a, b)]) ** 2 for a, b, value in rows)
     df2 = len(rows) - len(cells)
     df1 = len(rows) - x.shape[1] - df2
