@@ -1,10 +1,7 @@
-"""The attention maps of one fixed test sentence from a run's best checkpoint, kept beside its
-record (``attention_map.json``) so docs/attention.md draws every model's map of one sentence.
-
-The model is teacher-forced on its own greedy translation (attnmt.decode.attention_maps); an
-RNN keeps its one cross map [T][S], a Transformer every head of its last layer: encoder
-self-attention [H][S][S], decoder self-attention [H][T][T] and cross-attention [H][T][S].
-"""
+"""The attention maps of one fixed test sentence, teacher-forced on the run's greedy translation
+(attnmt.decode.attention_maps), kept as a record's attention_map.json for docs/attention.md:
+an RNN's cross map [T][S], or every head of a Transformer's last layer: encoder self-attention
+[H][S][S], decoder self-attention [H][T][T], cross-attention [H][T][S]."""
 
 from __future__ import annotations
 
