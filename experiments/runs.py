@@ -21,7 +21,7 @@ import yaml
 from attnmt.data.corpora import prepare_corpus
 from attnmt.data.textio import read_lines
 from attnmt.errors import AttnmtError, DataError
-from attnmt.run_record import RecordError, read_record
+from attnmt.run_record import RecordError, Validation, read_record
 from attnmt.run_summary import Summary
 from experiments.study import Study
 
@@ -72,6 +72,10 @@ class Run:
     wall_minutes: float | None = None
     pace_ms_per_update: float | None = None
     pace_note: str | None = None
+    valid: tuple[Validation, ...] = ()
+    """The validations, typed (with their minutes and chrF)."""
+    starts: tuple[dict[str, Any], ...] = ()
+    """The start events: each train.py process's time, machine, precision and device."""
 
     @property
     def seed(self) -> int:
@@ -99,7 +103,11 @@ def read_run(folder: Path) -> Run:
     """The run in ``folder``; DataError naming it when a part is missing or not a record."""
     try:
         rec = read_record(folder)
-        overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
+        hydra = folder / ".hydra" / "overrides.yaml"
+        try:
+            overrides = yaml.safe_load(hydra.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            raise ValueError(f"{hydra}: not YAML ({str(err).partition(chr(10))[0]})") from None
         if rec.summary is None or not rec.valid:
             raise ValueError("no summary.json or no validation")
         kept = json.loads(rec.run.summary.read_text(encoding="utf-8"))
@@ -112,6 +120,8 @@ def read_run(folder: Path) -> Run:
             kept.get("wall_minutes"),
             kept.get("pace_ms_per_update"),
             kept.get("pace_note"),
+            tuple(rec.validations()),
+            tuple(rec.of("start")),
         )
     except (OSError, KeyError, TypeError, ValueError, RecordError) as err:
         raise DataError(
