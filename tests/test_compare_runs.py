@@ -10,10 +10,11 @@ from helpers.toy_train import toy_train_config
 
 from attnmt import run_curves
 from attnmt.run_dir import RunDir
-from attnmt.run_record import RecordWriter
+from attnmt.run_record import RecordWriter, Validation
 from attnmt.run_summary import Summary
 from attnmt.train.loop import train
 from experiments import recipe_page
+from experiments.runs import Run
 from scripts import compare_runs as compare
 
 
@@ -146,20 +147,17 @@ def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_recipe() -> Non
     assert run_curves.best_by([], 5) is None
     assert run_curves.best_by([(10.3, 2.0)], 10.0) is None  # its first validation came later
     run = compare.Run(path=Path("r"), label="r", valid=[(100, m, b, 0.0) for m, b in points])
-    events = [
-        {"event": "valid", "step": 100, "minutes": m, "nll": 5.0, "bleu": b, "chrf": 0.0}
-        for m, b in points
-    ]
+    valid = tuple(Validation(100, m, 5.0, b, 0.0, None) for m, b in points)
 
-    def recipe_run(reason: str, budget: float) -> recipe_page.Run:
+    def recipe_run(reason: str, budget: float) -> Run:
         """The recipe page's run of these validations, stopped for ``reason``."""
-        config = {"trainer": {"time_budget_min": budget}}
-        return recipe_page.Run("study", "r", Summary(reason=reason), events, config, {})
+        overrides = {"trainer.time_budget_min": str(budget)}
+        return Run(Path("r"), overrides, Summary(reason=reason), (), None, valid=valid)
 
     for mark in (5, 10, 15.7, 15.8):
-        assert compare.best_by(run, mark) == recipe_run("max_steps", 0).bleu_by(mark)
+        assert compare.best_by(run, mark) == recipe_page.bleu_by(recipe_run("max_steps", 0), mark)
     run.budget_stop = 14.0  # its budget stopped it at 14 minutes (its last check at 15)
     stopped = recipe_run("time_budget", 14.0)
     for mark in (5, 10, 14, 15.8):
-        assert compare.best_by(run, mark) == stopped.bleu_by(mark)
-    assert stopped.bleu_by(14) == 3.0 and stopped.bleu_by(13.9) == 3.0
+        assert compare.best_by(run, mark) == recipe_page.bleu_by(stopped, mark)
+    assert recipe_page.bleu_by(stopped, 14) == 3.0 and recipe_page.bleu_by(stopped, 13.9) == 3.0

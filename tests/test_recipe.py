@@ -37,7 +37,7 @@ def plant(
     marks: dict[int, float] | None = None,
 ) -> None:
     """A run folder results/<study>/<run>/: valid events (step, minutes, nll, bleu), stopped
-    by the time budget, a final test BLEU (chrF = BLEU + 20), tests at minute marks."""
+    by the time budget (an override), a final test BLEU (chrF = BLEU + 20), tests at marks."""
     folder = root / "results" / study / run
     (folder / ".hydra").mkdir(parents=True)
     summary: dict[str, Any] = {
@@ -61,7 +61,7 @@ def plant(
         for s, m, n, b in valid
     ]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    (folder / ".hydra" / "config.yaml").write_text(f"trainer:\n  time_budget_min: {budget}\n")
+    (folder / ".hydra" / "overrides.yaml").write_text(f"- trainer.time_budget_min={budget}\n")
     for mark, bleu in (marks or {}).items():
         where = folder / "eval" / f"test-best-at-{mark}min" / "scores.json"
         where.parent.mkdir(parents=True)
@@ -166,6 +166,28 @@ def test_page_of_no_run_folders(tmp_path: Path) -> None:
     text = recipe_page.generated(tmp_path)
     assert "**Nothing has been measured yet**" in text
     assert recipe_page.write_page(tmp_path / "recipe.md", tmp_path) == [tmp_path / "recipe.md"]
+    assert (tmp_path / "recipe.md").read_text(encoding="utf-8") == text + "\n"
+
+
+def test_the_hand_written_text_around_the_generated_part_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """write_page replaces what lies from BEGIN to END and nothing else; a page without
+    them: exit 2 naming it, left as it was."""
+    page = tmp_path / "docs" / "recipe.md"
+    page.parent.mkdir()
+    stale = f"{recipe_page.BEGIN}\nan old table\n{recipe_page.END}"
+    page.write_text(f"# Title\n\nintro\n\n{stale}\n\n## Reading\n\nprose\n", encoding="utf-8")
+    assert recipe_page.main(["--out", str(page), "--root", str(tmp_path)]) == 0
+    block = recipe_page.generated(tmp_path)
+    assert (
+        page.read_text(encoding="utf-8") == f"# Title\n\nintro\n\n{block}\n\n## Reading\n\nprose\n"
+    )
+    page.write_text("# Title\n\nno generated part\n", encoding="utf-8")
+    capsys.readouterr()
+    assert recipe_page.main(["--out", str(page), "--root", str(tmp_path)]) == 2
+    assert f"{page}: no generated part" in capsys.readouterr().err
+    assert page.read_text(encoding="utf-8") == "# Title\n\nno generated part\n"
 
 
 def test_runs_of_two_cpu_kinds_are_not_compared(tmp_path: Path) -> None:
@@ -179,9 +201,13 @@ def test_runs_of_two_cpu_kinds_are_not_compared(tmp_path: Path) -> None:
 
 
 def test_docs_recipe_md_is_what_the_committed_run_folders_give(tmp_path: Path) -> None:
-    """docs/recipe.md and its figure regenerate from results/recipe_*/ as they are."""
-    assert recipe_page.generated(ROOT) == (ROOT / "docs/recipe.md").read_text(encoding="utf-8")
+    """docs/recipe.md's generated part and its figure regenerate from results/recipe_*/ as
+    they are; writing the page again leaves it as it is."""
+    page = (ROOT / "docs/recipe.md").read_text(encoding="utf-8")
+    assert recipe_page.generated(ROOT) in page
+    (tmp_path / "recipe.md").write_text(page, encoding="utf-8")
     written = recipe_page.write_page(tmp_path / "recipe.md", ROOT)
+    assert written[0].read_text(encoding="utf-8") == page
     assert written[1].read_bytes() == (ROOT / "docs" / recipe_page.FIGURE).read_bytes()
 
 
@@ -190,16 +216,21 @@ def test_marks_read_from_eval_scores(mark: int) -> None:
     """The committed corpora runs' tests at the marks come from eval/test-best-at-<m>min/."""
     recs = recipe_page.read_records(ROOT)
     run = recs.corpus("ding_de_en")
-    assert run is not None and run.test_at(float(mark)) is not None
-    assert run.test_bleu(120.0) == pytest.approx(6.364182085974369)
+    assert run is not None
+    kept = (run.folder / "eval" / f"test-best-at-{mark}min" / "scores.json").read_text()
+    assert (
+        recs.tests[run.folder, float(mark)][0].bleu == next(iter(json.loads(kept).values()))["bleu"]
+    )
+    assert recs.test_bleu(run, 120.0) == pytest.approx(6.364182085974369)
 
 
 @pytest.mark.parametrize(
     ("file", "text", "says"),
     [
         ("summary.json", "{not json", "summary.json: unreadable"),
-        (".hydra/config.yaml", "trainer: [", "config.yaml: unreadable"),
-        ("eval/test-best-at-30min/scores.json", "{}", "scores.json: expected one evaluation"),
+        (".hydra/overrides.yaml", "[trainer", "overrides.yaml: not YAML"),
+        ("eval/test-best-at-30min/scores.json", "{}", "scores.json: not one evaluation"),
+        ("eval/test-best-at-30min/scores.json", "[]", "scores.json: 'list' object"),
     ],
 )
 def test_a_run_folder_that_does_not_read_is_named(
