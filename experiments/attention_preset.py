@@ -1,9 +1,9 @@
 """docs/results.md's "At the preset's size": the attention table's RNNs have 128 units; issue
 36 accepts that if one cell is also run at the preset's size to show that the ranking holds.
-The check (configs/experiment/results_attention_preset.yaml) runs rnn_luong general local_m
-and local_p at configs/model/rnn_luong.yaml's size with the rest the table's; beside each
-cell, the same cell at the table's size, then whether the two modes keep their order in mean
-test BLEU and whether the difference at the preset's size is resolved: the mode effect of
+The check (configs/study/results_attention_preset.yaml) runs rnn_luong general local_m and
+local_p at configs/model/rnn_luong.yaml's size with the rest the table's; beside each cell,
+the same cell at the table's size, then whether the two modes keep their order in mean test
+BLEU and whether the difference at the preset's size is resolved: the mode effect of
 comparison_stats.main_effects over the two cells' runs, with one scorer the pooled
 two-sample t interval d ± t_{0.975, n−2} · s · sqrt(1/n_a + 1/n_b) (none with one run a
 mode).
@@ -15,15 +15,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.attention_protocol import plan_hours, size_of
-from experiments.attention_table import CellMeasures, columns, markdown
+from experiments.attention_table import CellMeasures, columns, config, markdown
 from experiments.comparison_stats import main_effects
-from experiments.results_plan import PRESET_CHECK, Plan, estimate
 
-COMMAND = f"python -m experiments.results_run --tables {PRESET_CHECK} --jobs 2"
-"""What runs the check (two runs at once, one thread each)."""
-TABLE = "attention"
-"""The table whose cells the check repeats at the preset's size."""
+STUDY = "results_attention_preset"
+COMMAND = f"python -m experiments.sweep configs/study/{STUDY}.yaml --jobs 2 --record"
+"""What runs the check."""
 SHOWN = ("seeds", "test BLEU", "valid NLL", "AER silver", "entropy", "collapsed", "machines")
 """The attention table's columns the check shows."""
 
@@ -77,52 +74,43 @@ def difference(cells: Sequence[CellMeasures]) -> Difference | None:
     return Difference(first, second, value, low, high, len(rows))
 
 
-def _size(plan: Plan, cells: Sequence[CellMeasures]) -> str:
-    sizes = dict.fromkeys(size_of(plan.settings.get(m.cell, {})) for m in cells)
-    return ", ".join(sizes) or "?"
+def size(cells: Sequence[CellMeasures]) -> str:
+    """The RNN size of the cells' study overrides: '256', 'emb 128, states 256', '?'."""
+    sizes = []
+    for m in cells:
+        emb, states = (m.cell.overrides.get(f"model.{k}", "?") for k in ("emb_dim", "hidden_size"))
+        sizes.append(states if emb == states else f"emb {emb}, states {states}")
+    return ", ".join(dict.fromkeys(sizes)) or "?"
 
 
 def table(
-    plan: Plan,
-    check: Sequence[CellMeasures],
-    beside: Sequence[CellMeasures],
-    labels: dict[str, str],
+    check: Sequence[CellMeasures], beside: Sequence[CellMeasures], labels: dict[str, str]
 ) -> list[str]:
     """Each check cell's row (the preset's size) above the same cell's at the table's."""
     by_label = {m.labels: m for m in beside}
     rows = []
     for m in check:
-        for cell, name, whose in (
-            (m, PRESET_CHECK, "preset"),
-            (by_label.get(m.labels), TABLE, "table"),
-        ):
+        for cell, whose in ((m, "preset"), (by_label.get(m.labels), "table")):
             if cell is not None:
-                entries = columns(cell, len(plan.seeds.get(name, [])), labels)
-                size = f"{size_of(plan.settings.get(cell.cell, {}))}: the {whose}'s"
-                rows.append([*cell.labels[1:], size, *(entries[c] for c in SHOWN)])
+                entries = columns(cell, labels)
+                rows.append([*cell.labels[1:], f"{size([cell])}: the {whose}'s"])
+                rows[-1] += [entries[c] for c in SHOWN]
     return markdown(["score", "mode", "size (units)", *SHOWN], rows, 4)
 
 
-def verdict(plan: Plan, check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> str:
-    """Not yet run (and how to run it), not yet comparable, or whether the two modes keep their
-    order in test BLEU across the sizes and whether the difference at the preset's is resolved."""
-    seeds = plan.seeds.get(PRESET_CHECK, [])
-    wanted, runs = len(check) * len(seeds), sum(len(m.records) for m in check)
-    if runs == 0:
-        minutes = [estimate(plan.keys[m.cell], PRESET_CHECK, plan.current) for m in check
-                   for _ in seeds]  # fmt: skip
-        return (
-            f"**The check is not yet run** (0 of {wanted} runs recorded): `{COMMAND}` "
-            f"({wanted} runs estimated at {sum(minutes) / 60:.1f} job-hours, about "
-            f"{plan_hours(minutes):.1f} hours two at a time on 2 cores)."
-        )
-    big, small = difference(check), difference(beside)
+def verdict(check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> str:
+    """Not yet comparable (and how to run it), or whether the two modes keep their order in
+    test BLEU across the sizes and whether the difference at the preset's is resolved."""
+    wanted, runs = sum(len(m.cell.seeds) for m in check), sum(len(m.runs) for m in check)
     so_far = f" ({runs} of {wanted} runs recorded so far; `{COMMAND}` runs the rest)"
     so_far = so_far if runs < wanted else ""
+    if runs == 0:
+        return f"**The check is not yet run** (0 of {wanted} runs recorded): `{COMMAND}`."
+    big, small = difference(check), difference(beside)
     if big is None:
-        missing = " and ".join(m.labels[2] for m in check if not m.records) or "a mode"
+        missing = " and ".join(m.labels[2] for m in check if not m.runs) or "a mode"
         return f"Not comparable yet: {missing} has no run at the preset's size{so_far}."
-    preset, size = _size(plan, check), _size(plan, beside)
+    preset, table_size = size(check), size(beside)
     if small is None:
         return (
             f"Not comparable yet: at the preset's size ({preset} units) {big.first} − "
@@ -130,50 +118,48 @@ def verdict(plan: Plan, check: Sequence[CellMeasures], beside: Sequence[CellMeas
             f"size have no runs of both modes yet{so_far}."
         )
     same = big.ahead == small.ahead
-    where = f"{big.ahead} at {preset} units, {small.ahead} at {size}"
-    where = f"{big.ahead} at both sizes" if same else where
+    where = f"{big.ahead} at {preset} units, {small.ahead} at {table_size}"
     return (
         f"In test BLEU the order of the two modes is {'the same' if same else 'not the same'} "
-        f"at both sizes ({where}), and at the preset's size the difference is "
-        f"{'resolved' if big.resolved else 'not resolved'}: {big.first} − {big.second} = "
-        f"{big.text()} at {preset} units, {small.text()} at {size} units{so_far}."
+        f"at both sizes ({f'{big.ahead} at both sizes' if same else where}), and at the "
+        f"preset's size the difference is {'resolved' if big.resolved else 'not resolved'}: "
+        f"{big.first} − {big.second} = {big.text()} at {preset} units, {small.text()} at "
+        f"{table_size} units{so_far}."
     )
 
 
 def section(
-    plan: Plan,
-    check: Sequence[CellMeasures],
-    cells: Sequence[CellMeasures],
-    labels: dict[str, str],
+    check: Sequence[CellMeasures], cells: Sequence[CellMeasures], labels: dict[str, str]
 ) -> list[str]:
     """The subsection: what the check is, its table, the verdict, and a warning where its
-    settings outside ``model`` are not the table's; [] without a check. ``check``: its cells;
-    ``cells``: the attention table's."""
+    settings outside ``model`` (and the seed) are not the table's; [] without a check.
+    ``check``: its cells; ``cells``: the attention table's."""
     if not check:
         return []
     by_label = {m.labels: m for m in cells}
     beside = [by_label[m.labels] for m in check if m.labels in by_label]
-    ours = plan.settings.get(check[0].cell, {})
-    theirs = next((plan.settings[c] for c in plan.cells if c.table == TABLE), ours)
-    differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
-    differ = [k for k in differ if k != "model"]
+    ours = next((config(r) for m in check for r in m.runs), {})
+    theirs = next((config(r) for m in beside for r in m.runs), {})
+    differ = [k for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)]
+    differ = [k for k in differ if ours and theirs and k not in ("model", "seed")]
     model, scores, modes = (
         " and ".join(dict.fromkeys(m.labels[i] for m in check)) for i in range(3)
     )
+    seeds = sorted({s for m in check for s in m.cell.seeds})
     lines = [
         f"`experiment=results_attention_preset`: {model} at its preset's size "
-        f"({_size(plan, check)} units, configs/model/{model}.yaml) where the table's RNNs have "
-        f"{_size(plan, beside)}; the rest is the table's "
+        f"({size(check)} units, configs/model/{model}.yaml) where the table's RNNs have "
+        f"{size(beside)}; the rest is the table's "
         f"({ours.get('trainer', {}).get('max_steps', '?')} updates, the same data and trainer "
-        f"settings), seeds {', '.join(map(str, plan.seeds.get(PRESET_CHECK, [])))}. Its cells: "
-        f"Luong et al.'s reference scorer {scores} in the modes {modes}, the table's largest "
-        "resolved difference at its size (test BLEU) when the check was set up; the check asks "
-        "whether their order holds at the preset's size. Below each of its cells, the same cell "
-        "at the table's size; the columns as in the table above.",
+        f"settings), seeds {', '.join(map(str, seeds))}. Its cells: Luong et al.'s reference "
+        f"scorer {scores} in the modes {modes}, the table's largest resolved difference at its "
+        "size (test BLEU) when the check was set up; the check asks whether their order holds "
+        "at the preset's size. Below each of its cells, the same cell at the table's size; the "
+        "columns as in the table above.",
         "",
-        *table(plan, check, beside, labels),
+        *table(check, beside, labels),
         "",
-        verdict(plan, check, beside),
+        verdict(check, beside),
     ]
     if differ:
         lines += [

@@ -13,9 +13,12 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from experiments import luong_reference
-from experiments.alignment_aer import UPDATES, AlignmentRun, grid_name, read_runs
+from experiments.alignment_aer import MODES, SCORES, UPDATES, AlignmentRun, grid_name, read_runs
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
 from experiments.comparison_stats import (
@@ -28,31 +31,60 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
-from experiments.kept_outputs import kept_lines, test_pairs
-from experiments.ledger import Record
-from experiments.results_plan import Cell, Plan
+from experiments.runs import Cell, Run, corpus_test_split, kept_hypotheses, scores_entry
 
 GRID_MODEL = "rnn_luong"
 """The model whose scorer × mode grid the analysis fits (the other rows are tested against
 its best cell by the bootstrap only)."""
+TRANSFORMER = ("scaled_dot, 4 heads", "global")
+"""The Transformer row's score and mode labels (configs/model/transformer.yaml)."""
 MEASURES = {
-    "test BLEU": (True, 2),
-    "valid NLL": (False, 3),
-    "AER silver": (False, 3),
-    "AER toy_align": (False, 3),
+    "test BLEU": ("bleu", True, 2),
+    "valid NLL": ("nll", False, 3),
+    "AER silver": ("silver_aer", False, 3),
+    "AER toy_align": ("toy_aer", False, 3),
 }
-"""Measure -> (higher is better, digits), in the order the analysis writes them."""
+"""Measure -> (its :class:`CellMeasures` field, higher is better, digits), in the order the
+analysis writes them."""
 MIN_RUNS = 3
 ALPHA = 0.05
 """Level of the interaction tests (a resolved one shows its cell means)."""
 
 
+def test_score(run: Run, metric: str) -> float:
+    """The run's final test ``bleu`` or ``chrf``; NaN without one."""
+    value = getattr(run.summary.test, metric, None)
+    return math.nan if value is None else float(value)
+
+
+def tested_nll(run: Run) -> float:
+    """Validation NLL of the checkpoint the test decoded: the first validation of best BLEU
+    (the trainer keeps a new best only when BLEU rises); NaN without validations."""
+    best = max(run.curve, key=lambda p: (p[2], -p[0]), default=None)
+    return math.nan if best is None else best[1]
+
+
+def config(run: Run) -> dict[str, Any]:
+    """The run's composed settings (.hydra/config.yaml)."""
+    return yaml.safe_load((run.folder / ".hydra" / "config.yaml").read_text(encoding="utf-8"))
+
+
+def labels_of(cell: Cell) -> tuple[str, str, str]:
+    """(model, score, mode) of a study cell."""
+    o = cell.overrides
+    if o["model"] == "transformer":
+        return (o["model"], *TRANSFORMER)
+    return o["model"], o["model.attention.score"], o["model.attention.mode"]
+
+
 @dataclass(frozen=True)
 class CellMeasures:
-    """A cell, its runs (by seed) and the measures it has, one value per seed that has it."""
+    """A row: its study cell (runs by seed) and its measures, one value per seed that has it."""
 
     cell: Cell
-    records: tuple[Record, ...]
+    bleu: tuple[float, ...]
+    chrf: tuple[float, ...]
+    nll: tuple[float, ...]
     toy_aer: tuple[float, ...]
     silver_aer: tuple[float, ...]
     entropy: tuple[float, ...]
@@ -60,35 +92,19 @@ class CellMeasures:
 
     @property
     def labels(self) -> tuple[str, str, str]:
-        """(model, score, mode)."""
-        label = self.cell.label
-        return label["model"], label["score"], label["mode"]
+        return labels_of(self.cell)
 
     @property
     def name(self) -> str:
         return " ".join(self.labels)
 
     @property
-    def bleu(self) -> list[float]:
-        return [float(r.test["bleu"]) for r in self.records]
-
-    @property
-    def chrf(self) -> list[float]:
-        return [float(r.test["chrf"]) for r in self.records]
-
-    @property
-    def nll(self) -> list[float]:
-        return [r.tested_valid_nll for r in self.records]
+    def runs(self) -> tuple[Run, ...]:
+        return self.cell.runs
 
     def values(self, measure: str) -> list[float]:
         """The seeds' values of one of :data:`MEASURES` (NaN left out)."""
-        found = {
-            "test BLEU": self.bleu,
-            "valid NLL": self.nll,
-            "AER silver": self.silver_aer,
-            "AER toy_align": self.toy_aer,
-        }[measure]
-        return [v for v in found if not math.isnan(v)]
+        return [v for v in getattr(self, MEASURES[measure][0]) if not math.isnan(v)]
 
 
 def toy_records(results: Path) -> list[AlignmentRun]:
@@ -96,35 +112,49 @@ def toy_records(results: Path) -> list[AlignmentRun]:
     return [r for r in read_runs(results) if r.updates == UPDATES]
 
 
-def _map_share(ledger: Path, record: Record) -> float | None:
-    path = ledger / f"{record.stem}.attn.json"
+def _silver(run: Run) -> float | None:
+    entry = scores_entry(run.folder / "eval" / "silver" / "scores.json")
+    return None if entry is None or entry.get("aer") is None else float(entry["aer"])
+
+
+def _share(run: Run) -> float | None:
+    path = run.folder / "attention_map.json"
     if not path.is_file():
         return None
     return collapse_share(cross_map(json.loads(path.read_text(encoding="utf-8"))))
 
 
-def measures(
-    plan: Plan,
-    records: Sequence[Record],
-    ledger: Path,
-    toy: Sequence[AlignmentRun],
-    table: str = "attention",
-) -> list[CellMeasures]:
-    """The cells of ``plan``'s ``table`` in grid order, with what the ledger holds of each."""
+def measures(cells: Sequence[Cell], toy: Sequence[AlignmentRun] = ()) -> list[CellMeasures]:
+    """Each study cell's measures (silver AER: eval/silver/scores.json; collapse share:
+    attention_map.json; AER toy_align: the same cell's ``toy`` runs), ordered by study, then
+    scorer and mode in the grid's order."""
     out = []
-    for cell in (c for c in plan.cells if c.table == table):
-        got = tuple(sorted((r for r in records if r.key == plan.keys[cell]), key=lambda r: r.seed))
-        name = grid_name(cell.label["model"], cell.label["score"], cell.label["mode"])
-        silver = tuple(float(r.extra["silver"]["aer"]) for r in got if "silver" in r.extra)
-        entropy = tuple(
-            float(r.extra["attention_entropy"])
-            for r in got
-            if isinstance(r.extra.get("attention_entropy"), int | float)
+    for cell in cells:
+        runs = cell.runs
+        mechanism = grid_name(*labels_of(cell))
+        out.append(
+            CellMeasures(
+                cell,
+                tuple(test_score(r, "bleu") for r in runs),
+                tuple(test_score(r, "chrf") for r in runs),
+                tuple(tested_nll(r) for r in runs),
+                tuple(t.aer for t in toy if t.mechanism == mechanism),
+                tuple(v for v in map(_silver, runs) if v is not None),
+                tuple(r.entropy for r in runs if r.entropy is not None),
+                tuple(v for v in map(_share, runs) if v is not None),
+            )
         )
-        shares = tuple(s for s in (_map_share(ledger, r) for r in got) if s is not None)
-        toy_aer = tuple(t.aer for t in toy if t.mechanism == name)
-        out.append(CellMeasures(cell, got, toy_aer, silver, entropy, shares))
-    return out
+    studies = list(dict.fromkeys(c.study for c in cells))
+
+    def rank(m: CellMeasures) -> tuple[int, int, int]:
+        _, score, mode = m.labels
+        return (
+            studies.index(m.cell.study),
+            SCORES.index(score) if score in SCORES else 0,
+            MODES.index(mode),
+        )
+
+    return sorted(out, key=rank)
 
 
 def collapsed_text(shares: Sequence[float]) -> str:
@@ -135,27 +165,16 @@ def collapsed_text(shares: Sequence[float]) -> str:
     return f"{flag} ({', '.join(f'{s:.2f}' for s in shares)})"
 
 
-COLUMNS = (
-    "seeds",
-    "test BLEU",
-    "test chrF",
-    "valid NLL",
-    "AER toy_align",
-    "AER silver",
-    "entropy",
-    "collapsed",
-    "machines",
-)
+COLUMNS = "seeds|test BLEU|test chrF|valid NLL|AER toy_align|AER silver|entropy|collapsed|machines"
 """The attention table's columns after the labels (:func:`columns`)."""
 
 
-def columns(m: CellMeasures, wanted: int, labels: dict[str, str]) -> dict[str, str]:
-    """Column -> the cell's entry; 'seeds': '1 of 2 (1)', the runs recorded of those wanted;
-    'machines': the labels (M1, ...) of the machines they ran on."""
-    seeds = ", ".join(str(r.seed) for r in m.records)
-    machines = sorted({labels[r.machine_line] for r in m.records})
+def columns(m: CellMeasures, labels: dict[str, str]) -> dict[str, str]:
+    """Column -> the cell's entry; 'seeds': '1 of 2 (1)', its runs of the seeds its study
+    asks for; 'machines': the ``labels`` (M1, ...) of the machine lines its runs ran on."""
+    seeds = ", ".join(str(r.seed) for r in m.runs)
     return {
-        "seeds": f"{len(m.records)} of {wanted}" + (f" ({seeds})" if seeds else ""),
+        "seeds": f"{len(m.runs)} of {len(m.cell.seeds)}" + (f" ({seeds})" if seeds else ""),
         "test BLEU": mean_std(m.bleu),
         "test chrF": mean_std(m.chrf, 1),
         "valid NLL": mean_std(m.nll, 3),
@@ -163,7 +182,7 @@ def columns(m: CellMeasures, wanted: int, labels: dict[str, str]) -> dict[str, s
         "AER silver": mean_std(m.silver_aer, 3),
         "entropy": mean_std(m.entropy),
         "collapsed": collapsed_text(m.collapse),
-        "machines": ", ".join(machines) or "not yet run",
+        "machines": ", ".join(sorted({labels[r.machine_line] for r in m.runs})) or "not yet run",
     }
 
 
@@ -177,11 +196,10 @@ def markdown(head: Sequence[str], rows: Sequence[Sequence[str]], left: int) -> l
     ]
 
 
-def table(cells: Sequence[CellMeasures], wanted_seeds: int, labels: dict[str, str]) -> list[str]:
+def table(cells: Sequence[CellMeasures], labels: dict[str, str]) -> list[str]:
     """The Markdown rows of the attention table."""
-    head = ["model", "score", "mode", *COLUMNS]
-    rows = [[*m.labels, *columns(m, wanted_seeds, labels).values()] for m in cells]
-    return markdown(head, rows, 4)
+    rows = [[*m.labels, *columns(m, labels).values()] for m in cells]
+    return markdown(["model", "score", "mode", *COLUMNS.split("|")], rows, 4)
 
 
 # ---- the analysis --------------------------------------------------------------------------
@@ -199,23 +217,21 @@ def grid_means(cells: Sequence[CellMeasures], measure: str) -> dict[tuple[str, s
     return {m.labels[1:]: statistics.fmean(m.values(measure)) for m in grid}
 
 
-def bootstrap_of(
-    cells: Sequence[CellMeasures], ledger: Path, refs: Sequence[str]
-) -> PairedBootstrap | None:
+def bootstrap_of(cells: Sequence[CellMeasures], refs: Sequence[str]) -> PairedBootstrap | None:
     """Each measured cell against the :data:`GRID_MODEL` cell of best mean test BLEU (not the
     best row: a reference row ahead of the whole grid would tell no grid cells apart), over
     the baseline's seeds' kept test outputs concatenated in seed order; a cell lacking one of
     those seeds' outputs is left out."""
-    kept = [m for m in cells if m.records]
+    kept = [m for m in cells if m.runs]
     grid = [m for m in kept if m.labels[0] == GRID_MODEL]
     if len(kept) < 2 or not grid or not refs:
         return None
     best = max(grid, key=lambda m: statistics.mean(m.bleu))
-    seeds = [r.seed for r in best.records]
+    seeds = [r.seed for r in best.runs]
     systems: dict[str, list[str]] = {}
     for m in [best, *(m for m in kept if m is not best)]:
-        by_seed = {r.seed: r for r in m.records}
-        outputs = [kept_lines(by_seed[s], ledger, len(refs)) if s in by_seed else None
+        by_seed = {r.seed: r for r in m.runs}
+        outputs = [kept_hypotheses(by_seed[s], len(refs)) if s in by_seed else None
                    for s in seeds]  # fmt: skip
         if all(lines is not None for lines in outputs):
             systems[m.name] = [line for lines in outputs if lines for line in lines]
@@ -228,15 +244,15 @@ def bootstrap_notes(cells: Sequence[CellMeasures], boot: PairedBootstrap) -> str
     """The sentences after the bootstrap's: the measured cells it could not test, and the
     largest spread of one cell's seeds' test BLEU."""
     tested = {t.name for t in boot.systems}
-    missing = [m.name for m in cells if m.records and m.name not in tested]
+    missing = [m.name for m in cells if m.runs and m.name not in tested]
     text = ""
     if missing:
         base = next(m for m in cells if m.name == boot.baseline)
         text += (
             " Left out of the bootstrap, without kept test outputs of each of the baseline's "
-            f"seeds ({', '.join(str(r.seed) for r in base.records)}): {', '.join(missing)}."
+            f"seeds ({', '.join(str(r.seed) for r in base.runs)}): {', '.join(missing)}."
         )
-    spread = [(max(m.bleu) - min(m.bleu), m) for m in cells if len(m.records) > 1]
+    spread = [(max(m.bleu) - min(m.bleu), m) for m in cells if len(m.runs) > 1]
     if spread:
         width, m = max(spread, key=lambda x: x[0])
         text += (
@@ -248,7 +264,6 @@ def bootstrap_notes(cells: Sequence[CellMeasures], boot: PairedBootstrap) -> str
 
 def analysis(
     cells: Sequence[CellMeasures],
-    ledger: Path,
     refs: Sequence[str],
     diagonal: ScoredBaseline | None = None,
 ) -> list[str]:
@@ -256,7 +271,7 @@ def analysis(
     measure, a paragraph per measure (main effects, the interaction test and, resolved, the
     cell means; for test BLEU the paired bootstrap), then Luong et al."""
     fits = {}
-    for name, (higher, _) in MEASURES.items():
+    for name, (_, higher, _) in MEASURES.items():
         rows = _grid_rows(cells, name)
         if len(rows) >= MIN_RUNS:
             with contextlib.suppress(ValueError):  # the cells do not connect every level yet
@@ -274,13 +289,13 @@ def analysis(
         "|---|---|" + "---:|" * len(MEASURES),
         *marginal_rows(
             {n: (f.a, f.b) if (f := fits.get(n)) else () for n in MEASURES},
-            {n: digits for n, (_, digits) in MEASURES.items()},
+            {n: digits for n, (_, _, digits) in MEASURES.items()},
         ),
         "",
     ]
-    boot = bootstrap_of(cells, ledger, refs)
+    boot = bootstrap_of(cells, refs)
     for name, fit in ((n, fits[n]) for n in MEASURES if n in fits):
-        digits = MEASURES[name][1]
+        digits = MEASURES[name][2]
         crossed = interaction(_grid_rows(cells, name), ("scorer", "mode"))
         tested = boot if name == "test BLEU" else None
         text = paragraph(fit, name, tested, digits=digits, crossed=crossed)
@@ -296,13 +311,11 @@ def analysis(
     )
 
 
-def test_split(plan: Plan, root: Path) -> tuple[str, list[str], list[str]]:
-    """(corpus, test sources, test references) of the attention table's corpus
-    (experiments/kept_outputs.py ``test_pairs``)."""
-    cells = [c for c in plan.cells if c.table == "attention"]
-    data = plan.settings.get(cells[0], {}).get("data") if cells else None
-    data = data if isinstance(data, dict) else None
-    return (str((data or {}).get("name", "")), *test_pairs(data, root))
+def test_split(cells: Sequence[CellMeasures]) -> tuple[str, list[str], list[str]]:
+    """(corpus, test sources, test references) of the corpus the cells' runs trained on
+    (runs.corpus_test_split); ('', [], []) without runs."""
+    data = next((config(r)["data"] for m in cells for r in m.runs), None)
+    return (data["name"] if data else "", *corpus_test_split(data))
 
 
 # ---- against the diagonal alignment --------------------------------------------------------
@@ -363,12 +376,12 @@ def diagonal_verdict(cells: Sequence[CellMeasures], diagonal: ScoredBaseline | N
     ]
 
 
-def brief(records: Sequence[Record]) -> str:
-    """'test BLEU / test chrF / valid NLL' (mean ± std over seeds) of one cell, for the
-    attention guide; 'not yet run' without records."""
-    if not records:
+def brief(runs: Sequence[Run]) -> str:
+    """'test BLEU / test chrF / valid NLL' (mean ± std over seeds) of one cell's runs, for
+    the attention guide; 'not yet run' without runs."""
+    if not runs:
         return "not yet run"
-    n = f" ({len(records)} seeds)" if len(records) > 1 else ""
-    bleu = mean_std([float(r.test["bleu"]) for r in records])
-    chrf = mean_std([float(r.test["chrf"]) for r in records], 1)
-    return f"{bleu} / {chrf} / {mean_std([r.tested_valid_nll for r in records], 3)}{n}"
+    n = f" ({len(runs)} seeds)" if len(runs) > 1 else ""
+    bleu = mean_std([test_score(r, "bleu") for r in runs])
+    chrf = mean_std([test_score(r, "chrf") for r in runs], 1)
+    return f"{bleu} / {chrf} / {mean_std([tested_nll(r) for r in runs], 3)}{n}"

@@ -1,66 +1,171 @@
-"""experiments/attention_table.py's paired bootstrap (every cell against the best cell of the
-scorer × mode grid) and its verdict against the diagonal alignment, from toy records with kept
-test outputs and planted silver AER (no training)."""
+"""experiments/attention_table.py and attention_preset.py from planted run folders of the
+results_attention* studies (no training): the table's rows, the paired bootstrap against the
+grid's best cell, the verdict against the diagonal alignment, the check at the preset's size."""
 
 from __future__ import annotations
 
+import json
 import math
+import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from helpers.ledger_records import keep_outputs, record_for, toy_plan
+from helpers.alignment_runs import LUONG
+from helpers.alignment_runs import plant as plant_toy
+from helpers.run_folders import plant_run
 
 from attnmt.decode.alignment_error import AlignmentScores
+from experiments import attention_preset, luong_reference
 from experiments import attention_table as at
-from experiments import luong_reference
 from experiments.alignment_baselines import ScoredBaseline
-from experiments.ledger import Record
-from experiments.results_plan import Plan
+from experiments.comparison_stats import t_quantile
+from experiments.runs import study_cells
+from experiments.study import load_study
+
+STUDIES = Path(__file__).resolve().parents[1] / "configs" / "study"
+TABLE = ("results_attention", "results_attention_reference", "results_attention_transformer")
+PRESET = "results_attention_preset"
+CONFIG = {"data": {"name": "toy"}, "trainer": {"max_steps": 5500}, "seed": 1}
+"""A run's .hydra/config.yaml, as far as the pages read it."""
+TRANSFORMER = "transformer scaled_dot, 4 heads global"
+
+
+def plant(
+    results: Path,
+    study: str,
+    seed: int,
+    *grid: str,
+    bleu: float = 5.0,
+    silver: float | None = None,
+    entropy: float | None = None,
+    cross: list[list[float]] | None = None,
+    hypotheses: list[str] | None = None,
+    config: dict | None = None,
+) -> Path:
+    """The folder of ``study``'s run of seed ``seed`` whose grid holds ``grid``: plant_run's,
+    with the last validation's cross-attention entropy, eval/silver/scores.json (its AER) and
+    attention_map.json (the fixed sentence's map ``cross``) where given."""
+    spec = load_study(STUDIES / f"{study}.yaml")
+    run = next(r for r in spec.runs if {*grid, f"seed={seed}"} <= set(r.grid))
+    overrides = [*spec.overrides, *run.grid]
+    folder = plant_run(results, study, run.name, overrides, bleu, config or CONFIG, hypotheses)
+    if entropy is not None:
+        events = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        events[-1]["attention_entropy_norm"] = {"cross": entropy}
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    if silver is not None:
+        (folder / "eval" / "silver").mkdir(parents=True)
+        entry = {"test-beam1": {"beam": 1, "aer": silver}}
+        (folder / "eval" / "silver" / "scores.json").write_text(json.dumps(entry))
+    if cross is not None:
+        (folder / "attention_map.json").write_text(
+            json.dumps({"layer": None, "maps": {"cross": cross}})
+        )
+    return folder
+
+
+def cells(results: Path, *studies: str, toy: Path | None = None) -> list[at.CellMeasures]:
+    found = [
+        c for s in studies or TABLE for c in study_cells(results, load_study(STUDIES / f"{s}.yaml"))
+    ]
+    return at.measures(found, at.toy_records(toy) if toy else ())
+
+
+def test_the_table_rows_come_from_the_run_folders(tmp_path: Path) -> None:
+    """Two seeds of rnn_luong dot global on two machines: mean ± std of test BLEU and chrF, the
+    tested checkpoint's NLL, silver AER, entropy, seed 1's collapsed map; the toy_align AER of
+    the same cell's synthetic runs at the table's updates only. Rows: the grid scorer-major,
+    then rnn_bahdanau per mode, then the Transformer; unrun cells say so."""
+    results = tmp_path / "results"
+    dot = ("model.attention.score=dot", "model.attention.mode=global")
+    collapsed = [[0.9, 0.1], [0.8, 0.2], [0.6, 0.4]]  # every row peaks on source column 0
+    plant(results, TABLE[0], 1, *dot, bleu=1.5, silver=0.3, entropy=0.5, cross=collapsed)
+    other = plant(results, TABLE[0], 2, *dot, bleu=2.5, silver=0.5, entropy=0.7)
+    summary = json.loads((other / "summary.json").read_text())
+    summary["machine"] = {**summary["machine"], "cpu": {"name": "Other CPU"}}
+    (other / "summary.json").write_text(json.dumps(summary))
+    toy = tmp_path / "toy"
+    toy_dot = (*LUONG, "model.attention.score=dot", "model.attention.mode=global")
+    plant_toy(toy, "alignment_luong", toy_dot, 1, 0.2)
+    plant_toy(toy, "alignment_luong", toy_dot, 2, 0.4)
+    plant_toy(toy, "alignment_luong_long", toy_dot, 1, 0.9, updates=99)  # another length
+    plant_toy(toy, "alignment_transformer", ("data=toy_align", "model=transformer_tiny"), 1, 0.5)
+    measured = cells(results, toy=toy)
+    runs = measured[0].runs
+    labels = {runs[0].machine_line: "M1", runs[1].machine_line: "M2"}
+    rows = at.table(measured, labels)
+    assert rows[:2] == [
+        "| model | score | mode | seeds | test BLEU | test chrF | valid NLL | AER toy_align "
+        "| AER silver | entropy | collapsed | machines |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    assert len(rows) == 2 + 7 * 4 + 4 + 1
+    assert rows[2] == (
+        "| rnn_luong | dot | global | 2 of 2 (1, 2) | 2.00 ± 0.71 | 22.0 ± 0.7 | 3.500 ± 0.000 "
+        "| 0.300 ± 0.141 (2) | 0.400 ± 0.141 | 0.60 ± 0.14 | yes (1.00) | M1, M2 |"
+    )
+    assert rows[3] == (
+        "| rnn_luong | dot | local_m | 0 of 2 | – | – | – | – (0) | – | – | – | not yet run |"
+    )
+    assert [r.split(" | ")[1:3] for r in rows[2:30:4]] == [[s, "global"] for s in at.SCORES]
+    assert [r.split(" | ")[:3] for r in rows[-5:-1]] == [
+        ["| rnn_bahdanau", "additive", m] for m in ("global", "local_m", "local_p", "hard")
+    ]
+    assert rows[-1] == (
+        "| transformer | scaled_dot, 4 heads | global | 0 of 2 | – | – | – | 0.500 (1) | – | – "
+        "| – | not yet run |"
+    )
+
+
+# ---- the paired bootstrap --------------------------------------------------------------------
 
 WORDS = [f"w{i}" for i in range(14)]  # a toy vocabulary
 REFS = [" ".join(WORDS[(i * 5 + j * 3) % len(WORDS)] for j in range(6 + i % 4)) for i in range(30)]
-TRANSFORMER = "transformer scaled_dot, 4 heads global"
+CONCAT = ("model.attention.score=concat", "model.attention.mode=local_m")
 KEEP = {
-    TRANSFORMER: 20,  # every word: far ahead of the grid
-    "rnn_luong general local_m": 5,  # the grid's best
-    "rnn_luong concat local_m": 4,  # a word a sentence behind it
-    "rnn_luong dot hard": 1,  # far behind
+    (): 20,  # the Transformer: every word, far ahead of the grid
+    ("model.attention.score=general", "model.attention.mode=local_m"): 5,  # the grid's best
+    CONCAT: 4,  # a word a sentence behind it
+    ("model.attention.score=dot", "model.attention.mode=hard"): 1,  # far behind
 }
-"""Cell -> how many words of each reference its toy outputs keep."""
-BLEU = {TRANSFORMER: 30.0, "rnn_luong general local_m": 6.0, "rnn_luong concat local_m": 5.0,
-        "rnn_luong dot hard": 1.0}  # fmt: skip
-"""Cell -> the test BLEU its records claim (ranks the cells; the bootstrap scores outputs)."""
+"""A cell's grid -> how many words of each reference its planted test outputs keep."""
+BLEU = dict(zip(KEEP, (30.0, 6.0, 5.0, 1.0)))
+"""A cell's grid -> the test BLEU its summary claims (ranks the cells; the bootstrap scores
+outputs); concat local_m's seed 2 claims 0.80 more."""
 
 
-def outputs(cell: str, seed: int) -> list[str]:
-    return [" ".join(r.split()[: KEEP[cell] + (i + seed) % 2]) for i, r in enumerate(REFS)]
+def outputs(keep: int, seed: int) -> list[str]:
+    return [" ".join(r.split()[: keep + (i + seed) % 2]) for i, r in enumerate(REFS)]
 
 
-def kept(plan: Plan, tmp_path: Path) -> tuple[list[Record], Path]:
-    """Seeds 1 and 2 of each cell of KEEP, their test outputs kept in the ledger."""
-    ledger = tmp_path / "runs"
-    records = []
-    for cell in KEEP:
+def kept(results: Path, skip: tuple[str, ...] | None = None) -> list[at.CellMeasures]:
+    """Seeds 1 and 2 of each cell of KEEP with their test outputs (but seed 2 of ``skip``)."""
+    for grid, keep in KEEP.items():
+        study = TABLE[2] if not grid else TABLE[0]
         for seed in (1, 2):
-            record = record_for(plan, cell, seed=seed, bleu=BLEU[cell], table="attention")
-            keep_outputs(record, outputs(cell, seed), tmp_path, ledger)
-            records.append(record)
-    return records, ledger
+            lines = None if seed == 2 and grid == skip else outputs(keep, seed)
+            bleu = BLEU[grid] + (0.8 if (grid, seed) == (CONCAT, 2) else 0.0)
+            plant(results, study, seed, *grid, bleu=bleu, hypotheses=lines)
+    return cells(results)
 
 
 def test_the_baseline_is_the_grids_best_cell_not_the_reference_row(tmp_path: Path) -> None:
-    """The Transformer reference row is far ahead of every rnn_luong cell: the bootstrap still
-    tests each cell against rnn_luong general local_m, so the grid's close cell (one word a
-    sentence behind) and its far one are told apart, and the Transformer is tested against the
-    grid's best like any cell (ahead of it, resolved)."""
-    plan = toy_plan([])
-    records, ledger = kept(plan, tmp_path)
-    cells = at.measures(plan, records, ledger, ())
-    boot = at.bootstrap_of(cells, ledger, REFS)
+    """The Transformer row is far ahead of every rnn_luong cell: the bootstrap still tests
+    each cell against rnn_luong general local_m, so the grid's close cell (one word a sentence
+    behind) and its far one are told apart, and the Transformer is tested against the grid's
+    best like any cell (ahead of it, resolved)."""
+    measured = kept(tmp_path)
+    boot = at.bootstrap_of(measured, REFS)
     assert boot is not None
     assert boot.baseline == "rnn_luong general local_m" and boot.segments == 2 * len(REFS)
     tests = {t.name: t for t in boot.systems}
-    assert set(tests) == set(KEEP)
+    assert set(tests) == {
+        TRANSFORMER,
+        "rnn_luong general local_m",
+        "rnn_luong concat local_m",
+        "rnn_luong dot hard",
+    }
     assert tests[boot.baseline].p_value is None and tests[boot.baseline].diff == 0.0
     far = tests["rnn_luong dot hard"]
     assert far.diff < -10 and far.p_value is not None and far.p_value < 0.05
@@ -68,52 +173,41 @@ def test_the_baseline_is_the_grids_best_cell_not_the_reference_row(tmp_path: Pat
     assert ahead.diff > 10 and ahead.p_value is not None and ahead.p_value < 0.05
     close = tests["rnn_luong concat local_m"]
     assert far.diff < close.diff < 0 and close.p_value is not None
-    assert "Left out of the bootstrap" not in at.bootstrap_notes(cells, boot)
+    assert at.bootstrap_notes(measured, boot) == (
+        " Training variance shows in the table's ± instead: the seeds of one cell differ by "
+        "up to 0.80 BLEU (rnn_luong concat local_m: 5.00 and 5.80)."
+    )
 
 
 def test_without_a_measured_grid_cell_there_is_no_bootstrap(tmp_path: Path) -> None:
-    """Only the reference row (and nothing of rnn_luong) recorded: nothing to test against."""
-    plan = toy_plan([])
-    records, ledger = kept(plan, tmp_path)
-    only_reference = [r for r in records if r.cell["model"] != at.GRID_MODEL]
-    cells = at.measures(plan, only_reference, ledger, ())
-    assert at.bootstrap_of(cells, ledger, REFS) is None
+    """Only the Transformer row (nothing of rnn_luong) recorded: nothing to test against."""
+    for seed in (1, 2):
+        plant(tmp_path, TABLE[2], seed, hypotheses=outputs(20, seed))
+    assert at.bootstrap_of(cells(tmp_path), REFS) is None
 
 
 def test_a_cell_without_the_baselines_seeds_is_left_out(tmp_path: Path) -> None:
     """A cell whose seed 2 kept no outputs has nothing to pair with the baseline's seed 2."""
-    missing = "rnn_luong concat local_m"
-    plan = toy_plan([])
-    records, ledger = kept(plan, tmp_path)
-    for r in records:
-        if r.seed == 2 and " ".join(r.cell[k] for k in ("model", "score", "mode")) == missing:
-            del r.extra["hypotheses"]
-    cells = at.measures(plan, records, ledger, ())
-    boot = at.bootstrap_of(cells, ledger, REFS)
-    assert boot is not None and missing not in {t.name for t in boot.systems}
-    assert at.bootstrap_notes(cells, boot).startswith(
+    measured = kept(tmp_path, skip=CONCAT)
+    boot = at.bootstrap_of(measured, REFS)
+    assert boot is not None and "rnn_luong concat local_m" not in {t.name for t in boot.systems}
+    assert at.bootstrap_notes(measured, boot).startswith(
         " Left out of the bootstrap, without kept test outputs of each of the baseline's "
-        f"seeds (1, 2): {missing}. Training variance shows"
+        "seeds (1, 2): rnn_luong concat local_m. Training variance shows"
     )
 
 
 def test_valid_nll_is_the_tested_checkpoints(tmp_path: Path) -> None:
     """A run whose BLEU peaks mid-way (and ties later) while its NLL rises after: the table's
     NLL is that of the first best-BLEU validation, the checkpoint the test decoded."""
-    plan = toy_plan([])
-    curve = [
-        [1000, 5.0, 4.0, 2.0, 20.0],
-        [2000, 10.0, 3.5, 4.0, 25.0],  # best BLEU first reached here: the tested checkpoint
-        [3000, 15.0, 3.7, 4.0, 25.0],
-        [4000, 20.0, 3.9, 3.0, 24.0],
-    ]
-    record = record_for(plan, TRANSFORMER, bleu=4.0, table="attention", curve=curve)
-    assert record.tested_valid_nll == 3.5 and record.final_valid_nll == 3.9
-    (cell,) = [m for m in at.measures(plan, [record], tmp_path, ()) if m.records]
-    assert cell.nll == [3.5]
-    assert at.brief([record]).endswith("/ 3.500")
-    empty = record_for(plan, TRANSFORMER, table="attention", curve=[])
-    assert str(empty.tested_valid_nll) == "nan"
+    folder = plant(tmp_path, TABLE[2], 1, bleu=4.0)
+    curve = [(1000, 4.0, 2.0), (2000, 3.5, 4.0), (3000, 3.7, 4.0), (4000, 3.9, 3.0)]
+    events = [{"event": "valid", "step": s, "nll": n, "bleu": b, "chrf": 20.0} for s, n, b in curve]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (cell,) = [m for m in cells(tmp_path) if m.runs]
+    assert cell.nll == (3.5,) and at.tested_nll(cell.runs[0]) == 3.5
+    assert at.brief(cell.runs) == "4.00 / 24.0 / 3.500"
+    assert at.brief(()) == "not yet run"
 
 
 # ---- the verdict against the diagonal alignment --------------------------------------------
@@ -125,34 +219,31 @@ def diagonal(aer: float, low: float, high: float) -> ScoredBaseline:
     return ScoredBaseline(scores, low, high, 1000)
 
 
-def silver_cells(plan: Plan, aer: dict[str, tuple[float, ...]]) -> list[at.CellMeasures]:
-    """The plan's attention cells, those named in ``aer`` with one record a seed holding
-    that seed's silver AER."""
-    records = []
-    for cell, values in aer.items():
+def silver_cells(results: Path, aer: Mapping[tuple[str, str], Sequence[float]]) -> list:
+    """The table's cells, those of rnn_luong (score, mode) in ``aer`` with a run a seed
+    holding that seed's silver AER."""
+    for (score, mode), values in aer.items():
+        grid = (f"model.attention.score={score}", f"model.attention.mode={mode}")
         for seed, value in enumerate(values, 1):
-            record = record_for(plan, cell, seed=seed, table="attention")
-            record.extra["silver"] = {"aer": value}
-            records.append(record)
-    return at.measures(plan, records, Path("."), ())
+            plant(results, TABLE[0], seed, *grid, silver=value)
+    return cells(results)
 
 
-def test_a_cell_that_clearly_beats_the_diagonal_is_named() -> None:
+def test_a_cell_that_clearly_beats_the_diagonal_is_named(tmp_path: Path) -> None:
     """Diagonal 0.550, interval 0.530 to 0.570: h = 0.020, the bar 0.550 − √2·0.020 = 0.522.
     general local_m (0.300, 0.320) is below it in both seeds: named. concat local_m (0.510,
     0.530) has a mean below the diagonal but a seed above the bar: not named. Means at or
     above 0.550: dot hard's 0.710 alone, 1 of 3."""
-    plan = toy_plan([])
     aer = {
-        "rnn_luong general local_m": (0.30, 0.32),
-        "rnn_luong concat local_m": (0.51, 0.53),
-        "rnn_luong dot hard": (0.70, 0.72),
+        ("general", "local_m"): (0.30, 0.32),
+        ("concat", "local_m"): (0.51, 0.53),
+        ("dot", "hard"): (0.70, 0.72),
     }
-    cells = silver_cells(plan, aer)
+    measured = silver_cells(tmp_path, aer)
     base = diagonal(0.55, 0.53, 0.57)
     assert at.noise_margin(base) == pytest.approx(math.sqrt(2) * 0.02)
-    assert [m.name for m in at.beating_cells(cells, base)] == ["rnn_luong general local_m"]
-    (text, blank) = at.diagonal_verdict(cells, base)
+    assert [m.name for m in at.beating_cells(measured, base)] == ["rnn_luong general local_m"]
+    (text, blank) = at.diagonal_verdict(measured, base)
     assert blank == ""
     assert "scores AER 0.550 against the same silver links, 95% interval 0.530 to 0.570" in text
     assert "each of its seeds scores below 0.550 − √2 × 0.020 = 0.522" in text
@@ -160,32 +251,32 @@ def test_a_cell_that_clearly_beats_the_diagonal_is_named() -> None:
         "1 of the 3 measured cells' means are at or above it; beyond the noise, 1 beats it: "
         "rnn_luong general local_m (0.300, 0.320)."
     )
+    beating = {m.labels[1:] for m in at.beating_cells(measured, base)}
     (luong, _) = luong_reference.comparison(
-        {}, at.grid_means(cells, "AER silver"), base.aer, {("general", "local_m")}
+        {}, at.grid_means(measured, "AER silver"), 0.55, beating
     )
     assert "only local_m general beats the diagonal, so their order is not tested here" in luong
 
 
-def test_no_cell_is_named_when_all_are_at_or_worse_than_the_diagonal() -> None:
+def test_no_cell_is_named_when_all_are_at_or_worse_than_the_diagonal(tmp_path: Path) -> None:
     """Every cell at or above the diagonal's 0.554: none named, and the closest cell's gap
     stated (additive local_m 0.560 + 0.566 → 0.563, 0.009 above it); no ranking of the cells
     of Luong et al. on this column."""
-    plan = toy_plan([])
     aer = {
-        "rnn_luong general local_m": (0.57, 0.58),
-        "rnn_luong general local_p": (0.70, 0.78),
-        "rnn_luong location global": (0.66, 0.69),
-        "rnn_luong additive local_m": (0.560, 0.566),
+        ("general", "local_m"): (0.57, 0.58),
+        ("general", "local_p"): (0.70, 0.78),
+        ("location", "global"): (0.66, 0.69),
+        ("additive", "local_m"): (0.560, 0.566),
     }
-    cells = silver_cells(plan, aer)
+    measured = silver_cells(tmp_path, aer)
     base = diagonal(0.554, 0.536, 0.572)
-    assert at.beating_cells(cells, base) == []
-    (text, _) = at.diagonal_verdict(cells, base)
+    assert at.beating_cells(measured, base) == []
+    (text, _) = at.diagonal_verdict(measured, base)
     assert text.endswith(
         "4 of the 4 measured cells' means are at or above it; no cell beats it beyond the "
         "noise (the closest, rnn_luong additive local_m, 0.563: 0.009 above it)."
     )
-    (luong, _) = luong_reference.comparison({}, at.grid_means(cells, "AER silver"), base.aer, ())
+    (luong, _) = luong_reference.comparison({}, at.grid_means(measured, "AER silver"), base.aer)
     assert (
         "here local_m general 0.575, local_p general 0.740, global location 0.675, the "
         "diagonal alignment 0.554; beyond the silver file's noise none of them beats the "
@@ -194,8 +285,126 @@ def test_no_cell_is_named_when_all_are_at_or_worse_than_the_diagonal() -> None:
     assert "ranks 1 of 3" not in luong
 
 
-def test_without_silver_links_there_is_no_verdict() -> None:
-    plan = toy_plan([])
-    assert at.diagonal_verdict(silver_cells(plan, {}), None) == []
-    (text, _) = at.diagonal_verdict(silver_cells(plan, {}), diagonal(0.5, 0.49, 0.51))
+def test_without_silver_links_there_is_no_verdict(tmp_path: Path) -> None:
+    measured = cells(tmp_path)
+    assert at.diagonal_verdict(measured, None) == []
+    (text, _) = at.diagonal_verdict(measured, diagonal(0.5, 0.49, 0.51))
     assert text.endswith("No cell has a silver AER yet.")
+    assert at.analysis(measured, [], None) == ["Not enough runs for the analysis yet."]
+
+
+# ---- the check at the preset's size (experiments/attention_preset.py) ----------------------
+
+
+def pooled_difference(a: list[float], b: list[float]) -> str:
+    """mean(a) − mean(b) with the pooled two-sample t interval, as the section writes it."""
+    df = len(a) + len(b) - 2
+    pooled = ((len(a) - 1) * statistics.variance(a) + (len(b) - 1) * statistics.variance(b)) / df
+    half = t_quantile(0.975, df) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
+    d = statistics.mean(a) - statistics.mean(b)
+    return f"{d:+.2f} (95% interval {d - half:+.2f} to {d + half:+.2f}, {len(a) + len(b)} runs)"
+
+
+def check_text(
+    bleu: dict[tuple[str, str], list[float]], results: Path, preset_config: dict | None = None
+) -> str:
+    """The "At the preset's size" section from planted runs of test BLEU
+    ``bleu[(study, mode)]`` (seeds 1, 2, ...) of rnn_luong general local_m / local_p."""
+    for (study, mode), values in bleu.items():
+        grid = [f"model.attention.mode={mode}"]
+        grid += ["model.attention.score=general"] if study == TABLE[0] else []
+        config = preset_config if study == PRESET else None
+        for seed, value in enumerate(values, start=1):
+            plant(results, study, seed, *grid, bleu=value, config=config)
+    check, table = cells(results, PRESET), cells(results)
+    labels = {r.machine_line: "M1" for m in (*check, *table) for r in m.runs}
+    return "\n".join(attention_preset.section(check, table, labels))
+
+
+def test_the_preset_size_check_says_when_the_order_holds(tmp_path: Path) -> None:
+    """Planted: local_m ahead of local_p at both sizes, resolved at the preset's size."""
+    bleu = {
+        (TABLE[0], "local_m"): [2.2, 2.4],
+        (TABLE[0], "local_p"): [1.1, 1.3],
+        (PRESET, "local_m"): [3.0, 3.2],
+        (PRESET, "local_p"): [2.0, 2.2],
+    }
+    lines = check_text(bleu, tmp_path).splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("| score | mode |")))
+    rows = [line.split(" | ")[:5] for line in lines[header + 2 : header + 6]]
+    assert rows == [
+        ["| general", "local_m", "256: the preset's", "2 of 2 (1, 2)", "3.10 ± 0.14"],
+        ["| general", "local_m", "128: the table's", "2 of 2 (1, 2)", "2.30 ± 0.14"],
+        ["| general", "local_p", "256: the preset's", "2 of 2 (1, 2)", "2.10 ± 0.14"],
+        ["| general", "local_p", "128: the table's", "2 of 2 (1, 2)", "1.20 ± 0.14"],
+    ]
+    assert lines[-1] == (
+        "In test BLEU the order of the two modes is the same at both sizes (local_m ahead at "
+        "both sizes), and at the preset's size the difference is resolved: local_m − local_p = "
+        f"{pooled_difference([3.0, 3.2], [2.0, 2.2])} at 256 units, "
+        f"{pooled_difference([2.2, 2.4], [1.1, 1.3])} at 128 units."
+    )
+    assert lines[0].startswith(
+        "`experiment=results_attention_preset`: rnn_luong at its preset's size (256 units, "
+        "configs/model/rnn_luong.yaml) where the table's RNNs have 128; the rest is the "
+        "table's (5500 updates, the same data and trainer settings), seeds 1, 2."
+    )
+
+
+def test_the_preset_size_check_says_when_the_order_flips(tmp_path: Path) -> None:
+    """Planted: local_p ahead at the preset's size, local_m at the table's; not resolved."""
+    bleu = {
+        (TABLE[0], "local_m"): [2.2, 2.4],
+        (TABLE[0], "local_p"): [1.1, 1.3],
+        (PRESET, "local_m"): [2.0, 2.2],
+        (PRESET, "local_p"): [2.6, 3.0],
+    }
+    assert (
+        "In test BLEU the order of the two modes is not the same at both sizes (local_p ahead "
+        "at 256 units, local_m ahead at 128), and at the preset's size the difference is not "
+        f"resolved: local_m − local_p = {pooled_difference([2.0, 2.2], [2.6, 3.0])} at 256 "
+        "units"
+    ) in check_text(bleu, tmp_path)
+
+
+def test_the_preset_size_check_says_plainly_when_it_is_not_run(tmp_path: Path) -> None:
+    section = check_text({(TABLE[0], "local_m"): [2.2], (TABLE[0], "local_p"): [1.1]}, tmp_path)
+    assert section.endswith(
+        "**The check is not yet run** (0 of 4 runs recorded): `python -m experiments.sweep "
+        "configs/study/results_attention_preset.yaml --jobs 2 --record`."
+    )
+    assert (
+        "| general | local_m | 256: the preset's | 0 of 2 | – | – | – | – | – | not yet run |"
+        in (section)
+    )
+
+
+def test_the_preset_size_check_waits_for_both_modes_and_needs_two_runs_a_mode(
+    tmp_path: Path,
+) -> None:
+    """One mode recorded: not comparable; one run a mode: no interval, so not resolved."""
+    one = check_text({(TABLE[0], "local_m"): [2.2], (PRESET, "local_m"): [3.0]}, tmp_path / "a")
+    assert "Not comparable yet: local_p has no run at the preset's size (1 of 4 runs" in one
+    bleu = {
+        (TABLE[0], "local_m"): [2.2],
+        (TABLE[0], "local_p"): [1.1],
+        (PRESET, "local_m"): [3.0],
+        (PRESET, "local_p"): [2.0],
+    }
+    assert (
+        "is the same at both sizes (local_m ahead at both sizes), and at the preset's size the "
+        "difference is not resolved: local_m − local_p = +1.00 (2 runs: one per mode gives no "
+        "interval) at 256 units, +1.10 (2 runs: one per mode gives no interval) at 128 units "
+        "(2 of 4 runs recorded so far;"
+    ) in check_text(bleu, tmp_path / "b")
+
+
+def test_the_preset_size_check_says_when_its_settings_are_not_the_tables(tmp_path: Path) -> None:
+    bleu = {(TABLE[0], "local_m"): [2.2], (PRESET, "local_m"): [3.0]}
+    assert "no longer compares" not in check_text(bleu, tmp_path / "same")
+    other = {**CONFIG, "trainer": {"max_steps": 400}, "model": {"hidden_size": 256}}
+    section = check_text(bleu, tmp_path / "other", other)
+    assert section.endswith(
+        "**Its settings differ from the table's in trainer:** the check no longer compares "
+        "like with like."
+    )
