@@ -1,8 +1,7 @@
-"""docs/attention.md's generated blocks: each mechanism's code quoted from the source, its
-attention-table row and its map of the fixed sentence, the sheet's worked example and the
-Transformer's maps. The page is hand-written around them: each block sits between
-``<!-- generated: KEY -->`` and ``<!-- end -->`` and is rewritten in place (PNGs under
-docs/attention/, every map on one 0–1 colour scale).
+"""docs/attention.md's generated blocks, each between ``<!-- generated: KEY -->`` and
+``<!-- end -->`` in the hand-written page: a mechanism's code quoted from the source, its
+attention-table row and its map of the fixed sentence (PNGs in docs/attention/, one 0–1
+colour scale), the sheet's worked example, the Transformer's maps.
 
     python -m experiments.attention_guide            # part of make results-docs
 """
@@ -30,10 +29,9 @@ from attnmt.atomic import atomic_path, write_text
 from attnmt.data import batching
 from attnmt.errors import DataError
 from attnmt.models import alignment, attention, masking, multihead, scorers
-from experiments import alignment_maps
-from experiments.attention_table import brief
-from experiments.ledger import Record, read_records
-from experiments.results_plan import Plan, make_plan
+from experiments import alignment_maps, attention_table, results_table
+from experiments.attention_map import FIXED_CORPUS
+from experiments.runs import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "attention.md"
@@ -65,47 +63,34 @@ CODE = {  # block "code NAME": its code alone
     "masks": (masking.masked_softmax,),
     "shift": (batching.make_batch,),
 }
-TRANSFORMER = "transformer"
-"""The key of :attr:`Rows.maps` holding the main table's Transformer on ding_de_en."""
-
-Cell = tuple[str, str, str]
-"""(model, score, mode) of an attention-table cell."""
+Labels = tuple[str, str, str]
+"""(model, score, mode) of an attention-table row."""
 
 
 @dataclass(frozen=True)
 class Rows:
-    """What the page shows of the tables: the attention cells in grid order, each measured
-    cell's 'BLEU / chrF / NLL', and (seed, kept maps) of a cell's lowest seed (of the main
-    table's Transformer under :data:`TRANSFORMER`)."""
+    """The attention table's rows in its order, each with its runs by seed, and the runs of
+    the main table's Transformer on the fixed sentence's corpus."""
 
-    cells: tuple[Cell, ...]
-    brief: dict[Cell, str]
-    maps: dict[Cell | str, tuple[int, dict[str, Any]]]
+    cells: dict[Labels, tuple[Run, ...]]
+    transformer: tuple[Run, ...] = ()
 
 
-def ledger_rows(plan: Plan, ledger: Path) -> Rows:
-    """:class:`Rows` from the results ledger's records and their ``.attn.json`` maps."""
-    cells, briefs = [], {}
-    lowest: dict[Cell | str, Record] = {}
-    for cell in (c for c in plan.cells if c.table == "attention"):
-        key = (cell.label["model"], cell.label["score"], cell.label["mode"])
-        found = sorted((r for r in plan.current if r.key == plan.keys[cell]), key=lambda r: r.seed)
-        cells.append(key)
-        briefs[key] = brief(found)
-        lowest.update({key: found[0]} if found else {})
-    main = [r for r in plan.current if r.table == "main" and r.cell.get("data") == "ding_de_en"]
-    main = [r for r in main if r.cell.get("model") == TRANSFORMER]
-    if main:
-        lowest[TRANSFORMER] = min(main, key=lambda r: r.seed)
-    maps: dict[Cell | str, tuple[int, dict[str, Any]]] = {}
-    for which, record in lowest.items():
-        path = ledger / f"{record.stem}.attn.json"
-        if path.is_file():
-            maps[which] = (record.seed, json.loads(path.read_text(encoding="utf-8")))
-    return Rows(tuple(cells), briefs, maps)
+def rows_of(results: Path) -> Rows:
+    """The rows of the attention table's and the main table's studies under ``results``."""
+    table = attention_table.measures(results_table.cells(results, *results_table.ATTENTION))
+    main = results_table.cells(results, results_table.MAIN)
+    pick = {"data": FIXED_CORPUS, "model": "transformer"}
+    transformer = next((c.runs for c in main if pick.items() <= c.overrides.items()), ())
+    return Rows({m.labels: m.runs for m in table}, transformer)
 
 
-# ---- the code and the worked example --------------------------------------------------------
+def kept_maps(runs: Sequence[Run]) -> tuple[int, dict[str, Any]] | None:
+    """(seed, attention_map.json) of the first run (runs come by seed); None without."""
+    path = runs[0].folder / "attention_map.json" if runs else None
+    if path is None or not path.is_file():
+        return None
+    return runs[0].seed, json.loads(path.read_text(encoding="utf-8"))
 
 
 def code_lines(obj: Any, limit: int = 14) -> tuple[str, str, int, str]:
@@ -158,12 +143,7 @@ def worked_figure(example: dict[str, list[float]]) -> Figure:
     return fig
 
 
-# ---- heatmaps -------------------------------------------------------------------------------
-
-
-DPI = 100
-LABEL_PT = 7
-"""Maps are saved at 100 dpi with 7-point piece labels: 7 / 72 × 100 ≈ 9.7 pixels."""
+DPI, LABEL_PT = 100, 7  # piece labels 7 / 72 × 100 ≈ 9.7 pixels high
 
 
 def save(fig: Figure, path: Path) -> str:
@@ -196,9 +176,6 @@ def map_figure(maps: dict[str, Any], name: str, rows: str, cols: str, title: str
     return fig
 
 
-# ---- the blocks -----------------------------------------------------------------------------
-
-
 def quoted(code: Sequence[Any]) -> list[str]:
     out = []
     for obj in code:
@@ -207,23 +184,23 @@ def quoted(code: Sequence[Any]) -> list[str]:
     return out
 
 
-def table_line(rows: Rows, cells: list[Cell], head: list[str]) -> list[str]:
+def table_line(rows: Rows, cells: list[Labels], head: list[str]) -> list[str]:
     """The cells' 'BLEU / chrF / NLL' under ``head``."""
     return [
         "Test BLEU / test chrF / valid NLL of the tested checkpoint ([results.md](results.md)):",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---:|" * len(head),
-        "| " + " | ".join(rows.brief.get(c, "not yet run") for c in cells) + " |",
+        "| " + " | ".join(attention_table.brief(rows.cells[c]) for c in cells) + " |",
         "",
     ]
 
 
-def heatmap(rows: Rows, cell: Cell, folder: Path) -> list[str]:
+def heatmap(rows: Rows, cell: Labels, folder: Path) -> list[str]:
     what = " ".join(cell)
-    if cell not in rows.maps:
+    if (kept := kept_maps(rows.cells.get(cell, ()))) is None:
         return [f"Heatmap: not yet run ({what}, seed 1)."]
-    seed, maps = rows.maps[cell]
+    seed, maps = kept
     title = f"{what}, seed {seed}: {maps['hypothesis']}"
     png = save(
         map_figure(maps, "cross", "tgt_out", "src_pieces", title), folder / f"{'_'.join(cell)}.png"
@@ -232,9 +209,9 @@ def heatmap(rows: Rows, cell: Cell, folder: Path) -> list[str]:
 
 
 def transformer_maps(rows: Rows, folder: Path) -> list[str]:
-    if TRANSFORMER not in rows.maps:
+    if (kept := kept_maps(rows.transformer)) is None:
         return ["Heatmaps: not yet run (transformer on ding_de_en, seed 1)."]
-    seed, maps = rows.maps[TRANSFORMER]
+    seed, maps = kept
     panels = {
         "enc_self": ("src_pieces", "src_pieces", "encoder self-attention"),
         "self": ("tgt_input", "tgt_input", "decoder masked self-attention"),
@@ -314,8 +291,8 @@ KEYS = (
 
 
 def guide(rows: Rows, page: str, folder: Path) -> str:
-    """``page`` with each generated block rewritten; its PNGs go to ``folder``. DataError
-    naming the blocks the page lacks, repeats or holds but the generator does not know."""
+    """``page`` with each block rewritten (PNGs into ``folder``); DataError naming the
+    blocks it lacks, repeats or holds unknown."""
     found = BLOCK.findall(page)
     wrong = sorted(set(KEYS) ^ set(found)) + sorted({k for k in found if found.count(k) > 1})
     if wrong:
@@ -331,15 +308,10 @@ def guide(rows: Rows, page: str, folder: Path) -> str:
     return BLOCK.sub(fill, page)
 
 
-def write_guide(
-    ledger: Path, out: Path, extra: Sequence[str] = (), plan: Plan | None = None, page: Path = PAGE
-) -> Path:
-    """Rewrite the blocks of ``page`` into ``out`` (PNGs beside it, under attention/)."""
-    if plan is None:  # a caller's plan was already made against the ledger
-        plan = make_plan(read_records(ledger)[0], extra)
-    text = guide(
-        ledger_rows(plan, ledger), page.read_text(encoding="utf-8"), out.parent / "attention"
-    )
+def write_guide(results: Path, out: Path, page: Path = PAGE) -> Path:
+    """Rewrite the blocks of ``page`` from the runs under ``results`` into ``out`` (its PNGs
+    under attention/ beside it)."""
+    text = guide(rows_of(results), page.read_text(encoding="utf-8"), out.parent / "attention")
     write_text(out, text)
     print(f"wrote {out}", file=sys.stderr)
     return out
@@ -347,11 +319,9 @@ def write_guide(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ledger", type=Path, default=Path("results/runs"))
+    parser.add_argument("--results", type=Path, default=results_table.RESULTS)
     parser.add_argument("--out", type=Path, default=PAGE)
-    parser.add_argument("extra", nargs="*", help="the overrides the runs had after their cell's")
-    args = parser.parse_args(argv)
-    write_guide(args.ledger, args.out, args.extra)
+    write_guide(**vars(parser.parse_args(argv)))
     return 0
 
 

@@ -1,6 +1,6 @@
 """experiments/attention_guide.py: the sheet's worked example through attnmt's own scorer and
-attend, code quoted from the source, and docs/attention.md's generated blocks from toy records
-(the hand-written text around them kept as it is)."""
+attend, code quoted from the source, and docs/attention.md's generated blocks from planted
+run folders (the hand-written text around them kept as it is)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.ledger_records import record_for, toy_plan
+from helpers.run_folders import plant_run
 
 from attnmt.errors import DataError
 from experiments import attention_guide as ag
-from experiments.ledger import write_record
 
 SHEET = {  # the attention reference sheet's worked example (shared/ATTENTION.md)
     "scores": [927, 397, 148, 929],
@@ -67,17 +66,21 @@ def _maps(n_src: int, n_tgt: int, heads: int | None = None) -> dict:
     return data
 
 
-def test_the_guide_from_toy_records(tmp_path: Path) -> None:
-    ledger, docs = tmp_path / "runs", tmp_path / "docs"
-    plan = toy_plan([])
-    dot = record_for(plan, "rnn_luong dot global", bleu=1.5)
-    luong = record_for(plan, "rnn_luong dot local_m", bleu=2.5)
-    transformer = record_for(plan, "ding_de_en transformer")
-    for record, maps in ((dot, _maps(3, 2)), (luong, _maps(3, 2)), (transformer, _maps(3, 4, 2))):
-        write_record(ledger, record)
-        (ledger / f"{record.stem}.attn.json").write_text(json.dumps(maps), encoding="utf-8")
+def test_the_guide_from_planted_runs(tmp_path: Path) -> None:
+    results, docs = tmp_path / "results", tmp_path / "docs"
+    base = ["experiment=results_attention", "model=rnn_luong", "model.emb_dim=128",
+            "model.hidden_size=128", "model.attention.score=dot", "seed=1"]  # fmt: skip
+    for mode, bleu in (("global", 1.5), ("local_m", 2.5)):
+        overrides = [*base, f"model.attention.mode={mode}"]
+        run = plant_run(
+            results, "results_attention", f"mode-{mode}_score-dot_seed-1", overrides, bleu
+        )
+        (run / "attention_map.json").write_text(json.dumps(_maps(3, 2)), encoding="utf-8")
+    main = ["experiment=results_main", "data=ding_de_en", "model=transformer", "seed=1"]
+    run = plant_run(results, "results_main", "data-ding_de_en_model-transformer_seed-1", main)
+    (run / "attention_map.json").write_text(json.dumps(_maps(3, 4, 2)), encoding="utf-8")
     out = docs / "attention.md"
-    ag.write_guide(ledger, out, plan=toy_plan([dot, luong, transformer]))
+    ag.write_guide(results, out)
     text = out.read_text(encoding="utf-8")
     for key in ag.KEYS:
         assert f"<!-- generated: {key} -->\n\n" in text
@@ -89,6 +92,7 @@ def test_the_guide_from_toy_records(tmp_path: Path) -> None:
     local_m = text.split("<!-- generated: mode local_m -->")[1].split("<!-- end -->")[0]
     assert "| dot | scaled_dot | general |" in local_m and "| additive (bahdanau) |" in local_m
     assert "| 2.50 / 22.5 / 3.500 | not yet run |" in local_m
+    assert "| additive (bahdanau) | scaled_dot, 4 heads (transformer) |" in text  # mode global
     assert "Heatmap: not yet run (rnn_luong cosine global" in text
     assert "- dot scores sᵀh_i: 927, 397, 148, 929" in text
     for name in ("rnn_luong_dot_global", "worked_example", "transformer_self", "transformer_cross"):
@@ -103,7 +107,7 @@ def test_only_the_blocks_are_rewritten(tmp_path: Path) -> None:
     stale = page.replace(
         "<!-- generated: code masks -->\n", "<!-- generated: code masks -->\nSTALE\n"
     )
-    rows = ag.Rows((), {}, {})
+    rows = ag.Rows({})
     out = ag.guide(rows, stale, tmp_path / "attention")
     assert ag.BLOCK.sub("", out) == ag.BLOCK.sub("", page) and "STALE" not in out
     assert "`src/attnmt/models/masking.py`, `masked_softmax`" in out

@@ -567,13 +567,14 @@ def test_comparison_pages_are_what_their_generators_write() -> None:
     assert "".join(pages) + part == generated_comparisons()
 
 
-def test_attention_md_is_what_the_generator_writes(tmp_path: Path, ledger_plan: Plan) -> None:
-    """docs/attention.md holds the ledger's figures and the source's code as they are now
-    (`python -m experiments.attention_guide`; its PNGs are drawn here but not compared)."""
+def test_attention_md_is_what_the_generator_writes(tmp_path: Path) -> None:
+    """docs/attention.md's generated blocks hold the run folders' figures and the source's
+    code as they are now (`python -m experiments.attention_guide`; its PNGs are drawn here but
+    not compared)."""
     from experiments.attention_guide import write_guide
 
     with contextlib.redirect_stderr(io.StringIO()):
-        out = write_guide(LEDGER, tmp_path / "attention.md", plan=ledger_plan)
+        out = write_guide(ROOT / "results", tmp_path / "attention.md")
     docs = ROOT / "docs"
     assert (docs / "attention.md").read_text(encoding="utf-8") == out.read_text(encoding="utf-8")
     for png in (tmp_path / "attention").glob("*.png"):
