@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from experiments import luong_reference
-from experiments.alignment_aer import MODES, SCORES, UPDATES, AlignmentRun, grid_name, read_runs
+from experiments.alignment_aer import GRID, UPDATES, AlignmentRun, grid_name, read_runs
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
 from experiments.comparison_stats import (
@@ -126,8 +126,8 @@ def _share(run: Run) -> float | None:
 
 def measures(cells: Sequence[Cell], toy: Sequence[AlignmentRun] = ()) -> list[CellMeasures]:
     """Each study cell's measures (silver AER: eval/silver/scores.json; collapse share:
-    attention_map.json; AER toy_align: the same cell's ``toy`` runs), ordered by study, then
-    scorer and mode in the grid's order."""
+    attention_map.json; AER toy_align: the same cell's ``toy`` runs), in the order of
+    alignment_aer's GRID (scorer-major, then the reference rows)."""
     out = []
     for cell in cells:
         runs = cell.runs
@@ -144,17 +144,7 @@ def measures(cells: Sequence[Cell], toy: Sequence[AlignmentRun] = ()) -> list[Ce
                 tuple(v for v in map(_share, runs) if v is not None),
             )
         )
-    studies = list(dict.fromkeys(c.study for c in cells))
-
-    def rank(m: CellMeasures) -> tuple[int, int, int]:
-        _, score, mode = m.labels
-        return (
-            studies.index(m.cell.study),
-            SCORES.index(score) if score in SCORES else 0,
-            MODES.index(mode),
-        )
-
-    return sorted(out, key=rank)
+    return sorted(out, key=lambda m: GRID.index(grid_name(*m.labels)))
 
 
 def collapsed_text(shares: Sequence[float]) -> str:
