@@ -4,8 +4,8 @@
 
 The main table (configs/study/results_main.yaml: test BLEU and chrF as mean ± sample std
 over the seeds, the median minutes, the machines) with what it resolves
-(experiments/main_table_analysis.py) and its length (main_protocol); the attention table
-(results_attention*.yaml: attention_table, attention_protocol, attention_preset); validation
+(experiments/main_table_analysis.py) and its length (protocol); the attention table
+(results_attention*.yaml: attention_table, protocol, attention_preset); validation
 BLEU against updates and minutes (one PNG per corpus beside the page); the machines; the
 study runs that have no folder yet.
 """

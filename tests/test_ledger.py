@@ -29,7 +29,7 @@ from experiments.ledger import (
     stale_reason,
     write_record,
 )
-from experiments.main_protocol import length_config
+from experiments.protocol import length_config
 from experiments.results_plan import (
     CONFIGS,
     FIRST_GUESS_MIN,

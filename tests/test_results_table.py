@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from attnmt.train.run_config import validate_config
 from experiments import results_table as rt
-from experiments.main_protocol import length_config
+from experiments.protocol import length_config
 from experiments.runs import study_cells
 from experiments.study import load_study
 
