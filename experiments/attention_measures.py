@@ -1,13 +1,11 @@
-"""What the attention table measures of a run beyond BLEU and NLL, and how a new run gets it.
+"""What the attention table measures of a run beyond BLEU and NLL, and how a new run gets it:
 
     python -m experiments.attention_measures outputs/STUDY/RUN [...]   # after sweep --record
 
-writes into each trained run's record, results/STUDY/RUN/ (kept by ``sweep --record``):
-eval/silver/scores.json, ``python evaluate.py ckpt=RUN split=test beam=1
-gold_alignments=FILE`` against the kept silver links of its corpus' test split (results/silver/,
-an aligner's links, not a person's), and attention_map.json, the fixed sentence's maps
-(experiments/attention_map.py), for runs on that sentence's corpus. The table reads them,
-the last validation's cross-attention entropy (runs.Run.entropy) and :func:`collapse_share`.
+writes into the run's record results/STUDY/RUN/ eval/silver/scores.json (evaluate.py's test
+AER against the kept silver links of its corpus, results/silver/: an aligner's, not gold) and
+attention_map.json (experiments/attention_map.py). The table reads them, the last
+validation's entropy (runs.Run.entropy) and each map's :func:`collapse_share`.
 """
 
 from __future__ import annotations
