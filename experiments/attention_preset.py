@@ -56,12 +56,8 @@ def difference(cells: Sequence[CellMeasures]) -> Difference | None:
 
 
 def size(cells: Sequence[CellMeasures]) -> str:
-    """The RNN size of the cells' study overrides: '256', 'emb 128, states 256', '?'."""
-    sizes = []
-    for m in cells:
-        emb, states = (m.cell.overrides.get(f"model.{k}", "?") for k in ("emb_dim", "hidden_size"))
-        sizes.append(states if emb == states else f"emb {emb}, states {states}")
-    return ", ".join(dict.fromkeys(sizes)) or "?"
+    """The RNN units of the cells' study overrides (embeddings = states: tested)."""
+    return ", ".join(dict.fromkeys(m.cell.overrides.get("model.hidden_size", "?") for m in cells))
 
 
 def table(
@@ -80,17 +76,18 @@ def table(
 
 
 def verdict(check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> str:
-    """Not yet comparable (and how to run it), or whether the two modes keep their order in
-    test BLEU across the sizes and whether the difference at the preset's is resolved."""
+    """Not yet comparable (and how to run the rest), or whether the two modes keep their order
+    in test BLEU across the sizes and whether the difference at the preset's is resolved."""
     wanted, runs = sum(len(m.cell.seeds) for m in check), sum(len(m.runs) for m in check)
     so_far = f" ({runs} of {wanted} runs recorded so far; `{COMMAND}` runs the rest)"
     so_far = so_far if runs < wanted else ""
-    if runs == 0:
-        return f"**The check is not yet run** (0 of {wanted} runs recorded): `{COMMAND}`."
     big, small = difference(check), difference(beside)
     if big is None:
-        missing = " and ".join(m.labels[2] for m in check if not m.runs) or "a mode"
-        return f"Not comparable yet: {missing} has no run at the preset's size{so_far}."
+        missing = [m.labels[2] for m in check if not m.runs]
+        return (
+            f"Not comparable yet: {' and '.join(missing) or 'a mode'} "
+            f"{'has' if len(missing) == 1 else 'have'} no run at the preset's size{so_far}."
+        )
     preset, table_size = size(check), size(beside)
     if small is None:
         return (

@@ -103,7 +103,7 @@ class CellMeasures:
         return self.cell.runs
 
     def values(self, measure: str) -> list[float]:
-        """The seeds' values of one of :data:`MEASURES` (NaN left out)."""
+        """The seeds' values of one of :data:`MEASURES`, NaN left out."""
         return [v for v in getattr(self, MEASURES[measure][0]) if not math.isnan(v)]
 
 
@@ -311,21 +311,15 @@ def test_split(cells: Sequence[CellMeasures]) -> tuple[str, list[str], list[str]
 # ---- against the diagonal alignment --------------------------------------------------------
 
 
-def noise_margin(diagonal: ScoredBaseline) -> float:
-    """√2 h, h the half-width of the diagonal's 95% interval over the test sentences: how far
-    below its AER a cell must lie to beat it beyond the silver file's noise (the cell's AER
-    taken as noisy as the diagonal's and independent of it, which errs towards naming none)."""
-    return math.sqrt(2.0) * diagonal.half_width
-
-
 def beating_cells(
     cells: Sequence[CellMeasures], diagonal: ScoredBaseline | None
 ) -> list[CellMeasures]:
-    """The cells each of whose seeds' silver AER lies below the diagonal's by more than
-    :func:`noise_margin`."""
+    """The cells each of whose seeds' silver AER lies below the diagonal's AER − √2 h, h the
+    half-width of its 95% interval over the test sentences: beyond the silver file's noise
+    (a cell's AER taken as noisy as the diagonal's and independent of it)."""
     if diagonal is None:
         return []
-    bar = diagonal.aer - noise_margin(diagonal)
+    bar = diagonal.aer - math.sqrt(2.0) * diagonal.half_width
     return [m for m in cells if m.silver_aer and all(v < bar for v in m.silver_aer)]
 
 
@@ -335,7 +329,8 @@ def diagonal_verdict(cells: Sequence[CellMeasures], diagonal: ScoredBaseline | N
     noise (:func:`beating_cells`), else the closest; [] without silver links."""
     if diagonal is None:
         return []
-    h, margin = diagonal.half_width, noise_margin(diagonal)
+    h = diagonal.half_width
+    bar = diagonal.aer - math.sqrt(2.0) * h
     text = (
         "The alignment that reads no words (target word j linked to source word "
         f"round(j·S/T)) scores AER {diagonal.aer:.3f} against the same silver links, 95% "
@@ -343,7 +338,7 @@ def diagonal_verdict(cells: Sequence[CellMeasures], diagonal: ScoredBaseline | N
         f"{diagonal.scores.sentences} test sentences ({diagonal.samples} bootstrap "
         "resamples): the silver file's own noise. A cell beats it beyond that noise when each "
         f"of its seeds scores below {diagonal.aer:.3f} − √2 × {h:.3f} = "
-        f"{diagonal.aer - margin:.3f} (its AER on the same sentences taken as noisy as the "
+        f"{bar:.3f} (its AER on the same sentences taken as noisy as the "
         "diagonal's and independent of it, which errs towards naming no cell)."
     )
     measured = [m for m in cells if m.silver_aer]

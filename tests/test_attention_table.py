@@ -10,7 +10,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pytest
 from helpers.alignment_runs import LUONG
 from helpers.alignment_runs import plant as plant_toy
 from helpers.run_folders import plant_run
@@ -242,7 +241,6 @@ def test_a_cell_that_clearly_beats_the_diagonal_is_named(tmp_path: Path) -> None
     }
     measured = silver_cells(tmp_path, aer)
     base = diagonal(0.55, 0.53, 0.57)
-    assert at.noise_margin(base) == pytest.approx(math.sqrt(2) * 0.02)
     assert [m.name for m in at.beating_cells(measured, base)] == ["rnn_luong general local_m"]
     (text, blank) = at.diagonal_verdict(measured, base)
     assert blank == ""
@@ -371,8 +369,9 @@ def test_the_preset_size_check_says_when_the_order_flips(tmp_path: Path) -> None
 def test_the_preset_size_check_says_plainly_when_it_is_not_run(tmp_path: Path) -> None:
     section = check_text({(TABLE[0], "local_m"): [2.2], (TABLE[0], "local_p"): [1.1]}, tmp_path)
     assert section.endswith(
-        "**The check is not yet run** (0 of 4 runs recorded): `python -m experiments.sweep "
-        "configs/study/results_attention_preset.yaml --jobs 2 --record`."
+        "Not comparable yet: local_m and local_p have no run at the preset's size (0 of 4 runs "
+        "recorded so far; `python -m experiments.sweep configs/study/results_attention_preset"
+        ".yaml --jobs 2 --record` runs the rest)."
     )
     assert (
         "| general | local_m | 256: the preset's | 0 of 2 | – | – | – | – | – | not yet run |"
