@@ -1,13 +1,9 @@
-"""docs/results.md's "At the preset's size": the attention table's RNNs have 128 units; issue
-36 accepts that if one cell is also run at the preset's size to show that the ranking holds.
-The check (configs/study/results_attention_preset.yaml) runs rnn_luong general local_m and
-local_p at configs/model/rnn_luong.yaml's size with the rest the table's; beside each cell,
-the same cell at the table's size, then whether the two modes keep their order in mean test
-BLEU and whether the difference at the preset's size is resolved: the mode effect of
-comparison_stats.main_effects over the two cells' runs, with one scorer the pooled
-two-sample t interval d ± t_{0.975, n−2} · s · sqrt(1/n_a + 1/n_b) (none with one run a
-mode).
-"""
+"""docs/results.md's "At the preset's size": the check (configs/study/results_attention_preset.
+yaml) of two attention-table cells at rnn_luong's preset size beside the same cells at the
+table's, and whether their modes keep their order in mean test BLEU. The difference is the
+mode effect of comparison_stats.main_effects over the cells' runs: with one scorer, the
+pooled two-sample t interval d ± t_{0.975, n−2} · s · sqrt(1/n_a + 1/n_b) (none with one run
+a mode); resolved when it excludes 0."""
 
 from __future__ import annotations
 
