@@ -130,6 +130,11 @@ def read_run(folder: Path) -> Run:
         ) from None
 
 
+def config(run: Run) -> dict[str, Any]:
+    """The run's composed settings (.hydra/config.yaml)."""
+    return yaml.safe_load((run.folder / ".hydra" / "config.yaml").read_text(encoding="utf-8"))
+
+
 def read_runs(results: Path, studies: tuple[str, ...]) -> list[Run]:
     """The run folders of ``studies`` under ``results`` (those with a summary.json)."""
     found = [f for st in studies for f in sorted((results / st).glob("*/summary.json"))]

@@ -84,7 +84,7 @@ def test_a_planted_preset_difference_is_named_and_resolved(tmp_path: Path) -> No
     assert _clause(chrf, "The best preset").startswith("The best preset is transformer")
     assert re.search(r"\| preset \| rnn_luong \| 6 \| [\d.]+ \[[\d.]+, [\d.]+\]\* \|", text)
     assert re.search(r"\| preset \| transformer \| 6 \| [\d.]+ \[[\d.]+, [\d.]+\] \|", text)
-    assert "None of the 18 runs has kept test outputs, so it tests nothing." in text
+    assert "None of the 18 runs has kept test outputs: the paired bootstrap tests nothing." in text
 
 
 def test_pure_noise_resolves_no_preset(tmp_path: Path) -> None:
@@ -147,9 +147,9 @@ def test_no_marginal_mean_is_imputed_for_a_preset_that_never_ran_on_a_corpus(
     corpora = {e.level: (round(e.mean, 9), e.runs) for e in fits.corpus.b.levels}
     assert corpora == {"ding_de_en": (6.0, 3), "bible_en_fr": (16.0, 3)}
     lines = mta.analysis(runs, no_references)
-    assert lines[0].startswith(
-        "Marginal means of the presets over ding_de_en (the corpora where every preset ran) and "
-        "of the corpora over transformer (the presets that ran on every corpus)"
+    assert lines[0] == (
+        "The presets over ding_de_en (the corpora where every preset ran), the corpora over "
+        "transformer (the presets that ran on every corpus):"
     )
     assert "| preset | rnn_luong | 3 | 3.00 [3.00, 3.00]* | 23.0 [23.0, 23.0]* |" in lines
     assert "| corpus | ding_de_en | 3 | 6.00 [6.00, 6.00]* | 26.0 [26.0, 26.0]* |" in lines
@@ -250,7 +250,7 @@ def test_the_bootstrap_runs_over_the_seeds_both_presets_kept(
     assert luong.bleu == pytest.approx(BLEU().corpus_score(concatenated, [REFS * 2]).score)
     assert luong.diff < -20 and luong.p_value is not None and luong.p_value < 0.05
     text = mta.bootstrap_paragraph([boot], samples=50)
-    assert "it had 7 of the 9 runs" in text
+    assert text.startswith("The paired bootstrap (50 resamples) had 7 of the 9 runs")
     assert "On ding_de_en (7 of 9 runs with kept outputs), against transformer" in text
     assert re.search(
         r"separated at p < 0\.05: .*rnn_luong -\d+\.\d\d \(seeds 1, 3, 80 segments", text
@@ -278,8 +278,8 @@ def test_the_section_uses_every_run_for_the_fit_and_kept_ones_for_the_bootstrap(
     text = "\n".join(lines)
     assert "additive fit of preset and corpus to 9 runs leaves" in text  # one corpus: complete
     assert "| preset | rnn_bahdanau | 3 |" in text  # its seed 3, without outputs, in the fit
-    assert lines[-1].startswith("A paired bootstrap of BLEU per corpus (sacrebleu, 20 resamples)")
-    assert "it had 7 of the 9 runs" in lines[-1]
+    assert lines[0] == "Over the 9 runs of the table:"  # one corpus: complete
+    assert lines[-1].startswith("The paired bootstrap (20 resamples) had 7 of the 9 runs")
 
 
 def test_a_corpus_that_does_not_prepare_is_an_error_not_an_empty_list(tmp_path: Path) -> None:

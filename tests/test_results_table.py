@@ -11,7 +11,9 @@ import pytest
 from helpers.run_folders import MACHINE, plant_run
 from omegaconf import OmegaConf
 
+from attnmt.errors import DataError
 from attnmt.train.run_config import validate_config
+from experiments import page_blocks
 from experiments import results_table as rt
 from experiments.protocol import length_config
 from experiments.runs import study_cells
@@ -21,11 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "configs" / "study"
 
 
-def test_mean_std_median_and_span() -> None:
-    assert rt.mean_std([]) == "–"
-    assert rt.mean_std([4.0]) == "4.00"
-    assert rt.mean_std([4.0, 6.0]) == "5.00 ± 1.41"
-    assert rt.median([3.0, 1.0, 10.0]) == "3.0"
+def test_span() -> None:
+    assert rt.span([]) == "–"
     assert rt.span([3.66, 3.66], "M") == "3.66M"
     assert rt.span([1500, 1800], digits=0) == "1500–1800"
 
@@ -73,7 +72,6 @@ def test_the_main_table_machines_curves_and_missing_come_from_run_folders(tmp_pa
     out = tmp_path / "docs" / "results.md"
     rt.write_docs(results, out, tmp_path / "no_probes")
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("# Results\n\n" + rt.GENERATED)
     assert "`experiment=results_main`: 1500, 1800 updates per run, seeds 1, 2, 3." in text
     assert (
         "| ding_de_en (de→en) | transformer | 2 of 3 (1, 2) | 5.00 ± 1.41 | 25.00 ± 1.41 "
@@ -83,10 +81,10 @@ def test_the_main_table_machines_curves_and_missing_come_from_run_folders(tmp_pa
         "| bible_en_fr (en→fr) | transformer | 1 of 3 (1) | 14.00 | 34.00 | 4.68M | 1500 " in text
     )
     assert "| ding_de_en (de→en) | rnn_luong | 0 of 3 | – | – | – | – | – | not yet run |" in text
-    assert "### What the main table resolves\n\nMarginal means over the 3 runs of the table" in text
+    assert "<!-- generated: main analysis -->\n\nOver the 3 runs of the table:" in text
     assert "### Protocol: the main table's length" in text  # one length a corpus, no probe
     assert "| rnn_luong | dot | global | 0 of 2 | – |" in text  # the attention table: no run
-    assert "`BLEU|nrefs:1|toy`; `chrF2|nrefs:1|toy`" in text
+    assert "sacrebleu: `BLEU|nrefs:1|toy`; `chrF2|nrefs:1|toy`; beam 1." in text
     machines = text[text.index("## Machines") : text.index("## Still missing")]
     assert (
         "| M1 | Toy CPU (family 25 model 1) avx2, 2 cores, torch 2.13.0, 1 threads | 2 "
@@ -95,7 +93,7 @@ def test_the_main_table_machines_curves_and_missing_come_from_run_folders(tmp_pa
     assert "| M2 | Other CPU (family 25 model 1) avx2, 2 cores, torch 2.13.0, 1 threads | 1 " in (
         machines
     )
-    missing = text[text.index("## Still missing") :].splitlines()[2:]
+    missing = text[text.index("<!-- generated: missing -->") :].splitlines()[2:-2]
     assert missing[0] == "- results_main: data-ding_de_en_model-transformer_seed-3"
     assert len(missing) == 15 + 56 + 8 + 2 + 4  # the main grid's 18 less 3, the attention studies'
     for corpus in ("ding_de_en", "bible_en_fr"):
@@ -171,4 +169,48 @@ def test_the_readme_holds_no_generated_table() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "results:main" not in readme and "results:attention" not in readme
     assert "docs/results.md" in readme
-    assert rt.GENERATED in (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert "<!-- generated: main -->" in (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+
+
+def test_page_blocks_rewrite_each_block_and_keep_the_hand_written_text() -> None:
+    page = (
+        "# T\n\nby hand\n\n<!-- generated: a -->\n\nold a\n\n<!-- end -->\n\nmore by hand\n\n"
+        "<!-- generated: b c -->\n<!-- end -->\n"
+    )
+    filled = page_blocks.fill(page, {"a": ["new a", ""], "b c": ["| x |", "|---|"]}, Path("p"))
+    assert filled == (
+        "# T\n\nby hand\n\n<!-- generated: a -->\n\nnew a\n\n<!-- end -->\n\nmore by hand\n\n"
+        "<!-- generated: b c -->\n\n| x |\n|---|\n\n<!-- end -->\n"
+    )
+    assert page_blocks.fill(filled, {"a": ["new a"], "b c": ["| x |", "|---|"]}, Path("p")) == (
+        filled  # filling again changes nothing
+    )
+
+
+@pytest.mark.parametrize(
+    ("blocks", "named"),
+    [({"a": []}, "b"), ({"a": [], "b": [], "c": []}, "c"), ({"a": [], "b": []}, "a")],
+)
+def test_page_blocks_name_a_block_the_page_lacks_holds_unknown_or_repeats(
+    blocks: dict[str, list[str]], named: str
+) -> None:
+    page = "<!-- generated: a -->\n<!-- end -->\n<!-- generated: b -->\n<!-- end -->\n"
+    if named == "a":  # repeated
+        page += "<!-- generated: a -->\n<!-- end -->\n"
+    with pytest.raises(
+        DataError, match=rf"^p\.md: generated blocks missing, repeated or unknown: {named} "
+    ):
+        page_blocks.fill(page, blocks, Path("p.md"))
+
+
+def test_results_docs_refuses_a_page_without_a_block_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "results.md"
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    start = text.index("<!-- generated: machines -->")
+    page.write_text(text[:start] + text[text.index("<!-- end -->", start) + 12 :])
+    out = tmp_path / "out" / "results.md"
+    with pytest.raises(DataError, match="generated blocks missing, repeated or unknown: machines"):
+        rt.write_docs(tmp_path / "results", out, tmp_path / "no_probes", page)
+    assert not out.parent.exists()  # neither the page nor its PNGs
