@@ -44,10 +44,10 @@ What is checked, in every markdown file of ``DOCS``:
     ``× <baseline> (<column>)`` holds each row's ``<column>`` over the row whose ratio is
     1 (either way round). A ratio computed otherwise (``make benchmark``'s median of
     per-round ratios) is written in none of these forms.
-(f) **Generated figures.** docs/results.md is what ``python -m experiments.results_table
-    docs`` writes from the ledger ``results/runs/``, and every ``mean ± std`` figure
-    another doc states is one of the figures it holds (a hand-copied figure that the
-    ledger has moved past fails).
+(f) **Generated figures.** docs/results.md's blocks are what ``python -m
+    experiments.results_table docs`` writes from the run folders ``results/results_*/``, and
+    every ``mean ± std`` figure another doc states is one of the figures it holds (a
+    hand-copied figure that the runs have moved past fails).
 
 ``test_the_checker_bites`` plants a broken path, a bad key, an unknown make target and a
 command line with an unknown setting into a copy of README.md, and each must be reported;
@@ -375,13 +375,13 @@ def wrong_ratios(text: str) -> list[str]:
 MEAN_STD = re.compile(rf"(?<![\w.,]){NUMBER} ± {NUMBER}")
 
 
-def generated_results(folder: Path, plan: Plan) -> str:
-    """docs/results.md as ``python -m experiments.results_table docs`` writes it from the
-    ledger (into ``folder``, curves included)."""
+def generated_results(folder: Path) -> str:
+    """docs/results.md as ``python -m experiments.results_table docs`` writes it from the run
+    folders (into ``folder``, curves included)."""
     from experiments.results_table import write_docs
 
     with contextlib.redirect_stderr(io.StringIO()):
-        out = write_docs(LEDGER, folder / "results.md", plan=plan)
+        out = write_docs(ROOT / "results", folder / "results.md")
     return out.read_text(encoding="utf-8")
 
 
@@ -520,10 +520,10 @@ def ledger_plan() -> Plan:
 
 
 @pytest.fixture(scope="session")
-def results_md(tmp_path_factory: pytest.TempPathFactory, ledger_plan: Plan) -> str:
-    """docs/results.md as the generator writes it now, made once per session (the ledger's
-    bootstrap is the slowest step of these tests)."""
-    return generated_results(tmp_path_factory.mktemp("results"), ledger_plan)
+def results_md(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """docs/results.md as the generator writes it now, made once per session (its
+    bootstraps are the slowest step of these tests)."""
+    return generated_results(tmp_path_factory.mktemp("results"))
 
 
 @pytest.fixture(scope="session")
@@ -582,7 +582,7 @@ def test_attention_md_is_what_the_generator_writes(tmp_path: Path) -> None:
 
 
 def test_results_md_is_what_the_generator_writes(results_md: str) -> None:
-    """docs/results.md holds the ledger's figures as they are now (`make results-docs`)."""
+    """docs/results.md holds the run folders' figures as they are now (`make results-docs`)."""
     assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == results_md
 
 
