@@ -12,12 +12,12 @@ PYTEST_ARGS ?=
 # longest first (tests/conftest.py); TEST_WORKERS=0 runs it in this one
 TEST_WORKERS ?= 2
 PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
-# make results: runs what the ledger results/runs/ lacks, in priority order, for RESULTS_HOURS
-# (0 = until done), then writes docs/results.md and docs/attention.md from it;
-# RESULTS_QUICK=1 is a smoke run (5 updates a run, seed 1) wholly under outputs/results-quick
-# (ARGS="--jobs 2": two runs at once, one thread each)
+# make results: runs each results study (configs/study/<name>.yaml) through experiments/sweep.py
+# for at most RESULTS_HOURS (0 = until done), keeping its finished runs in results/<name>/, then
+# make results-docs (ARGS="--jobs 2": two runs at once, one thread each)
 RESULTS_HOURS ?= 0
-RESULTS_FLAGS = --hours $(RESULTS_HOURS) $(if $(filter 1,$(RESULTS_QUICK)),--quick)
+RESULTS_STUDIES = results_main results_attention results_attention_reference \
+	results_attention_transformer results_attention_preset
 
 .DEFAULT_GOAL := help
 .PHONY: help setup data train test test-fast lint format tensorboard serve benchmark results results-docs clean
@@ -66,9 +66,10 @@ serve: setup ## the translation page and JSON API on 127.0.0.1 (CKPT=run or .pt,
 benchmark: setup ## speed and memory benchmarks (python -m benchmarks.benchmark)
 	$(PY) -m benchmarks.benchmark $(ARGS)
 
-results: setup ## train what results/runs/ lacks for RESULTS_HOURS, then make results-docs
-	@if [ "$(RESULTS_QUICK)" = 1 ]; then rm -rf outputs/results-quick; fi
-	$(PY) -m experiments.results_run $(RESULTS_FLAGS) $(ARGS)
+results: setup ## run the results studies (RESULTS_HOURS each), keep their runs, then make results-docs
+	$(foreach s,$(RESULTS_STUDIES),$(PY) -m experiments.sweep configs/study/$(s).yaml \
+		--hours $(RESULTS_HOURS) --record $(ARGS) &&) true
+	$(MAKE) results-docs
 
 results-docs: setup ## docs/results.md, attention.md, alignment.md, luong_bahdanau.md, ding_loose.md, recipe.md from results/
 	$(PY) -m experiments.results_table docs
