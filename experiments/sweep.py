@@ -5,7 +5,8 @@
 
 Run <run> trains in outputs/<study>/<run>/ (its log beside it, <run>.log): skipped where its
 summary.json, there or in results/<study>/<run>/, says finished; resumed where it holds a
-checkpoint; up to --jobs at once. Spent --hours or a signal: each running run gets one
+checkpoint; up to --jobs at once, cores // jobs threads each. A plan over MARGIN × the hours
+--hours buy is refused (--force). Spent --hours or a signal: each running run gets one
 SIGTERM (it saves last.pt; the same command resumes it). Overrides after the study go to
 every run. --record copies a finished run's own files into results/<study>/<run>/. Exit
 status: 0, 1 when a run failed, 2 for a bad study, 128 + N after signal N.
@@ -40,7 +41,7 @@ from attnmt.run_summary import Summary
 from experiments.study import Run, Study, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-MARGIN = 2.0  # the most hours left, × what --hours buy, a sweep starts without --force
+MARGIN = 2.0
 POLL_S = 1.0  # seconds between looks at the running runs
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
