@@ -12,7 +12,6 @@ import argparse
 import ast
 import inspect
 import json
-import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -27,15 +26,13 @@ from matplotlib.figure import Figure
 
 from attnmt.atomic import atomic_path, write_text
 from attnmt.data import batching
-from attnmt.errors import DataError
 from attnmt.models import alignment, attention, masking, multihead, scorers
-from experiments import alignment_maps, attention_table, results_table
+from experiments import alignment_maps, attention_table, page_blocks, results_table
 from experiments.attention_map import FIXED_CORPUS
 from experiments.runs import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "attention.md"
-BLOCK = re.compile(r"<!-- generated: (.+?) -->\n.*?<!-- end -->", re.DOTALL)
 CMAP = "viridis"
 STATE = [5.0, 1.0, 20.0]
 ANNOTATIONS = [[3.0, 12.0, 45.0], [59.0, 2.0, 5.0], [1.0, 43.0, 5.0], [4.0, 3.0, 45.3]]
@@ -222,7 +219,7 @@ def transformer_maps(rows: Rows, folder: Path) -> list[str]:
         title = f"transformer, layer {maps['layer']}, {what}, seed {seed}"
         png = save(map_figure(maps, name, r, c, title), folder / f"transformer_{name}.png")
         out += [f"![transformer {what}]({png})", ""]
-    return out[:-1]
+    return out
 
 
 def worked(folder: Path) -> list[str]:
@@ -259,59 +256,38 @@ def toy_align_maps(folder: Path) -> list[str]:
     ]
 
 
-def block(key: str, rows: Rows, folder: Path) -> list[str]:
-    """The generated lines of the page's block ``key`` (one of :data:`KEYS`)."""
-    kind, _, name = key.partition(" ")
-    if kind == "score":
+def blocks(rows: Rows, folder: Path) -> dict[str, list[str]]:
+    """The lines of each of the page's blocks by its key (PNGs into ``folder``)."""
+    out = {"worked example": worked(folder), "toy_align maps": toy_align_maps(folder)}
+    for name, code in SCORERS.items():
         model = SCORER_MODEL.get(name, LUONG)
         cells = [c for c in rows.cells if c[:2] == (model, name)]
         table = table_line(rows, cells, [c[2] for c in cells])
-        return [*quoted(SCORERS[name]), *table, *heatmap(rows, (model, name, "global"), folder)]
-    if kind == "mode":
+        out[f"score {name}"] = [
+            *quoted(code),
+            *table,
+            *heatmap(rows, (model, name, "global"), folder),
+        ]
+    for name, code in MODES.items():
         cells = [c for c in rows.cells if c[2] == name]
         head = [s + ("" if m == LUONG else f" ({m.removeprefix('rnn_')})") for m, s, _ in cells]
         table = table_line(rows, cells, head)
-        return [*quoted(MODES[name]), *table, *heatmap(rows, (LUONG, "general", name), folder)]
-    if kind == "code":
-        return quoted(CODE[name])[:-1]
-    if key == "worked example":
-        return worked(folder)
-    return toy_align_maps(folder) if key == "toy_align maps" else transformer_maps(rows, folder)
-
-
-KEYS = (
-    "worked example",
-    "toy_align maps",
-    *(f"score {name}" for name in SCORERS),
-    *(f"mode {name}" for name in MODES),
-    *(f"code {name}" for name in CODE),
-    "transformer maps",
-)
-"""Every block the page holds, once each."""
-
-
-def guide(rows: Rows, page: str, folder: Path) -> str:
-    """``page`` with each block rewritten (PNGs into ``folder``); DataError naming the
-    blocks it lacks, repeats or holds unknown."""
-    found = BLOCK.findall(page)
-    wrong = sorted(set(KEYS) ^ set(found)) + sorted({k for k in found if found.count(k) > 1})
-    if wrong:
-        raise DataError(
-            f"{PAGE}: generated blocks missing, repeated or unknown: {', '.join(wrong)} "
-            f"(it holds each of {', '.join(KEYS)} once)"
-        )
-
-    def fill(match: re.Match[str]) -> str:
-        lines = block(match.group(1), rows, folder)
-        return f"<!-- generated: {match.group(1)} -->\n\n" + "\n".join(lines) + "\n\n<!-- end -->"
-
-    return BLOCK.sub(fill, page)
+        out[f"mode {name}"] = [
+            *quoted(code),
+            *table,
+            *heatmap(rows, (LUONG, "general", name), folder),
+        ]
+    out.update({f"code {name}": quoted(code) for name, code in CODE.items()})
+    return {**out, "transformer maps": transformer_maps(rows, folder)}
 
 
 def write_guide(results: Path, out: Path, page: Path = PAGE) -> Path:
     """Rewrite the blocks of ``page`` from the runs under ``results`` into ``out`` (its PNGs
     under attention/ beside it)."""
-    text = guide(rows_of(results), page.read_text(encoding="utf-8"), out.parent / "attention")
+    folder = out.parent / "attention"
+    text = page_blocks.fill(
+        page.read_text(encoding="utf-8"), blocks(rows_of(results), folder), page
+    )
     write_text(out, text)
     print(f"wrote {out}", file=sys.stderr)
     return out

@@ -12,6 +12,7 @@ from helpers.run_folders import plant_run
 
 from attnmt.errors import DataError
 from experiments import attention_guide as ag
+from experiments.page_blocks import BLOCK, fill
 
 SHEET = {  # the attention reference sheet's worked example (shared/ATTENTION.md)
     "scores": [927, 397, 148, 929],
@@ -82,8 +83,8 @@ def test_the_guide_from_planted_runs(tmp_path: Path) -> None:
     out = docs / "attention.md"
     ag.write_guide(results, out)
     text = out.read_text(encoding="utf-8")
-    for key in ag.KEYS:
-        assert f"<!-- generated: {key} -->\n\n" in text
+    keys = BLOCK.findall(text)
+    assert len(set(keys)) == len(keys) == 3 + len(ag.SCORERS) + len(ag.MODES) + len(ag.CODE)
     dot_part = text.split("<!-- generated: score dot -->")[1].split("<!-- end -->")[0]
     assert "`src/attnmt/models/scorers.py`, `Dot.score`" in dot_part
     assert "| global | local_m | local_p | hard |" in dot_part
@@ -107,14 +108,14 @@ def test_only_the_blocks_are_rewritten(tmp_path: Path) -> None:
     stale = page.replace(
         "<!-- generated: code masks -->\n", "<!-- generated: code masks -->\nSTALE\n"
     )
-    rows = ag.Rows({})
-    out = ag.guide(rows, stale, tmp_path / "attention")
-    assert ag.BLOCK.sub("", out) == ag.BLOCK.sub("", page) and "STALE" not in out
+    blocks = ag.blocks(ag.Rows({}), tmp_path / "attention")
+    out = fill(stale, blocks, ag.PAGE)
+    assert BLOCK.sub("", out) == BLOCK.sub("", page) and "STALE" not in out
     assert "`src/attnmt/models/masking.py`, `masked_softmax`" in out
     assert "Heatmaps: not yet run (transformer on ding_de_en, seed 1)." in out
     without = page.replace("<!-- generated: code shift -->", "<!-- code shift -->")
     with pytest.raises(DataError, match="code shift"):
-        ag.guide(rows, without, tmp_path / "attention")
+        fill(without, blocks, ag.PAGE)
     unknown = page + "\n<!-- generated: score bogus -->\n<!-- end -->\n"
     with pytest.raises(DataError, match="score bogus"):
-        ag.guide(rows, unknown, tmp_path / "attention")
+        fill(unknown, blocks, ag.PAGE)
