@@ -11,8 +11,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.attention_table import CellMeasures, columns, config, markdown
+from experiments.attention_table import CellMeasures, columns, markdown
 from experiments.comparison_stats import main_effects
+from experiments.runs import config
 
 STUDY = "results_attention_preset"
 COMMAND = f"python -m experiments.sweep configs/study/{STUDY}.yaml --jobs 2 --record"
@@ -105,9 +106,9 @@ def verdict(check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> st
 def section(
     check: Sequence[CellMeasures], cells: Sequence[CellMeasures], labels: dict[str, str]
 ) -> list[str]:
-    """The subsection: what the check is, its table, the verdict; [] without a check.
-    ``check``: its cells; ``cells``: the attention table's (tests/test_attention_table.py
-    checks that the two studies' settings differ only in the model's size)."""
+    """The check's settings, its table, the verdict; [] without a check. ``check``: its cells;
+    ``cells``: the attention table's (tests/test_attention_table.py checks that the two
+    studies' settings differ only in the model's size)."""
     if not check:
         return []
     by_label = {m.labels: m for m in cells}
@@ -118,15 +119,9 @@ def section(
     )
     seeds = sorted({s for m in check for s in m.cell.seeds})
     return [
-        f"`experiment=results_attention_preset`: {model} at its preset's size "
-        f"({size(check)} units, configs/model/{model}.yaml) where the table's RNNs have "
-        f"{size(beside)}; the rest is the table's "
-        f"({steps} updates, the same data and trainer "
-        f"settings), seeds {', '.join(map(str, seeds))}. Its cells: Luong et al.'s reference "
-        f"scorer {scores} in the modes {modes}, the table's largest resolved difference at its "
-        "size (test BLEU) when the check was set up; the check asks whether their order holds "
-        "at the preset's size. Below each of its cells, the same cell at the table's size; the "
-        "columns as in the table above.",
+        f"`experiment=results_attention_preset`: {model} at its preset's size ({size(check)} "
+        f"units) where the table's RNNs have {size(beside)}, the rest the table's ({steps} "
+        f"updates), seeds {', '.join(map(str, seeds))}. Its cells: {scores} in the modes {modes}.",
         "",
         *table(check, beside, labels),
         "",

@@ -13,9 +13,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from experiments import luong_reference
 from experiments.alignment_aer import GRID, UPDATES, AlignmentRun, grid_name, read_runs
@@ -31,7 +28,7 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
-from experiments.runs import Cell, Run, corpus_test_split, kept_hypotheses, scores_entry
+from experiments.runs import Cell, Run, config, corpus_test_split, kept_hypotheses, scores_entry
 
 GRID_MODEL = "rnn_luong"
 """The model whose scorer × mode grid the analysis fits (the other rows are tested against
@@ -62,11 +59,6 @@ def tested_nll(run: Run) -> float:
     (the trainer keeps a new best only when BLEU rises); NaN without validations."""
     best = max(run.curve, key=lambda p: (p[2], -p[0]), default=None)
     return math.nan if best is None else best[1]
-
-
-def config(run: Run) -> dict[str, Any]:
-    """The run's composed settings (.hydra/config.yaml)."""
-    return yaml.safe_load((run.folder / ".hydra" / "config.yaml").read_text(encoding="utf-8"))
 
 
 def labels_of(cell: Cell) -> tuple[str, str, str]:

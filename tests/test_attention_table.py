@@ -343,10 +343,10 @@ def test_the_preset_size_check_says_when_the_order_holds(tmp_path: Path) -> None
         f"{pooled_difference([3.0, 3.2], [2.0, 2.2])} at 256 units, "
         f"{pooled_difference([2.2, 2.4], [1.1, 1.3])} at 128 units."
     )
-    assert lines[0].startswith(
-        "`experiment=results_attention_preset`: rnn_luong at its preset's size (256 units, "
-        "configs/model/rnn_luong.yaml) where the table's RNNs have 128; the rest is the "
-        "table's (5500 updates, the same data and trainer settings), seeds 1, 2."
+    assert lines[0] == (
+        "`experiment=results_attention_preset`: rnn_luong at its preset's size (256 units) "
+        "where the table's RNNs have 128, the rest the table's (5500 updates), seeds 1, 2. "
+        "Its cells: general in the modes local_m and local_p."
     )
 
 
