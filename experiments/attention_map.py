@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 
-from attnmt.atomic import write_json
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.translator import load_translator
 
@@ -52,8 +51,3 @@ def capture(run: Path, source: str = FIXED_SOURCE, reference: str = FIXED_REFERE
         "layer": layer,
         "maps": kept,
     }
-
-
-def keep(run: Path, target: Path) -> Path:
-    """Capture the fixed sentence's maps and write ``target`` (JSON, atomically)."""
-    return write_json(target, capture(run), indent=None)

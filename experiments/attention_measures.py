@@ -23,7 +23,6 @@ from attnmt.atomic import write_json
 from attnmt.decode.alignment_error import read_gold
 from attnmt.errors import AttnmtError, DataError
 from attnmt.machine import usable_cores
-from attnmt.run_record import read_record
 from experiments import attention_map
 from experiments.alignment_baselines import ScoredBaseline, aer_with_interval, diagonal_links
 from experiments.runs import evaluate_test
@@ -33,31 +32,6 @@ SILVER = {"ding_de_en": ROOT / "results" / "silver" / "ding_de_en.test.de-en.sil
 """Corpus -> its kept silver alignments of the test split."""
 COLLAPSED = 0.8
 """A map is flagged collapsed when more than this share of its rows peak on one column."""
-
-
-def silver_scores(run: Path, corpus: str, threads: int = 1) -> dict[str, float] | None:
-    """``{"aer", "precision", "recall"}`` of ``run``'s best checkpoint against the corpus'
-    silver links (rounded), or None without links or when evaluate.py fails."""
-    gold = SILVER.get(corpus)
-    if gold is None or not gold.is_file():
-        return None
-    entry = evaluate_test(run, threads, ("beam=1", f"gold_alignments={gold}"))
-    if entry is None or entry.get("aer") is None:
-        return None
-    return {
-        "aer": round(float(entry["aer"]), 4),
-        "precision": round(float(entry["aer_precision"]), 4),
-        "recall": round(float(entry["aer_recall"]), 4),
-    }
-
-
-def last_entropy(run: Path) -> float | None:
-    """The cross-attention's mean normalised entropy at the run's last validation."""
-    valid = read_record(run).valid
-    value = valid[-1].get("attention_entropy_norm") if valid else None
-    if isinstance(value, dict):
-        value = value.get("cross")
-    return round(float(value), 4) if isinstance(value, int | float) else None
 
 
 def collapse_share(rows: Sequence[Sequence[float]]) -> float:
@@ -92,9 +66,8 @@ def silver_diagonal(
 
 
 def measure(run: Path, record: Path, threads: int) -> list[Path]:
-    """Write ``run``'s silver scores and fixed-sentence maps into ``record`` (what its corpus
-    has of them); the files written. DataError when ``record`` or the run's config is
-    missing or evaluate.py fails."""
+    """Write what ``run``'s corpus has of the measures into ``record``; the files written.
+    DataError without the record or the run's config, or when evaluate.py fails."""
     config = run / ".hydra" / "config.yaml"
     if not (record / "summary.json").is_file() or not config.is_file():
         raise DataError(
@@ -111,7 +84,8 @@ def measure(run: Path, record: Path, threads: int) -> list[Path]:
             write_json(record / "eval" / "silver" / "scores.json", {"test-beam1": entry})
         )
     if corpus == attention_map.FIXED_CORPUS:
-        written.append(attention_map.keep(run, record / "attention_map.json"))
+        maps = attention_map.capture(run)
+        written.append(write_json(record / "attention_map.json", maps, indent=None))
     return written
 
 

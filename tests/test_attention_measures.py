@@ -1,8 +1,8 @@
-"""experiments/attention_measures.py: what the attention table adds to a run's record
-(collapse share and the cross map of a kept ``.attn.json``, the last validation's entropy,
-silver AER through evaluate.py), on hand-made inputs, and the fixed sentence's maps that
-experiments/attention_map.py keeps, from a tiny trained model. The kept test hypotheses:
-tests/test_main_table_analysis.py."""
+"""experiments/attention_measures.py: what the attention table reads of a run beyond BLEU
+(the collapse share and cross map of an attention_map.json, the last validation's entropy,
+the silver diagonal), on hand-made inputs; the fixed sentence's maps
+(experiments/attention_map.py) of a tiny trained model; a new run's record given its
+silver scores and maps by the command."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from attnmt.run_record import RecordWriter
 from experiments import attention_map
 from experiments import attention_measures as am
 from experiments.attention_table import collapsed_text
-from experiments.runs import scores_entry
+from experiments.runs import read_run, scores_entry
 
 # ---- collapse share and the fixed sentence's cross map ---------------------------------------
 
@@ -59,13 +59,14 @@ def test_cross_map_of_a_transformer_is_the_mean_of_its_heads(layer: int) -> None
     assert am.collapse_share(am.cross_map(transformer)) == 0.5  # peaks: columns 0 and 2
 
 
-# ---- entropy, silver AER ------------------------------------------------------------------------
+# ---- the entropy the table reads (experiments.runs.Run.entropy) -------------------------------
 
 
 def fake_run(run_dir: Path, entropies: list[Any]) -> Path:
     """A run record (as train.py writes it) with one validation per entropy value (None:
     the event has no attention_entropy_norm)."""
-    run_dir.mkdir(parents=True)
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / ".hydra" / "overrides.yaml").write_text("- seed=1\n")
     writer = RecordWriter(RunDir(run_dir), None, {"params": 1000, "device": "cpu"})
     writer.event("start", 0)
     for i, h in enumerate(entropies):
@@ -75,52 +76,14 @@ def fake_run(run_dir: Path, entropies: list[Any]) -> Path:
     return run_dir
 
 
-def test_last_entropy_is_the_last_validations_cross_entropy(tmp_path: Path) -> None:
+def test_the_entropy_is_the_last_validations_cross_entropy(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", [{"cross": 0.9}, {"cross": 0.42, "cross/layer0": 0.7}])
-    assert am.last_entropy(run) == 0.42
-    assert am.last_entropy(fake_run(tmp_path / "b", [{"cross": 0.3}, None])) is None
-    assert am.last_entropy(fake_run(tmp_path / "c", [])) is None
-    assert am.last_entropy(fake_run(tmp_path / "d", [{"self/layer0": 0.3}])) is None
+    assert read_run(run).entropy == 0.42
+    assert read_run(fake_run(tmp_path / "b", [{"cross": 0.3}, None])).entropy is None
+    assert read_run(fake_run(tmp_path / "c", [{"self/layer0": 0.3}])).entropy is None
 
 
-def test_silver_scores_none_for_a_corpus_without_silver(tmp_path: Path, monkeypatch) -> None:
-    def no_run(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("evaluate.py must not run without silver alignments")
-
-    monkeypatch.setattr(subprocess, "run", no_run)
-    assert "toy_reverse" not in am.SILVER
-    assert am.silver_scores(tmp_path, "toy_reverse") is None
-    monkeypatch.setitem(am.SILVER, "ding_de_en", tmp_path / "missing.align")
-    assert am.silver_scores(tmp_path, "ding_de_en") is None
-
-
-def test_silver_scores_read_what_evaluate_py_writes(tmp_path: Path, monkeypatch) -> None:
-    """The command a user would type; the AER fields of its scores.json (rounded); None when
-    it fails."""
-    gold = tmp_path / "toy.silver.align"
-    gold.write_text("0-0\n", encoding="utf-8")
-    run = tmp_path / "run"
-    calls: list[tuple[list[str], dict[str, str]]] = []
-
-    def evaluate(cmd: list[str], cwd: Path, env: dict[str, str], **kwargs: Any) -> Any:
-        calls.append((cmd, env))
-        out = run / "eval" / "best-5-test-beam1-0123abcd"
-        out.mkdir(parents=True, exist_ok=True)
-        entry = {"bleu": 3.0, "aer": 0.312345, "aer_precision": 0.7, "aer_recall": 0.654321}
-        (out / "scores.json").write_text(json.dumps({"best-5-test-beam1": entry}))
-        return subprocess.CompletedProcess(cmd, returncode, "", "")
-
-    monkeypatch.setattr(subprocess, "run", evaluate)
-    monkeypatch.setitem(am.SILVER, "toy_silver", gold)
-    returncode = 0
-    got = am.silver_scores(run, "toy_silver", threads=3)
-    assert got == {"aer": 0.3123, "precision": 0.7, "recall": 0.6543}
-    ((cmd, env),) = calls
-    assert cmd[1:] == ["evaluate.py", f"ckpt={run}", "split=test", "beam=1",
-                       f"gold_alignments={gold}"]  # fmt: skip
-    assert env["OMP_NUM_THREADS"] == "3"
-    returncode = 1
-    assert am.silver_scores(run, "toy_silver") is None
+# ---- the silver links' diagonal baseline ------------------------------------------------------
 
 
 def test_the_diagonal_alignment_by_hand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,9 +111,7 @@ def test_the_kept_maps_of_a_tiny_run(name: str, tmp_path: Path) -> None:
     """Rows are tgt_out pieces and columns source pieces; every row a distribution (to the
     3 kept digits); a Transformer keeps each head of its last layer, its decoder
     self-attention causal (0 above the diagonal); an RNN its one map."""
-    run = make_run(tmp_path, name, steps=20)
-    kept = attention_map.keep(run, tmp_path / "attention_map.json")
-    maps = json.loads(kept.read_text(encoding="utf-8"))
+    maps = attention_map.capture(make_run(tmp_path, name, steps=20))
     assert maps["source"] == attention_map.FIXED_SOURCE
     src, tgt_in, tgt_out = maps["src_pieces"], maps["tgt_input"], maps["tgt_out"]
     assert src[-1] == tgt_out[-1] == "</s>" and tgt_in[0] == "<s>" and tgt_in[1:] == tgt_out[:-1]
