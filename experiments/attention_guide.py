@@ -181,9 +181,10 @@ def quoted(code: Sequence[Any]) -> list[str]:
     return out
 
 
-def table_line(rows: Rows, cells: list[Labels], head: list[str]) -> list[str]:
-    """The cells' 'BLEU / chrF / NLL' under ``head``."""
+def mechanism(rows: Rows, code: Sequence[Any], cells: list[Labels], head: list[str]) -> list[str]:
+    """Its quoted ``code``, then ``cells``' 'BLEU / chrF / NLL' under ``head``."""
     return [
+        *quoted(code),
         "Test BLEU / test chrF / valid NLL of the tested checkpoint ([results.md](results.md)):",
         "",
         "| " + " | ".join(head) + " |",
@@ -262,21 +263,13 @@ def blocks(rows: Rows, folder: Path) -> dict[str, list[str]]:
     for name, code in SCORERS.items():
         model = SCORER_MODEL.get(name, LUONG)
         cells = [c for c in rows.cells if c[:2] == (model, name)]
-        table = table_line(rows, cells, [c[2] for c in cells])
-        out[f"score {name}"] = [
-            *quoted(code),
-            *table,
-            *heatmap(rows, (model, name, "global"), folder),
-        ]
+        shown = heatmap(rows, (model, name, "global"), folder)
+        out[f"score {name}"] = [*mechanism(rows, code, cells, [c[2] for c in cells]), *shown]
     for name, code in MODES.items():
         cells = [c for c in rows.cells if c[2] == name]
         head = [s + ("" if m == LUONG else f" ({m.removeprefix('rnn_')})") for m, s, _ in cells]
-        table = table_line(rows, cells, head)
-        out[f"mode {name}"] = [
-            *quoted(code),
-            *table,
-            *heatmap(rows, (LUONG, "general", name), folder),
-        ]
+        shown = heatmap(rows, (LUONG, "general", name), folder)
+        out[f"mode {name}"] = [*mechanism(rows, code, cells, head), *shown]
     out.update({f"code {name}": quoted(code) for name, code in CODE.items()})
     return {**out, "transformer maps": transformer_maps(rows, folder)}
 
