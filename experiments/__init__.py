@@ -1,1 +1,2 @@
-"""attnmt's experiments: the results ledger, its plan and runner, and the docs generated from it."""
+"""attnmt's experiments: studies (configs/study/), their one sweep driver, and the pages
+generated from their run folders (results/<study>/<run>/)."""

@@ -16,7 +16,6 @@ LONGEST_FIRST = (
     "test_alignment_learning.py",
     "test_docs.py",
     "test_config.py",
-    "test_ledger.py",
     "test_train_e2e.py",
 )
 """The files that take longest (seconds summed over their tests, `make test

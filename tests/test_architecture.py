@@ -163,9 +163,6 @@ ANNEX = ("experiments", "benchmarks")
 """The folders beside the package: analysis and measurements over its public modules."""
 
 TRAIN_INTERNALS_ALLOWED = {
-    "experiments.ledger": "the results ledger, not yet migrated to run folders (issue 64)",
-    "experiments.results_plan": "the results ledger, not yet migrated to run folders (issue 64)",
-    "experiments.results_run": "the results ledger's runner, not yet replaced by the sweep",
     "benchmarks.ddp_exit_stress": "measures attnmt.train.distributed's exit itself",
     "benchmarks.probe_shapes": "measures attnmt.train.precision_probe itself",
 }

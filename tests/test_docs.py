@@ -77,10 +77,8 @@ from attnmt.errors import AttnmtError
 from attnmt.models.registry import MODELS
 from attnmt.serve.settings import ServeSettings
 from attnmt.train.run_config import setting_keys, validate_config
-from experiments.results_plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
-LEDGER = ROOT / "results" / "runs"
 SETTINGS = {"evaluate": EvalSettings, "translate": TranslateSettings, "serve": ServeSettings}
 CONFIGS = ROOT / "configs"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -506,17 +504,6 @@ def generated_alignment() -> str:
     from experiments.alignment_aer import read_runs, table, toy_baselines
 
     return table(read_runs(), toy_baselines())
-
-
-@pytest.fixture(scope="session")
-def ledger_plan() -> Plan:
-    """The results plan against the ledger as it is now (Hydra composes every planned
-    cell's config: made once, shared by results.md and attention.md)."""
-    from experiments.ledger import read_records
-    from experiments.results_plan import make_plan
-
-    records, _ = read_records(LEDGER)
-    return make_plan(records)
 
 
 @pytest.fixture(scope="session")

@@ -125,7 +125,7 @@ def _recorded(path: str, *keys: str | int) -> dict:
 
 
 ZEN2 = ("results/recipe_seeds/seed-1/summary.json", "machine")
-ZEN4 = ("results/runs/main-ding_de_en-rnn_bahdanau-seed1-0d26910b29e0.json", "machine")  # cores
+ZEN4 = ("results/results_main/data-ding_de_en_model-rnn_bahdanau_seed-1/summary.json", "machine")
 XEON_AMX = ("results/gpu_check/2026-11-26_h100/transformer-auto/summary.json", "machine")
 
 

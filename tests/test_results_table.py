@@ -104,32 +104,48 @@ def test_the_main_table_machines_curves_and_missing_come_from_run_folders(tmp_pa
 
 def test_every_results_study_run_is_a_valid_run_config() -> None:
     """Seed 1 of every row of the results studies composes (Hydra) to a config train.py takes,
-    with the table's settings: the main table's length per corpus, the attention table's
-    scorer, mode and 128 units, its check's 256, the Transformer row's own attention."""
+    with the table's settings: the main table's length per corpus; the attention table's
+    scorer, mode and 128 units; the Transformer row the preset at its own size; the check at
+    the preset's size everything the same cell of the table has but rnn_luong.yaml's size."""
     from hydra import compose, initialize_config_dir
 
-    table = OmegaConf.load(ROOT / "configs" / "experiment" / "results_attention.yaml")
-    names = ("results_main", *rt.ATTENTION, rt.PRESET)
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        for name in names:
+    configs = ROOT / "configs"
+    table = OmegaConf.load(configs / "experiment" / "results_attention.yaml")
+    preset = OmegaConf.load(configs / "model" / "rnn_luong.yaml")
+    composed: dict[tuple[str, str], dict] = {}
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        for name in ("results_main", *rt.ATTENTION, rt.PRESET):
             study = load_study(STUDIES / f"{name}.yaml")
             for run in (r for r in study.runs if "seed=1" in r.grid):
                 cfg = compose(config_name="train", overrides=[*study.overrides, *run.grid])
                 got = validate_config(cfg)
-                given = dict(o.split("=", 1) for o in (*study.overrides, *run.grid))
                 if name == "results_main":
                     length = OmegaConf.load(ROOT / length_config(got.data.name)).max_steps
                     assert got.trainer.max_steps == length and got.trainer.time_budget_min == 0
                     continue
-                assert got.data.name == "ding_de_en"
+                assert got.data.name == "ding_de_en" and got.trainer.precision == "fp32"
                 assert got.trainer.max_steps == table.trainer.max_steps
                 if name == "results_attention_transformer":
-                    assert got.model.name == "transformer" and not hasattr(got.model, "attention")
+                    assert not any(o.startswith("model.") for o in study.overrides)
+                    assert (
+                        got.model.d_model
+                        == OmegaConf.load(configs / "model" / "transformer.yaml").d_model
+                    )
                     continue
-                size = 256 if name == rt.PRESET else 128
+                size = preset.hidden_size if name == rt.PRESET else 128
                 assert got.model.hidden_size == got.model.emb_dim == size
-                assert got.model.attention.score == given["model.attention.score"]
-                assert got.model.attention.mode == given["model.attention.mode"]
+                key = (got.model.attention.score, got.model.attention.mode)
+                plain = OmegaConf.to_container(cfg, resolve=True)
+                assert isinstance(plain, dict)
+                plain.pop("seed")
+                composed.setdefault(key, {})[name] = plain
+    assert preset.hidden_size == preset.emb_dim == 256
+    for key in (("general", "local_m"), ("general", "local_p")):
+        ours, theirs = composed[key][rt.PRESET], composed[key]["results_attention"]
+        assert {**ours["model"], "emb_dim": 128, "hidden_size": 128} == theirs["model"]
+        assert {k: v for k, v in ours.items() if k != "model"} == {
+            k: v for k, v in theirs.items() if k != "model"
+        }  # data, trainer, decode: the table's
 
 
 def test_the_toy_align_grid_is_the_attention_tables_cells() -> None:

@@ -64,7 +64,7 @@ class Machine:
     kernels: str | None = None
     """The CPU kernels torch picked (``torch.backends.cpu.get_cpu_capability()``: AVX2...)."""
     cores: int | None = None
-    """The host's CPU count, where the record has it (the results ledger's machines)."""
+    """The host's CPU count, where the record has it (the migrated results records' machines)."""
 
     def has(self, flag: str) -> bool:
         """Whether the CPU reports ``flag`` (one of :data:`FLAGS`)."""

@@ -1,7 +1,7 @@
 """Validation curves of several runs in one figure: BLEU against update and against minutes.
 
 Drawn by ``scripts/compare_runs.py`` (runs read from their run records) and by the results
-tables (``experiments/results_table.py``, runs read from the ledger).
+tables (``experiments/results_table.py``, runs read from their run folders).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Settings written by earlier attnmt versions, read as today's keys with their old meaning.
 
 A key added to a schema keeps the old behaviour at its default, so settings written before
-it (a checkpoint's config, a results-ledger record) need no rewriting: the default applies.
+it (a checkpoint's config, a migrated run record's settings) need no rewriting: the default applies.
 Where a change gave existing keys a new meaning, the old settings are rewritten here into
 today's keys, so that they still describe the model they built:
 
