@@ -47,9 +47,8 @@ def rows(runs: Sequence[Run], key: str) -> list[Row]:
 @dataclass(frozen=True)
 class Fits:
     """One measure's fits: the presets over ``preset_over`` (the corpora where every preset
-    ran), the corpora over ``corpus_over`` (the presets that ran on every corpus), as a mean
-    over a corpus a preset never ran on would be a guess. With every cell run, both are the
-    one fit of all runs and ``crossed`` tests the preset × corpus interaction."""
+    ran), the corpora over ``corpus_over`` (the presets that ran on every corpus); with every
+    cell run, the one fit of all runs, ``crossed`` its preset × corpus interaction test."""
 
     preset: MainEffects | None
     corpus: MainEffects | None

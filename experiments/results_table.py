@@ -1,8 +1,6 @@
-"""docs/results.md's generated blocks (experiments/page_blocks.py) from the results studies'
-run folders, results/<study>/<run>/ of configs/study/results_*.yaml: the main table, its
-analysis (main_table_analysis) and length (protocol); the attention table, its analysis and
-check at the preset's size (attention_table, attention_preset) and length; validation BLEU
-curves (a PNG per corpus beside the page); the machines; the runs without a folder yet.
+"""docs/results.md's generated blocks (experiments/page_blocks.py) from the run folders of
+the results studies (configs/study/results_*.yaml): both tables with their analyses and
+length protocols, validation BLEU curves (a PNG per corpus), the machines, the missing runs.
 
     python -m experiments.results_table docs       # = make results-docs
 """
@@ -67,7 +65,7 @@ def machine_labels(runs: Iterable[Run]) -> dict[str, str]:
 
 
 def machines(runs: list[Run], labels: dict[str, str]) -> list[str]:
-    """A row per machine: its runs, the dates (UTC) they ended, their commits."""
+    """A row per machine: its runs, the first and last day (UTC) they ended, their commits."""
     lines = [
         "| machine | CPU, torch, threads | runs | recorded | commits |",
         "|---|---|---:|---|---|",
@@ -75,9 +73,9 @@ def machines(runs: list[Run], labels: dict[str, str]) -> list[str]:
     for line, label in labels.items():
         mine = [r for r in runs if r.machine_line == line]
         ends = [datetime.fromtimestamp(r.summary.updated or 0, timezone.utc) for r in mine]
-        first, last = min(ends).date().isoformat(), max(ends).date().isoformat()
+        days = sorted(end.date().isoformat() for end in ends)
         commits = ", ".join(sorted({r.summary.commit for r in mine if r.summary.commit}))
-        when = first if first == last else f"{first} – {last}"
+        when = " – ".join(dict.fromkeys([days[0], days[-1]]))
         lines.append(f"| {label} | {line} | {len(mine)} | {when} | {commits} |")
     return lines
 
