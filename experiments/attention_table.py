@@ -48,19 +48,6 @@ ALPHA = 0.05
 """Level of the interaction tests (a resolved one shows its cell means)."""
 
 
-def test_score(run: Run, metric: str) -> float:
-    """The run's final test ``bleu`` or ``chrf``; NaN without one."""
-    value = getattr(run.summary.test, metric, None)
-    return math.nan if value is None else float(value)
-
-
-def tested_nll(run: Run) -> float:
-    """Validation NLL of the checkpoint the test decoded: the first validation of best BLEU
-    (the trainer keeps a new best only when BLEU rises); NaN without validations."""
-    best = max(run.curve, key=lambda p: (p[2], -p[0]), default=None)
-    return math.nan if best is None else best[1]
-
-
 def labels_of(cell: Cell) -> tuple[str, str, str]:
     """(model, score, mode) of a study cell."""
     o = cell.overrides
@@ -127,9 +114,9 @@ def measures(cells: Sequence[Cell], toy: Sequence[AlignmentRun] = ()) -> list[Ce
         out.append(
             CellMeasures(
                 cell,
-                tuple(test_score(r, "bleu") for r in runs),
-                tuple(test_score(r, "chrf") for r in runs),
-                tuple(tested_nll(r) for r in runs),
+                tuple(r.test_score("bleu") for r in runs),
+                tuple(r.test_score("chrf") for r in runs),
+                tuple(r.tested_nll for r in runs),
                 tuple(t.aer for t in toy if t.mechanism == mechanism),
                 tuple(v for v in map(_silver, runs) if v is not None),
                 tuple(r.entropy for r in runs if r.entropy is not None),
@@ -154,9 +141,8 @@ COLUMNS = "seeds|test BLEU|test chrF|valid NLL|AER toy_align|AER silver|entropy|
 def columns(m: CellMeasures, labels: dict[str, str]) -> dict[str, str]:
     """Column -> the cell's entry; 'seeds': '1 of 2 (1)', its runs of the seeds its study
     asks for; 'machines': the ``labels`` (M1, ...) of the machine lines its runs ran on."""
-    seeds = ", ".join(str(r.seed) for r in m.runs)
     return {
-        "seeds": f"{len(m.runs)} of {len(m.cell.seeds)}" + (f" ({seeds})" if seeds else ""),
+        "seeds": m.cell.seeds_text,
         "test BLEU": mean_std(m.bleu),
         "test chrF": mean_std(m.chrf, 1),
         "valid NLL": mean_std(m.nll, 3),
@@ -359,6 +345,6 @@ def brief(runs: Sequence[Run]) -> str:
     if not runs:
         return "not yet run"
     n = f" ({len(runs)} seeds)" if len(runs) > 1 else ""
-    bleu = mean_std([test_score(r, "bleu") for r in runs])
-    chrf = mean_std([test_score(r, "chrf") for r in runs], 1)
-    return f"{bleu} / {chrf} / {mean_std([tested_nll(r) for r in runs], 3)}{n}"
+    bleu = mean_std([r.test_score("bleu") for r in runs])
+    chrf = mean_std([r.test_score("chrf") for r in runs], 1)
+    return f"{bleu} / {chrf} / {mean_std([r.tested_nll for r in runs], 3)}{n}"

@@ -39,9 +39,8 @@ Row = tuple[str, str, float]
 
 def rows(runs: Sequence[Run], key: str) -> list[Row]:
     """(preset, corpus, final test ``key``) of each run that has one."""
-    found = [(r, getattr(r.summary.test, key, None)) for r in runs]
-    return [(r.summary.model or "?", r.summary.data or "?", float(v))
-            for r, v in found if v is not None and not math.isnan(v)]  # fmt: skip
+    found = [(r.summary.model or "?", r.summary.data or "?", r.test_score(key)) for r in runs]
+    return [row for row in found if not math.isnan(row[2])]
 
 
 @dataclass(frozen=True)

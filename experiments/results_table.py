@@ -107,14 +107,12 @@ def main_table(main: list[Cell], labels: dict[str, str]) -> list[str]:
     ]
     for cell in main:
         got, d = cell.runs, data[cell.overrides["data"]]
-        tests = [t for r in got if (t := r.summary.test) is not None]
         minutes = [m for r in got if (m := r.summary.minutes) is not None]
         rows.append(
             f"| {cell.overrides['data']} ({d.get('src_lang', '?')}→{d.get('tgt_lang', '?')}) "
-            f"| {cell.overrides['model']} | {len(got)} of {len(cell.seeds)}"
-            + (f" ({', '.join(str(r.seed) for r in got)})" if got else "")
-            + f" | {mean_std([t.bleu for t in tests if t.bleu is not None])} "
-            f"| {mean_std([t.chrf for t in tests if t.chrf is not None])} "
+            f"| {cell.overrides['model']} | {cell.seeds_text} "
+            f"| {mean_std([r.test_score('bleu') for r in got])} "
+            f"| {mean_std([r.test_score('chrf') for r in got])} "
             f"| {span([(r.summary.params or math.nan) / 1e6 for r in got], 'M')} "
             f"| {span([r.summary.step or math.nan for r in got], digits=0)} "
             f"| {f'{statistics.median(minutes):.1f}' if minutes else '–'} "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
 import os
 import subprocess
 import sys
@@ -81,6 +82,17 @@ class Run:
     def seed(self) -> int:
         return self.summary.seed or 0
 
+    def test_score(self, metric: str) -> float:
+        """The final test ``bleu`` or ``chrf``; NaN without one."""
+        value = getattr(self.summary.test, metric, None)
+        return math.nan if value is None else float(value)
+
+    @property
+    def tested_nll(self) -> float:
+        """Validation NLL of the checkpoint the test decoded: the first validation of best BLEU
+        (the trainer keeps a new best only when BLEU rises); NaN without validations."""
+        return max(self.curve, key=lambda p: (p[2], -p[0]), default=(0, math.nan, 0.0))[1]
+
     def at_step(self, step: int, col: int) -> float | None:
         """Column ``col`` (1: NLL, 2: BLEU) of the validation at ``step``."""
         return next((float(p[col]) for p in self.curve if p[0] == step), None)
@@ -150,6 +162,12 @@ class Cell:
     seeds: tuple[int, ...]  # the seeds the grid gives the row
     runs: tuple[Run, ...]  # those with a folder under results/<study>/, by seed
     missing: tuple[str, ...]  # the names of its runs without one
+
+    @property
+    def seeds_text(self) -> str:
+        """'1 of 2 (1)': how many of the seeds it asks for have a run, and which."""
+        ran = ", ".join(str(r.seed) for r in self.runs)
+        return f"{len(self.runs)} of {len(self.seeds)}" + (f" ({ran})" if ran else "")
 
 
 def study_cells(results: Path, study: Study) -> list[Cell]:

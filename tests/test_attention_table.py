@@ -205,7 +205,7 @@ def test_valid_nll_is_the_tested_checkpoints(tmp_path: Path) -> None:
     events = [{"event": "valid", "step": s, "nll": n, "bleu": b, "chrf": 20.0} for s, n, b in curve]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (cell,) = [m for m in cells(tmp_path) if m.runs]
-    assert cell.nll == (3.5,) and at.tested_nll(cell.runs[0]) == 3.5
+    assert cell.nll == (3.5,) and cell.runs[0].tested_nll == 3.5
     assert at.brief(cell.runs) == "4.00 / 24.0 / 3.500"
     assert at.brief(()) == "not yet run"
 
