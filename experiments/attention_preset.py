@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiments.attention_table import CellMeasures, columns, markdown
-from experiments.comparison_stats import main_effects
+from experiments.attention_table import CellMeasures, columns
+from experiments.comparison_stats import main_effects, markdown
 from experiments.runs import config
 
 STUDY = "results_attention_preset"
@@ -69,7 +69,7 @@ def table(
                 entries = columns(cell, labels)
                 rows.append([*cell.labels[1:], f"{size([cell])}: the {whose}'s"])
                 rows[-1] += [entries[c] for c in SHOWN]
-    return markdown(["score", "mode", "size (units)", *SHOWN], rows, 4)
+    return markdown(["score", "mode", "size (units)", *SHOWN], rows, "llllrrrrll")
 
 
 def verdict(check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> str:

@@ -23,7 +23,8 @@ from experiments.comparison_stats import (
     cell_means_rows,
     interaction,
     main_effects,
-    marginal_rows,
+    marginal_table,
+    markdown,
     mean_std,
     paired_bootstrap,
     paragraph,
@@ -154,20 +155,10 @@ def columns(m: CellMeasures, labels: dict[str, str]) -> dict[str, str]:
     }
 
 
-def markdown(head: Sequence[str], rows: Sequence[Sequence[str]], left: int) -> list[str]:
-    """A Markdown table whose first ``left`` columns and last two align left."""
-    align = ["---"] * left + ["---:"] * (len(head) - left - 2) + ["---", "---"]
-    return [
-        f"| {' | '.join(head)} |",
-        f"|{'|'.join(align)}|",
-        *(f"| {' | '.join(r)} |" for r in rows),
-    ]
-
-
 def table(cells: Sequence[CellMeasures], labels: dict[str, str]) -> list[str]:
     """The Markdown rows of the attention table."""
     rows = [[*m.labels, *columns(m, labels).values()] for m in cells]
-    return markdown(["model", "score", "mode", *COLUMNS.split("|")], rows, 4)
+    return markdown(["model", "score", "mode", *COLUMNS.split("|")], rows, "llllrrrrrrll")
 
 
 # ---- the analysis --------------------------------------------------------------------------
@@ -253,9 +244,7 @@ def analysis(
         "every seed's run; 95% intervals; a level whose difference to its factor's best is "
         "resolved, with Bonferroni-widened intervals, is marked *):",
         "",
-        "| factor | level | " + " | ".join(MEASURES) + " |",
-        "|---|---|" + "---:|" * len(MEASURES),
-        *marginal_rows(
+        *marginal_table(
             {n: (f.a, f.b) if (f := fits.get(n)) else () for n in MEASURES},
             {n: digits for n, (_, _, digits) in MEASURES.items()},
         ),

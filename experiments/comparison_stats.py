@@ -12,7 +12,7 @@ import itertools
 import math
 import os
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -382,12 +382,19 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 # --- tables and paragraphs -----------------------------------------------------------------
-def marginal_rows(
+def markdown(head: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
+    """A Markdown table; ``align``: a letter a column, ``l`` (left) or ``r`` (right)."""
+    rule = "|".join("---:" if a == "r" else "---" for a in align)
+    return [f"| {' | '.join(head)} |", f"|{rule}|", *(f"| {' | '.join(r)} |" for r in rows)]
+
+
+def marginal_table(
     fits: Mapping[str, Sequence[FactorEffects]], digits: Mapping[str, int], runs: bool = False
 ) -> list[str]:
-    """Rows ``| factor | level | [runs |] mean [low, high][*] | ...`` for the levels of the first
+    """``| factor | level | [runs |] mean [low, high][*] | ...`` for the levels of the first
     measure's factors, a column per measure of ``fits`` (its factors, possibly from different
-    fits): ``*`` where the difference to the best is resolved, '–' where a measure lacks it."""
+    fits): ``*`` where the difference to the best is resolved, '–' where a measure lacks it;
+    [] without levels."""
     first = next((f for f in fits.values() if f), ())
     rows = []
     for factor in first:
@@ -397,9 +404,9 @@ def marginal_rows(
                 found = [e for f in factors if f.factor == factor.factor
                          for e in f.levels if e.level == level.level]  # fmt: skip
                 cells.append(_level_text(found[0], digits[name]) if found else "–")
-            lead = f"| {factor.factor} | {level.level} | " + (f"{level.runs} | " if runs else "")
-            rows.append(lead + " | ".join(cells) + " |")
-    return rows
+            rows.append([factor.factor, level.level, *([str(level.runs)] if runs else []), *cells])
+    head = ["factor", "level", *(["runs"] if runs else []), *fits]
+    return markdown(head, rows, "ll" + "r" * (len(head) - 2)) if rows else []
 
 
 def _level_text(e: LevelEffect, d: int) -> str:
@@ -413,14 +420,10 @@ def cell_means_rows(test: Interaction, measure: str, digits: int) -> list[str]:
     """Markdown table of the cell means: a row per level of A, a column per level of B."""
     rows = list(dict.fromkeys(k[0] for k in test.cells))
     cols = list(dict.fromkeys(k[1] for k in test.cells))
-    lines = [
-        f"| {measure}: {test.factors[0]} × {test.factors[1]} | " + " | ".join(cols) + " |",
-        "|---|" + "---:|" * len(cols),
-    ]
-    for r in rows:
-        values = [f"{test.cells[(r, c)]:.{digits}f}" if (r, c) in test.cells else "–" for c in cols]
-        lines.append(f"| {r} | " + " | ".join(values) + " |")
-    return lines
+    text = {k: f"{v:.{digits}f}" for k, v in test.cells.items()}
+    body = [[r, *(text.get((r, c), "–") for c in cols)] for r in rows]
+    head = [f"{measure}: {test.factors[0]} × {test.factors[1]}", *cols]
+    return markdown(head, body, "l" + "r" * len(cols))
 
 
 def paragraph(

@@ -18,7 +18,7 @@ from experiments.comparison_stats import (
     holm,
     interaction,
     main_effects,
-    marginal_rows,
+    marginal_table,
     paired_bootstrap,
     paragraph,
 )
@@ -228,9 +228,7 @@ def analysis(runs: Sequence[Run], refs_of: References, samples: int = SAMPLES) -
         f"every preset ran), the corpora over {', '.join(f.corpus_over) or 'no preset'} (the "
         "presets that ran on every corpus):",
         "",
-        "| factor | level | runs | " + " | ".join(name for name, _, _ in MEASURES) + " |",
-        "|---|---|---:|" + "---:|" * len(MEASURES),
-        *marginal_rows(factors, {name: digits for name, _, digits in MEASURES}, runs=True),
+        *marginal_table(factors, {name: digits for name, _, digits in MEASURES}, runs=True),
         "",
     ]
     for name, _, digits in MEASURES:

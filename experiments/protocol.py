@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.alignment_aer import GRID, AlignmentRun
-from experiments.comparison_stats import flattened_at
+from experiments.comparison_stats import flattened_at, markdown
 from experiments.runs import Cell, Run, read_runs
 from experiments.study import load_study
 
@@ -130,25 +130,23 @@ def protocol_lines(
     needs is among ``runs``, else their length is only a floor)."""
     if not runs:
         return [f"No probe recorded yet (`{command}`)."]
-    lines = [
-        "| probe (seed 1) | updates | flattens at | valid NLL there | valid NLL, test BLEU at "
-        "the end | ms per update (threads) | machine |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
+    rows = []
     for run in runs:
         step = flattening(run)
         nll = run.at_step(step, 1) if step else None
-        test = run.summary.test.bleu if run.summary.test else None
         machine = run.summary.machine
         size = other_size(run)
-        name = probe_name(run) + (f" ({size}: not the table's)" if size else "")
-        lines.append(
-            f"| {name} | {run.summary.step} | {step or 'not yet'} "
-            f"| {f'{nll:.3f}' if nll is not None else '–'} "
-            f"| {run.curve[-1][1]:.3f}, {test if test is not None else float('nan'):.2f} "
-            f"| {pace_ms(run):.0f} ({threads(run)}) "
-            f"| {machine.describe('plain') if machine else '?'} |"
-        )
+        rows.append([
+            probe_name(run) + (f" ({size}: not the table's)" if size else ""),
+            str(run.summary.step),
+            str(step or "not yet"),
+            f"{nll:.3f}" if nll is not None else "–",
+            f"{run.curve[-1][1]:.3f}, {run.test_score('bleu'):.2f}",
+            f"{pace_ms(run):.0f} ({threads(run)})",
+            machine.describe("plain") if machine else "?",
+        ])  # fmt: skip
+    head = ["probe (seed 1)", "updates", "flattens at", "valid NLL there",
+            "valid NLL, test BLEU at the end", "ms per update (threads)", "machine"]  # fmt: skip
     chosen = table_updates(runs, every)
     rounded = f"updates (rounded up to the table's validation every {every})"
     if chosen is None:
@@ -163,7 +161,7 @@ def protocol_lines(
         if chosen != updates:
             verdict += f" **They differ: set trainer.max_steps in {config}.**"
     notes = [f"{probe_name(r)}, {r.pace_note}." for r in runs if r.pace_note]
-    return [*lines, "", verdict, *(["", *notes] if notes else [])]
+    return [*markdown(head, rows, "lrrrrrl"), "", verdict, *(["", *notes] if notes else [])]
 
 
 def length_config(corpus: str) -> str:

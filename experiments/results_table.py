@@ -30,7 +30,7 @@ from experiments import (
     page_blocks,
     protocol,
 )
-from experiments.comparison_stats import mean_std
+from experiments.comparison_stats import markdown, mean_std
 from experiments.runs import Cell, Run, config, corpus_test_split, study_cells
 from experiments.study import load_study
 
@@ -66,18 +66,16 @@ def machine_labels(runs: Iterable[Run]) -> dict[str, str]:
 
 def machines(runs: list[Run], labels: dict[str, str]) -> list[str]:
     """A row per machine: its runs, the first and last day (UTC) they ended, their commits."""
-    lines = [
-        "| machine | CPU, torch, threads | runs | recorded | commits |",
-        "|---|---|---:|---|---|",
-    ]
+    rows = []
     for line, label in labels.items():
         mine = [r for r in runs if r.machine_line == line]
         ends = [datetime.fromtimestamp(r.summary.updated or 0, timezone.utc) for r in mine]
         days = sorted(end.date().isoformat() for end in ends)
         commits = ", ".join(sorted({r.summary.commit for r in mine if r.summary.commit}))
         when = " – ".join(dict.fromkeys([days[0], days[-1]]))
-        lines.append(f"| {label} | {line} | {len(mine)} | {when} | {commits} |")
-    return lines
+        rows.append([label, line, str(len(mine)), when, commits])
+    head = ["machine", "CPU, torch, threads", "runs", "recorded", "commits"]
+    return markdown(head, rows, "llrll")
 
 
 def corpora(main: list[Cell]) -> dict[str, dict[str, Any]]:
@@ -97,28 +95,29 @@ def lengths(main: list[Cell]) -> dict[str, int]:
 def main_table(main: list[Cell], labels: dict[str, str]) -> list[str]:
     """The lengths and seeds, then a row per corpus and preset."""
     data, seeds = corpora(main), sorted({s for c in main for s in c.seeds})
-    rows = [
-        f"`experiment=results_main`: {', '.join(map(str, sorted(set(lengths(main).values()))))} "
-        f"updates per run, seeds {', '.join(map(str, seeds))}.",
-        "",
-        "| corpus | model | seeds | test BLEU | test chrF | parameters | updates "
-        "| minutes (median) | machines |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
-    ]
+    rows = []
     for cell in main:
         got, d = cell.runs, data[cell.overrides["data"]]
         minutes = [m for r in got if (m := r.summary.minutes) is not None]
-        rows.append(
-            f"| {cell.overrides['data']} ({d.get('src_lang', '?')}→{d.get('tgt_lang', '?')}) "
-            f"| {cell.overrides['model']} | {cell.seeds_text} "
-            f"| {mean_std([r.test_score('bleu') for r in got])} "
-            f"| {mean_std([r.test_score('chrf') for r in got])} "
-            f"| {span([(r.summary.params or math.nan) / 1e6 for r in got], 'M')} "
-            f"| {span([r.summary.step or math.nan for r in got], digits=0)} "
-            f"| {f'{statistics.median(minutes):.1f}' if minutes else '–'} "
-            f"| {', '.join(sorted({labels[r.machine_line] for r in got})) or 'not yet run'} |"
-        )
-    return rows
+        rows.append([
+            f"{cell.overrides['data']} ({d.get('src_lang', '?')}→{d.get('tgt_lang', '?')})",
+            cell.overrides["model"],
+            cell.seeds_text,
+            mean_std([r.test_score("bleu") for r in got]),
+            mean_std([r.test_score("chrf") for r in got]),
+            span([(r.summary.params or math.nan) / 1e6 for r in got], "M"),
+            span([r.summary.step or math.nan for r in got], digits=0),
+            f"{statistics.median(minutes):.1f}" if minutes else "–",
+            ", ".join(sorted({labels[r.machine_line] for r in got})) or "not yet run",
+        ])  # fmt: skip
+    head = ["corpus", "model", "seeds", "test BLEU", "test chrF", "parameters", "updates",
+            "minutes (median)", "machines"]  # fmt: skip
+    return [
+        f"`experiment=results_main`: {', '.join(map(str, sorted(set(lengths(main).values()))))} "
+        f"updates per run, seeds {', '.join(map(str, seeds))}.",
+        "",
+        *markdown(head, rows, "lllrrrrrl"),
+    ]
 
 
 def curves(main: list[Cell], folder: Path) -> list[str]:

@@ -384,33 +384,44 @@ def test_flattening_that_stays_skips_a_pause_in_a_falling_curve() -> None:
     assert cs.flattened_at([*curve, (5000, 3.667), (5250, 3.667)], stays=True) == 5000
 
 
-def test_marginal_rows_show_each_measure_of_each_level() -> None:
+def test_markdown_aligns_each_column_as_asked() -> None:
+    assert cs.markdown(["a", "b", "c"], [["1", "2", "3"], ["x", "y", "z"]], "lrl") == [
+        "| a | b | c |",
+        "|---|---:|---|",
+        "| 1 | 2 | 3 |",
+        "| x | y | z |",
+    ]
+
+
+def test_marginal_table_shows_each_measure_of_each_level() -> None:
     """Two measures over a 2 × 2 additive grid without noise (df = 1, residual 0): scorer x
     = (1 + 2) / 2, mode p = (1 + 3) / 2, zero-width intervals, the worse levels resolved (*),
     a measure without a fit '–', and the run counts when asked."""
     rows = [("x", "p", 1.0), ("x", "q", 2.0), ("y", "p", 3.0), ("y", "q", 4.0)]
     fit = cs.main_effects(rows, True, ("scorer", "mode"))
-    lines = cs.marginal_rows({"BLEU": (fit.a, fit.b), "AER": ()}, {"BLEU": 2, "AER": 3}, runs=True)
+    lines = cs.marginal_table({"BLEU": (fit.a, fit.b), "AER": ()}, {"BLEU": 2, "AER": 3}, runs=True)
     assert lines == [
+        "| factor | level | runs | BLEU | AER |",
+        "|---|---|---:|---:|---:|",
         "| scorer | x | 2 | 1.50 [1.50, 1.50]* | – |",
         "| scorer | y | 2 | 3.50 [3.50, 3.50] | – |",
         "| mode | p | 2 | 2.00 [2.00, 2.00]* | – |",
         "| mode | q | 2 | 3.00 [3.00, 3.00] | – |",
     ]
-    assert cs.marginal_rows({"BLEU": ()}, {"BLEU": 2}) == []
+    assert cs.marginal_table({"BLEU": ()}, {"BLEU": 2}) == []
 
 
-def test_marginal_rows_take_each_factor_from_its_own_fit() -> None:
+def test_marginal_table_takes_each_factor_from_its_own_fit() -> None:
     """The scorers from a fit over mode p alone (x 1, y 3: one run each, no df, so no
     interval and nothing resolved), the modes from a fit over scorer x alone (p 1, q 2); a
     measure with the scorer factor only shows '–' on the mode rows."""
     rows = [("x", "p", 1.0), ("x", "q", 2.0), ("y", "p", 3.0)]
     over_p = cs.main_effects([r for r in rows if r[1] == "p"], True, ("scorer", "mode"))
     over_x = cs.main_effects([r for r in rows if r[0] == "x"], True, ("scorer", "mode"))
-    lines = cs.marginal_rows(
+    lines = cs.marginal_table(
         {"BLEU": (over_p.a, over_x.b), "chrF": (over_p.a,)}, {"BLEU": 1, "chrF": 1}, runs=True
     )
-    assert lines == [
+    assert lines[2:] == [
         "| scorer | x | 1 | 1.0 | 1.0 |",
         "| scorer | y | 1 | 3.0 | 3.0 |",
         "| mode | p | 1 | 1.0 | – |",
