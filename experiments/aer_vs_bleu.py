@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attnmt.atomic import atomic_path
-from attnmt.errors import AttnmtError, DataError
+from attnmt.errors import DataError
 from attnmt.run_record import Validation, read_record
+from experiments import page_blocks
+from experiments.page_blocks import num, report, save_png
 
 DEFAULT_OUT = Path("docs/aer_vs_bleu.png")
 
@@ -85,42 +85,32 @@ def read_curves(runs: Sequence[Path]) -> tuple[list[AerCurve], list[str]]:
     return curves, without
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "–" if x is None else format(x, fmt)
-
-
 def table(curves: Sequence[AerCurve]) -> list[str]:
     """The printed table (module docstring): the validations, then one summary per run."""
-    lines = ["| run | step | minutes | valid BLEU | AER |", "|---|---:|---:|---:|---:|"]
-    for c in curves:
-        lines += [
-            f"| {c.label} | {p.step} | {_num(p.minutes, '.1f')} | {_num(p.bleu, '.2f')} | "
-            f"{_num(p.aer, '.4f')} |"
-            for p in c.points
-        ]
-    lines += [
-        "",
-        "| run | validations | AER first | AER last | lowest AER (step) | BLEU first → last | "
-        "Spearman ρ (BLEU, AER) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = [[c.label, str(p.step), num(p.minutes, ".1f"), num(p.bleu), num(p.aer, ".4f")]
+            for c in curves for p in c.points]  # fmt: skip
+    summaries = []
     for c in curves:
         low = min(c.points, key=lambda p: (p.aer, p.step))
         first, last = c.points[0], c.points[-1]
-        rho = spearman(c.bleu, c.aer)
-        lines.append(
-            f"| {c.label} | {len(c.points)} | {_num(first.aer, '.4f')} | {_num(last.aer, '.4f')} "
-            f"| {_num(low.aer, '.4f')} ({low.step}) | {_num(first.bleu, '.2f')} → "
-            f"{_num(last.bleu, '.2f')} | {_num(rho, '+.2f')} |"
-        )
-    return lines
+        summaries.append(
+            [c.label, str(len(c.points)), num(first.aer, ".4f"), num(last.aer, ".4f"),
+             f"{num(low.aer, '.4f')} ({low.step})", f"{num(first.bleu)} → {num(last.bleu)}",
+             num(spearman(c.bleu, c.aer), "+.2f")]
+        )  # fmt: skip
+    head = ["run", "validations", "AER first", "AER last", "lowest AER (step)"]
+    head += ["BLEU first → last", "Spearman ρ (BLEU, AER)"]
+    return [
+        *page_blocks.table(["run", "step", "minutes", "valid BLEU", "AER"], "lrrrr", rows),
+        "",
+        *page_blocks.table(head, "lrrrrrr", summaries),
+    ]
 
 
 def figure(curves: Sequence[AerCurve]) -> Figure:
     """AER (lower is better) against validation BLEU, one line per run in step order; each
     run's first validation hollow, its last one labelled with its step."""
-    fig = Figure(figsize=(7.5, 5), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = page_blocks.figure(7.5, 5)
     ax = fig.add_subplot(1, 1, 1)
     for c in curves:
         (line,) = ax.plot(c.bleu, c.aer, "o-", markersize=4, label=c.label)
@@ -147,24 +137,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the PNG to write")
     args = parser.parse_args(argv)
-    try:
-        curves, without = read_curves(args.runs)
-        if not curves:
-            raise DataError(
-                "none of the runs logged a validation AER (metrics.jsonl valid events' aer); "
-                "train them with word links of the valid split: trainer.valid_alignments=FILE"
-            )
-        for label in without:
-            print(f"note: {label} logged no validation AER; left out", file=sys.stderr)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(args.out, fsync=False) as tmp:
-            figure(curves).savefig(tmp, format="png")
-    except AttnmtError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print("\n".join(table(curves)))
-    print(f"\nwrote {args.out}")
-    return 0
+    return report(lambda: write(args.runs, args.out))
+
+
+def write(runs: Sequence[Path], out: Path) -> list[Path]:
+    """Draw the runs' figure into ``out`` and print their table (module docstring)."""
+    curves, without = read_curves(runs)
+    if not curves:
+        raise DataError(
+            "none of the runs logged a validation AER (metrics.jsonl valid events' aer); "
+            "train them with word links of the valid split: trainer.valid_alignments=FILE"
+        )
+    for label in without:
+        print(f"note: {label} logged no validation AER; left out", file=sys.stderr)
+    save_png(figure(curves), out)
+    print("\n".join(table(curves)) + "\n")
+    return [out]
 
 
 if __name__ == "__main__":

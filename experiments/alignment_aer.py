@@ -23,10 +23,9 @@ from attnmt.data.gold import Alignment
 from attnmt.decode.alignment_error import read_gold
 from attnmt.errors import DataError
 from experiments import alignment_baselines as ab
-from experiments import runs
+from experiments import page_blocks, runs
 from experiments.comparison_stats import mean_std
 from experiments.page_blocks import header, num, report
-from experiments.page_blocks import table as markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -279,7 +278,7 @@ def table(recs: list[AlignmentRun], baselines: Baselines | None = None) -> str:
         f"`{' '.join(SMALL)}`, the Transformer as `model=transformer_tiny`, then tested by "
         "`evaluate.py split=test` (how the table is made and read: below the tables).",
         "",
-        *markdown(HEADER, "l" + "r" * 7, rows),
+        *page_blocks.table(HEADER, "l" + "r" * 7, rows),
         *target_paragraph(recs, baselines),
         *window_sentence(recs),
     ]
@@ -290,7 +289,7 @@ def table(recs: list[AlignmentRun], baselines: Baselines | None = None) -> str:
             "Longer runs (the same settings and seeds, more updates): does a mechanism above "
             f"{TARGET:.2f} at {UPDATES} updates still improve?",
             "",
-            *markdown([HEADER[0], "updates", *HEADER[1:]], "l" + "r" * 8, rows),
+            *page_blocks.table([HEADER[0], "updates", *HEADER[1:]], "l" + "r" * 8, rows),
         ]
     lines += ["", runs.provenance([r.run for r in recs])]
     return "\n".join(lines) + "\n"

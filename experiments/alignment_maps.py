@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from attnmt.atomic import atomic_path, write_json
+from attnmt.atomic import write_json
 from attnmt.decode.alignment_error import alignment_error
 from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
 from attnmt.decode.translator import load_translator
 from attnmt.decode.word_alignment import word_alignment, word_index
 from attnmt.errors import DataError
+from experiments import page_blocks
 from experiments.alignment_aer import MECHANISMS, gold_test, mechanism_of, stem
 from experiments.runs import read_run
 
@@ -98,16 +99,12 @@ def _panel(ax: Any, rec: dict[str, Any], title: str, gold_only: bool = False) ->
 
 def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
     """The figure of every kept seed-1 map at 110 dpi (None when none is kept)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     paths = [maps_dir / f"{stem(m, 1)}.json" for m in MECHANISMS]
     recs = [json.loads(p.read_text()) for p in paths if p.is_file()]
     if not recs:
         return None
     cols, rows = 4, math.ceil((len(recs) + 1) / 4)
-    fig = Figure(figsize=(cols * 3.6, rows * 3.7 + 0.4), dpi=110, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = page_blocks.figure(cols * 3.6, rows * 3.7 + 0.4, dpi=110, layout="constrained")
     axes = [fig.add_subplot(rows, cols, k + 1) for k in range(len(recs) + 1)]
     _panel(axes[0], recs[0], "gold (black: sure, grey: possible)", gold_only=True)
     for ax, rec in zip(axes[1:], recs):
@@ -117,9 +114,7 @@ def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
         "columns: source pieces); red squares: sure gold links, red dots: possible",
         fontsize=9,
     )
-    with atomic_path(figure) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    return figure
+    return page_blocks.save_png(fig, figure)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attnmt.atomic import atomic_path, write_text
+from attnmt.atomic import write_text
 from attnmt.data import batching
 from attnmt.models import alignment, attention, masking, multihead, scorers
 from experiments import alignment_maps, attention_table, page_blocks, results_table
@@ -118,8 +117,7 @@ def worked_example() -> dict[str, list[float]]:
 
 def worked_figure(example: dict[str, list[float]]) -> Figure:
     """The state, the annotations (columns), scores, α_i · h_i and c as annotated heatmaps."""
-    fig = Figure(figsize=(8, 2.4), dpi=80)
-    FigureCanvasAgg(fig)
+    fig = page_blocks.figure(8, 2.4, dpi=80)
     h = np.array(ANNOTATIONS).T  # columns h_1..h_4
     panels = [
         (np.array([STATE]).T, "state s"),
@@ -145,10 +143,7 @@ DPI, LABEL_PT = 100, 7  # piece labels 7 / 72 × 100 ≈ 9.7 pixels high
 
 def save(fig: Figure, path: Path) -> str:
     """Write ``fig`` as PNG (atomically); its path relative to the page's folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=DPI)
-    return path.relative_to(path.parent.parent).as_posix()
+    return page_blocks.save_png(fig, path, DPI).relative_to(path.parent.parent).as_posix()
 
 
 def map_figure(maps: dict[str, Any], name: str, rows: str, cols: str, title: str) -> Figure:
@@ -160,8 +155,7 @@ def map_figure(maps: dict[str, Any], name: str, rows: str, cols: str, title: str
     nrow = (len(heads) + ncol - 1) // ncol
     title = textwrap.fill(title, width=int(12 * 3.2 * ncol))  # ~12 characters an inch
     height = 3.0 * nrow + 0.4 + 0.15 * (title.count("\n") + 1)
-    fig = Figure(figsize=(3.2 * ncol, height), dpi=70, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = page_blocks.figure(3.2 * ncol, height, dpi=70, layout="constrained")
     for k, head in enumerate(heads):
         ax = fig.add_subplot(nrow, ncol, k + 1)
         image = ax.imshow(head, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
@@ -183,13 +177,12 @@ def quoted(code: Sequence[Any]) -> list[str]:
 
 def mechanism(rows: Rows, code: Sequence[Any], cells: list[Labels], head: list[str]) -> list[str]:
     """Its quoted ``code``, then ``cells``' 'BLEU / chrF / NLL' under ``head``."""
+    briefs = [attention_table.brief(rows.cells[c]) for c in cells]
     return [
         *quoted(code),
         "Test BLEU / test chrF / valid NLL of the tested checkpoint ([results.md](results.md)):",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---:|" * len(head),
-        "| " + " | ".join(attention_table.brief(rows.cells[c]) for c in cells) + " |",
+        *page_blocks.table(head, "r" * len(head), [briefs]),
         "",
     ]
 
@@ -281,17 +274,15 @@ def write_guide(results: Path, out: Path, page: Path = PAGE) -> Path:
     text = page_blocks.fill(
         page.read_text(encoding="utf-8"), blocks(rows_of(results), folder), page
     )
-    write_text(out, text)
-    print(f"wrote {out}", file=sys.stderr)
-    return out
+    return write_text(out, text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=Path, default=results_table.RESULTS)
     parser.add_argument("--out", type=Path, default=PAGE)
-    write_guide(**vars(parser.parse_args(argv)))
-    return 0
+    args = parser.parse_args(argv)
+    return page_blocks.report(lambda: [write_guide(args.results, args.out)])
 
 
 if __name__ == "__main__":

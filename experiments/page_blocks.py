@@ -63,8 +63,8 @@ def figure(width: float, height: float, dpi: int = 100, **kw: Any) -> Figure:
 
 
 def save_png(fig: Figure, path: Path, dpi: int | None = None) -> Path:
-    """Write ``fig`` to ``path`` as PNG atomically (at ``dpi``, else the figure's)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``fig`` to ``path`` as PNG atomically (at ``dpi``, else the figure's), its folder
+    made where missing."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=dpi)
     return path
