@@ -111,7 +111,8 @@ def figure(curves: Sequence[AerCurve]) -> Figure:
     """AER (lower is better) against validation BLEU, one line per run in step order; each
     run's first validation hollow, its last one labelled with its step."""
     fig = page_blocks.figure(7.5, 5)
-    ax = fig.add_subplot(1, 1, 1)
+    aer = "AER of the attention against the valid links (lower: aligns better)"
+    ax = page_blocks.panel(fig, 1, 1, "validation BLEU (sacrebleu)", aer)
     for c in curves:
         (line,) = ax.plot(c.bleu, c.aer, "o-", markersize=4, label=c.label)
         ax.plot(c.bleu[:1], c.aer[:1], "o", color=line.get_color(), markerfacecolor="white")
@@ -123,10 +124,7 @@ def figure(curves: Sequence[AerCurve]) -> Figure:
             fontsize=7,
             color=line.get_color(),
         )
-    ax.set_xlabel("validation BLEU (sacrebleu)")
-    ax.set_ylabel("AER of the attention against the valid links (lower: aligns better)")
     ax.set_title("Does attention align once the model translates?", fontsize=11)
-    ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -86,15 +86,12 @@ def _panel(ax: Any, rec: dict[str, Any], title: str, gold_only: bool = False) ->
         for kind, value in (("possible", 0.5), ("sure", 1.0)):
             for s, t in _cells(rec, kind):
                 data[t, s] = value
-        ax.imshow(data, cmap="Greys", vmin=0, vmax=1, aspect="auto")
-    else:
-        ax.imshow(np.array(rec["map"]), cmap="viridis", vmin=0, vmax=1, aspect="auto")
-        for kind, style, size in (("sure", "s", 6), ("possible", "o", 3)):
-            for s, t in _cells(rec, kind):
-                ax.plot(s, t, style, mfc="none", mec="red", ms=size, mew=0.8)
-    ax.set_xticks(range(len(src)), src, rotation=90, fontsize=7)
-    ax.set_yticks(range(len(tgt)), tgt, fontsize=7)
-    ax.set_title(title, fontsize=8)
+        page_blocks.heatmap(ax, data, src, tgt, title, "Greys")
+        return
+    page_blocks.heatmap(ax, np.array(rec["map"]), src, tgt, title, "viridis")
+    for kind, style, size in (("sure", "s", 6), ("possible", "o", 3)):
+        for s, t in _cells(rec, kind):
+            ax.plot(s, t, style, mfc="none", mec="red", ms=size, mew=0.8)
 
 
 def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:

@@ -138,7 +138,7 @@ def worked_figure(example: dict[str, list[float]]) -> Figure:
     return fig
 
 
-DPI, LABEL_PT = 100, 7  # piece labels 7 / 72 × 100 ≈ 9.7 pixels high
+DPI = 100
 
 
 def save(fig: Figure, path: Path) -> str:
@@ -158,10 +158,8 @@ def map_figure(maps: dict[str, Any], name: str, rows: str, cols: str, title: str
     fig = page_blocks.figure(3.2 * ncol, height, dpi=70, layout="constrained")
     for k, head in enumerate(heads):
         ax = fig.add_subplot(nrow, ncol, k + 1)
-        image = ax.imshow(head, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_xticks(range(len(maps[cols])), maps[cols], rotation=90, fontsize=LABEL_PT)
-        ax.set_yticks(range(len(maps[rows])), maps[rows], fontsize=LABEL_PT)
-        ax.set_title(f"{name}, head {k}" if weights.ndim == 3 else name, fontsize=8)
+        shown = f"{name}, head {k}" if weights.ndim == 3 else name
+        image = page_blocks.heatmap(ax, head, maps[cols], maps[rows], shown, CMAP)
     fig.colorbar(image, ax=fig.axes, shrink=0.6)
     fig.suptitle(title, fontsize=9)
     return fig

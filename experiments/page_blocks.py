@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 
 from attnmt.atomic import atomic_path
 from attnmt.errors import AttnmtError, DataError
@@ -60,6 +62,26 @@ def figure(width: float, height: float, dpi: int = 100, **kw: Any) -> Figure:
     fig = Figure(figsize=(width, height), dpi=dpi, **kw)
     FigureCanvasAgg(fig)
     return fig
+
+
+def panel(fig: Figure, n: int, k: int, xlabel: str, ylabel: str, **kw: Any) -> Axes:
+    """Panel ``k`` of ``n`` side by side in ``fig``: its axes labelled, a light grid."""
+    ax = fig.add_subplot(1, n, k, **kw)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def heatmap(
+    ax: Axes, values: Any, cols: Sequence[str], rows: Sequence[str], title: str, cmap: str
+) -> AxesImage:
+    """``values`` [rows, cols] on one 0–1 colour scale, the pieces as 7-point tick labels
+    (7 / 72 × 100 dpi ≈ 9.7 pixels high)."""
+    image = ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_title(title, fontsize=8)
+    return image
 
 
 def save_png(fig: Figure, path: Path, dpi: int | None = None) -> Path:

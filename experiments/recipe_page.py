@@ -21,7 +21,7 @@ from attnmt.machine import Machine
 from attnmt.run_record import RecordError
 from attnmt.run_summary import FinalTest
 from experiments.comparison_stats import flattened_at, mean_std, t_interval
-from experiments.page_blocks import figure, header, num, report, row, save_png, table
+from experiments.page_blocks import figure, header, num, panel, report, row, save_png, table
 from experiments.runs import Run, provenance, read_runs, scores_entry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,15 +318,14 @@ def minutes_figure(recs: Records) -> Figure | None:
         return None
     fig = figure(4.2 * len(found), 4.0)
     for i, (name, runs) in enumerate(found):
-        ax = fig.add_subplot(1, len(found), 1 + i, xlim=(0, 1.05 * BUDGET))
+        xlim = (0, 1.05 * BUDGET)
+        ax = panel(fig, len(found), 1 + i, "training minutes", "validation BLEU", xlim=xlim)
         for run in runs:
             xy = points(run)
             ax.plot([x for x, _ in xy], [y for _, y in xy], "o-", markersize=2, label=label(run))
         for mark in MARKS:
             ax.axvline(mark, color="grey", linestyle=":", linewidth=1)
         ax.set_title(name, fontsize=10)
-        ax.set(xlabel="training minutes", ylabel="validation BLEU")
-        ax.grid(alpha=0.3)
         ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
     return fig

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from attnmt.atomic import write_text
+from experiments import page_blocks
 from experiments.comparison_stats import mean_std
 from experiments.page_blocks import figure, header, save_png, table
 from experiments.runs import Run, provenance, read_runs
@@ -67,14 +68,11 @@ def luong_figure(recs: list[tuple[str, Run]], path: Path) -> None:
     fig = figure(11, 4.2, dpi=110)
     colours = {name: f"C{k}" for k, name in enumerate(VARIANTS)}
     for col, ylabel in ((1, "validation NLL per target piece"), (2, "validation BLEU")):
-        ax = fig.add_subplot(1, 2, col)
+        ax = page_blocks.panel(fig, 2, col, "update", ylabel)
         for name, rec in recs:
             ax.plot([p[0] for p in rec.curve], [p[col] for p in rec.curve], marker="o", ms=3,
                     color=colours.get(name, "k"), linestyle="-" if rec.seed == 1 else "--",
                     label=f"{name} (seed {rec.seed})")  # fmt: skip
-        ax.set_xlabel("update")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
     fig.axes[1].legend(fontsize=8)
     fig.tight_layout()
     save_png(fig, path)

@@ -61,3 +61,21 @@ def test_report_prints_the_files_written_or_one_error_line(
     assert pb.report(fails) == 2
     captured = capsys.readouterr()
     assert captured.err == "error: x.md: no generated part\n" and captured.out == ""
+
+
+def test_panel_labels_its_axes_and_takes_its_place_among_n() -> None:
+    fig = pb.figure(4.0, 2.0)
+    left, right = (pb.panel(fig, 2, k, f"x{k}", f"y{k}", xlim=(0, 5)) for k in (1, 2))
+    assert (right.get_xlabel(), right.get_ylabel(), right.get_xlim()) == ("x2", "y2", (0, 5))
+    assert left.get_position().x1 < right.get_position().x0  # side by side, left first
+    assert all(line.get_visible() for line in left.get_xgridlines())
+
+
+def test_heatmap_draws_on_one_0_1_scale_with_the_pieces_as_tick_labels() -> None:
+    ax = pb.figure(2.0, 2.0).add_subplot(1, 1, 1)
+    image = pb.heatmap(ax, [[0.2, 0.3, 0.5], [0.9, 0.05, 0.05]], ["a", "b", "c"], ["x", "y"],
+                       "map", "Greys")  # fmt: skip
+    assert image.get_clim() == (0.0, 1.0) and image.get_cmap().name == "Greys"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y"]
+    assert ax.get_title() == "map"
