@@ -11,8 +11,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from experiments import page_blocks
 from experiments.attention_table import CellMeasures, columns
-from experiments.comparison_stats import main_effects, markdown
+from experiments.comparison_stats import main_effects
 from experiments.runs import config
 
 STUDY = "results_attention_preset"
@@ -69,7 +70,7 @@ def table(
                 entries = columns(cell, labels)
                 rows.append([*cell.labels[1:], f"{size([cell])}: the {whose}'s"])
                 rows[-1] += [entries[c] for c in SHOWN]
-    return markdown(["score", "mode", "size (units)", *SHOWN], rows, "llllrrrrll")
+    return page_blocks.table(["score", "mode", "size (units)", *SHOWN], "llllrrrrll", rows)
 
 
 def verdict(check: Sequence[CellMeasures], beside: Sequence[CellMeasures]) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments import luong_reference
+from experiments import luong_reference, page_blocks
 from experiments.alignment_aer import GRID, UPDATES, AlignmentRun, grid_name, read_runs
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
@@ -24,7 +24,6 @@ from experiments.comparison_stats import (
     interaction,
     main_effects,
     marginal_table,
-    markdown,
     mean_std,
     paired_bootstrap,
     paragraph,
@@ -158,7 +157,7 @@ def columns(m: CellMeasures, labels: dict[str, str]) -> dict[str, str]:
 def table(cells: Sequence[CellMeasures], labels: dict[str, str]) -> list[str]:
     """The Markdown rows of the attention table."""
     rows = [[*m.labels, *columns(m, labels).values()] for m in cells]
-    return markdown(["model", "score", "mode", *COLUMNS.split("|")], rows, "llllrrrrrrll")
+    return page_blocks.table(["model", "score", "mode", *COLUMNS.split("|")], "llllrrrrrrll", rows)
 
 
 # ---- the analysis --------------------------------------------------------------------------

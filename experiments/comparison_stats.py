@@ -12,13 +12,15 @@ import itertools
 import math
 import os
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest, Result
+
+from experiments import page_blocks
 
 Rows = Sequence[tuple[str, str, float]]
 """Runs of a two-factor grid: (level of A, level of B, y)."""
@@ -382,12 +384,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 # --- tables and paragraphs -----------------------------------------------------------------
-def markdown(head: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
-    """A Markdown table; ``align``: a letter a column, ``l`` (left) or ``r`` (right)."""
-    rule = "|".join("---:" if a == "r" else "---" for a in align)
-    return [f"| {' | '.join(head)} |", f"|{rule}|", *(f"| {' | '.join(r)} |" for r in rows)]
-
-
 def marginal_table(
     fits: Mapping[str, Sequence[FactorEffects]], digits: Mapping[str, int], runs: bool = False
 ) -> list[str]:
@@ -406,7 +402,7 @@ def marginal_table(
                 cells.append(_level_text(found[0], digits[name]) if found else "–")
             rows.append([factor.factor, level.level, *([str(level.runs)] if runs else []), *cells])
     head = ["factor", "level", *(["runs"] if runs else []), *fits]
-    return markdown(head, rows, "ll" + "r" * (len(head) - 2)) if rows else []
+    return page_blocks.table(head, "ll" + "r" * (len(head) - 2), rows) if rows else []
 
 
 def _level_text(e: LevelEffect, d: int) -> str:
@@ -423,7 +419,7 @@ def cell_means_rows(test: Interaction, measure: str, digits: int) -> list[str]:
     text = {k: f"{v:.{digits}f}" for k, v in test.cells.items()}
     body = [[r, *(text.get((r, c), "–") for c in cols)] for r in rows]
     head = [f"{measure}: {test.factors[0]} × {test.factors[1]}", *cols]
-    return markdown(head, body, "l" + "r" * len(cols))
+    return page_blocks.table(head, "l" + "r" * len(cols), body)
 
 
 def paragraph(

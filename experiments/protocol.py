@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments import page_blocks
 from experiments.alignment_aer import GRID, AlignmentRun
-from experiments.comparison_stats import flattened_at, markdown
+from experiments.comparison_stats import flattened_at
 from experiments.runs import Cell, Run, read_runs
 from experiments.study import load_study
 
@@ -161,7 +162,8 @@ def protocol_lines(
         if chosen != updates:
             verdict += f" **They differ: set trainer.max_steps in {config}.**"
     notes = [f"{probe_name(r)}, {r.pace_note}." for r in runs if r.pace_note]
-    return [*markdown(head, rows, "lrrrrrl"), "", verdict, *(["", *notes] if notes else [])]
+    probed = page_blocks.table(head, "lrrrrrl", rows)
+    return [*probed, "", verdict, *(["", *notes] if notes else [])]
 
 
 def length_config(corpus: str) -> str:

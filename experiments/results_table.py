@@ -19,8 +19,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from attnmt.atomic import atomic_path, write_text
-from attnmt.errors import AttnmtError
+from attnmt.atomic import write_text
 from attnmt.run_curves import Curve, validation_figure
 from experiments import (
     attention_measures,
@@ -30,7 +29,7 @@ from experiments import (
     page_blocks,
     protocol,
 )
-from experiments.comparison_stats import markdown, mean_std
+from experiments.comparison_stats import mean_std
 from experiments.runs import Cell, Run, config, corpus_test_split, study_cells
 from experiments.study import load_study
 
@@ -75,7 +74,7 @@ def machines(runs: list[Run], labels: dict[str, str]) -> list[str]:
         when = " – ".join(dict.fromkeys([days[0], days[-1]]))
         rows.append([label, line, str(len(mine)), when, commits])
     head = ["machine", "CPU, torch, threads", "runs", "recorded", "commits"]
-    return markdown(head, rows, "llrll")
+    return page_blocks.table(head, "llrll", rows)
 
 
 def corpora(main: list[Cell]) -> dict[str, dict[str, Any]]:
@@ -116,7 +115,7 @@ def main_table(main: list[Cell], labels: dict[str, str]) -> list[str]:
         f"`experiment=results_main`: {', '.join(map(str, sorted(set(lengths(main).values()))))} "
         f"updates per run, seeds {', '.join(map(str, seeds))}.",
         "",
-        *markdown(head, rows, "lllrrrrrl"),
+        *page_blocks.table(head, "lllrrrrrl", rows),
     ]
 
 
@@ -135,9 +134,7 @@ def curves(main: list[Cell], folder: Path) -> list[str]:
         fig.set_size_inches(9, fig.get_size_inches()[1] * 0.8)
         fig.suptitle(f"validation BLEU on {corpus}", fontsize=10)
         fig.subplots_adjust(top=0.9)  # room for the title above the panels
-        folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(folder / f"results_{corpus}.png") as tmp:
-            fig.savefig(tmp, format="png", dpi=70)
+        page_blocks.save_png(fig, folder / f"results_{corpus}.png", dpi=70)
         links += [f"![validation BLEU on {corpus} against updates and minutes]"
                   f"(results_{corpus}.png)", ""]  # fmt: skip
     return links[:-1] or ["No run recorded yet."]
@@ -200,7 +197,6 @@ def write_docs(results: Path, out: Path, probes: Path | None = None, page: Path 
     text = page_blocks.fill(page.read_text(encoding="utf-8"), {**found, "curves": []}, page)
     found["curves"] = curves(cells(results, MAIN), out.parent)
     write_text(out, page_blocks.fill(text, found, page))
-    print(f"wrote {out}", file=sys.stderr)
     return out
 
 
@@ -210,12 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--out", type=Path, default=PAGE)
     args = parser.parse_args(argv)
-    try:
-        write_docs(args.results, args.out)
-    except AttnmtError as e:
-        print(f"results_table: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return page_blocks.report(lambda: [write_docs(args.results, args.out)])
 
 
 if __name__ == "__main__":

@@ -384,15 +384,6 @@ def test_flattening_that_stays_skips_a_pause_in_a_falling_curve() -> None:
     assert cs.flattened_at([*curve, (5000, 3.667), (5250, 3.667)], stays=True) == 5000
 
 
-def test_markdown_aligns_each_column_as_asked() -> None:
-    assert cs.markdown(["a", "b", "c"], [["1", "2", "3"], ["x", "y", "z"]], "lrl") == [
-        "| a | b | c |",
-        "|---|---:|---|",
-        "| 1 | 2 | 3 |",
-        "| x | y | z |",
-    ]
-
-
 def test_marginal_table_shows_each_measure_of_each_level() -> None:
     """Two measures over a 2 × 2 additive grid without noise (df = 1, residual 0): scorer x
     = (1 + 2) / 2, mode p = (1 + 3) / 2, zero-width intervals, the worse levels resolved (*),
