@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attnmt.atomic import write_text
-from attnmt.data.corpora import PreparedCorpus, prepare_corpus
+from attnmt.data.corpora import PreparedCorpus
 from attnmt.data.gold import Alignment
 from attnmt.decode.alignment_error import read_gold
 from attnmt.errors import DataError
@@ -150,7 +150,7 @@ def gold_test(
 ) -> tuple[PreparedCorpus, list[str], list[str], list[Alignment]]:
     """(corpus, test sources, references, gold links) of the corpus the ``data`` settings
     name; DataError when it has no gold links."""
-    corpus = prepare_corpus(data)
+    corpus = runs.prepared(data)
     sources, refs = corpus.read("test")
     gold_file = corpus.gold_alignments("test")
     if gold_file is None:

@@ -1,8 +1,9 @@
 """The one reader of study run folders, results/<study>/<run>/ (experiments/sweep.py
 ``--record``): :func:`read_runs` gives them as :class:`Run`, :func:`study_cells` a study's
 runs as table rows (:class:`Cell`), :func:`provenance` says where they ran,
-:func:`evaluate_test` runs evaluate.py on a run's test split, :func:`corpus_test_split` gives a
-corpus' test split and :func:`kept_hypotheses` a run's kept outputs (hyps/test.txt.xz)."""
+:func:`evaluate_test` runs evaluate.py on a run's test split, :func:`prepared` prepares a
+corpus, :func:`corpus_test_split` gives its test split and :func:`kept_hypotheses` a run's
+kept outputs (hyps/test.txt.xz)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from typing import Any
 
 import yaml
 
-from attnmt.data.corpora import prepare_corpus
-from attnmt.data.textio import read_lines
+from attnmt.data.corpora import PreparedCorpus, prepare_corpus
 from attnmt.errors import AttnmtError, DataError
 from attnmt.run_record import RecordError, Validation, read_record
 from attnmt.run_summary import Summary
@@ -208,26 +208,29 @@ class CorpusUnavailable(AttnmtError):
     """A corpus whose test split a page scores does not prepare on this machine."""
 
 
+def prepared(data: Mapping[str, Any]) -> PreparedCorpus:
+    """The corpus that the ``data`` settings name, prepared under their ``root`` (from the
+    cache when it is there); :class:`CorpusUnavailable` when it does not prepare (a page
+    without it would silently drop what needs it)."""
+    try:
+        return prepare_corpus(data)
+    except (AttnmtError, OSError) as e:
+        name = data["name"]
+        raise CorpusUnavailable(
+            f"the corpus {name!r} does not prepare under {data.get('root')}: {e}\n"
+            f"Prepare it (`python scripts/prepare_data.py data={name}`; `make setup` installs "
+            "the packages the corpora need), then generate the page again. Nothing was written."
+        ) from e
+
+
 def corpus_test_split(
     data: Mapping[str, Any] | None, root: Path = ROOT
 ) -> tuple[list[str], list[str]]:
     """(sources, references) of the test split of the corpus that the ``data`` settings name,
-    prepared under ``root``/data (from the cache when it is there); ([], []) when they name
-    none; :class:`CorpusUnavailable` when it does not prepare (a page without it would
-    silently drop what needs it)."""
+    :func:`prepared` under ``root``/data; ([], []) when they name none."""
     if not isinstance(data, Mapping) or "name" not in data:
         return [], []
-    try:
-        corpus = prepare_corpus({**data, "root": str(root / "data")})
-        src, tgt = corpus.files("test")
-        return read_lines(src), read_lines(tgt)
-    except (AttnmtError, OSError) as e:
-        name = data["name"]
-        raise CorpusUnavailable(
-            f"the test split of corpus {name!r} does not prepare under {root / 'data'}: {e}\n"
-            f"Prepare it (`python scripts/prepare_data.py data={name}`; `make setup` installs "
-            "the packages the corpora need), then generate the page again. Nothing was written."
-        ) from e
+    return prepared({**data, "root": str(root / "data")}).read("test")
 
 
 def provenance(runs: list[Run]) -> str:

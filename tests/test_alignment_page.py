@@ -17,7 +17,7 @@ from attnmt.machine import Cpu, Machine
 from attnmt.run_summary import Summary
 from experiments import alignment_aer as aa
 from experiments.alignment_baselines import ScoredBaseline
-from experiments.runs import Run
+from experiments.runs import CorpusUnavailable, Run
 from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,3 +234,12 @@ def test_the_committed_records_give_the_committed_page() -> None:
     assert len(table_rows) == 1 + len(aa.MECHANISMS) + 1 + 2  # two headers, two longer runs
     assert all(row in page for row in table_rows)
     assert generated.splitlines()[-1] in page  # the machines and commits
+
+
+def test_gold_test_of_a_corpus_that_does_not_prepare_says_how_to_prepare_it(tmp_path: Path) -> None:
+    """gold_test prepares through runs.prepared: one error naming the corpus, its folder and
+    the command, as the other pages' test splits."""
+    with pytest.raises(CorpusUnavailable) as e:
+        aa.gold_test({"name": "no_such_corpus", "root": str(tmp_path)})
+    assert f"the corpus 'no_such_corpus' does not prepare under {tmp_path}" in str(e.value)
+    assert "python scripts/prepare_data.py data=no_such_corpus" in str(e.value)
