@@ -63,7 +63,7 @@ def luong_records(results: Path = RESULTS) -> list[tuple[str, Run]]:
     return sorted(runs, key=lambda vr: f"{vr[0].replace(' ', '-')}-seed{vr[1].seed}")
 
 
-def luong_figure(recs: list[tuple[str, Run]], path: Path) -> None:
+def luong_figure(recs: list[tuple[str, Run]], path: Path) -> Path:
     """Validation NLL and BLEU against update, a line per (variant, seed)."""
     fig = figure(11, 4.2, dpi=110)
     colours = {name: f"C{k}" for k, name in enumerate(VARIANTS)}
@@ -75,7 +75,7 @@ def luong_figure(recs: list[tuple[str, Run]], path: Path) -> None:
                     label=f"{name} (seed {rec.seed})")  # fmt: skip
     fig.axes[1].legend(fontsize=8)
     fig.tight_layout()
-    save_png(fig, path)
+    return save_png(fig, path)
 
 
 def _at(runs: list[Run], step: int, col: int) -> list[float]:
@@ -172,14 +172,18 @@ def loose_page(results: Path = RESULTS) -> str:
     return "\n".join([*lines, "", *notes]) + "\n"
 
 
-def main(docs: Path = DOCS) -> int:
-    recs = luong_records()
-    write_text(docs / "luong_bahdanau.md", luong_page(recs))
-    if recs:
-        luong_figure(recs, docs / FIGURE)
-    write_text(docs / "ding_loose.md", loose_page())
-    print(f"wrote {docs}/luong_bahdanau.md, {FIGURE} and ding_loose.md")
-    return 0
+def write_pages(docs: Path = DOCS, results: Path = RESULTS) -> list[Path]:
+    """docs/luong_bahdanau.md with its figure and docs/ding_loose.md: the files written."""
+    recs = luong_records(results)
+    luong, loose = luong_page(recs), loose_page(results)  # both read before anything is written
+    drawn = [luong_figure(recs, docs / FIGURE)] if recs else []
+    written = [write_text(docs / "luong_bahdanau.md", luong), *drawn]
+    return [*written, write_text(docs / "ding_loose.md", loose)]
+
+
+def main(docs: Path = DOCS, results: Path = RESULTS) -> int:
+    """Write the pages; exit 2 with one line naming a run folder that does not read."""
+    return page_blocks.report(lambda: write_pages(docs, results))
 
 
 if __name__ == "__main__":

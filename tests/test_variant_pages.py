@@ -110,6 +110,18 @@ def test_a_run_folder_that_is_not_a_record_is_named(tmp_path: Path) -> None:
         read_runs(tmp_path, ("ding_loose",))
 
 
+def test_the_command_refuses_a_bad_record_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plant(tmp_path, "luong_bahdanau", "seed-1", ["model=rnn_luong", "seed=1"], [(10, 2.0, 1.0)])
+    folder = plant(tmp_path, "ding_loose", "seed-1", ["seed=1"], [(10, 1.0, 1.0)])
+    (folder / "metrics.jsonl").write_text("")
+    assert vp.main(tmp_path / "docs", tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {folder}: not a run record") and err.count("\n") == 1
+    assert not (tmp_path / "docs").exists()  # the luong page read fine but is not written
+
+
 def test_the_studies_make_the_pages_variants() -> None:
     """Every run of the luong_bahdanau studies is one of the page's variants, each variant
     has its runs, all at the page's trainer settings; ding_loose's two studies differ only in
