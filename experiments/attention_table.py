@@ -6,7 +6,6 @@ on the synthetic task (experiments/alignment_aer.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import statistics
@@ -19,10 +18,11 @@ from experiments.alignment_aer import GRID, UPDATES, AlignmentRun, grid_name, re
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.attention_measures import COLLAPSED, collapse_share, cross_map
 from experiments.comparison_stats import (
+    ALPHA,
     PairedBootstrap,
     cell_means_rows,
+    fitted,
     interaction,
-    main_effects,
     marginal_table,
     mean_std,
     paired_bootstrap,
@@ -33,6 +33,7 @@ from experiments.runs import Cell, Run, config, corpus_test_split, kept_hypothes
 GRID_MODEL = "rnn_luong"
 """The model whose scorer × mode grid the analysis fits (the other rows are tested against
 its best cell by the bootstrap only)."""
+FACTORS = ("scorer", "mode")
 TRANSFORMER = ("scaled_dot, 4 heads", "global")
 """The Transformer row's score and mode labels (configs/model/transformer.yaml)."""
 MEASURES = {
@@ -43,9 +44,6 @@ MEASURES = {
 }
 """Measure -> (its :class:`CellMeasures` field, higher is better, digits), in the order the
 analysis writes them."""
-MIN_RUNS = 3
-ALPHA = 0.05
-"""Level of the interaction tests (a resolved one shows its cell means)."""
 
 
 def labels_of(cell: Cell) -> tuple[str, str, str]:
@@ -228,12 +226,8 @@ def analysis(
     """The verdict against the diagonal alignment, each scorer's and mode's marginal mean per
     measure, a paragraph per measure (main effects, the interaction test and, resolved, the
     cell means; for test BLEU the paired bootstrap), then Luong et al."""
-    fits = {}
-    for name, (_, higher, _) in MEASURES.items():
-        rows = _grid_rows(cells, name)
-        if len(rows) >= MIN_RUNS:
-            with contextlib.suppress(ValueError):  # the cells do not connect every level yet
-                fits[name] = main_effects(rows, higher, ("scorer", "mode"), bonferroni=True)
+    found = {n: fitted(_grid_rows(cells, n), up, FACTORS) for n, (_, up, _) in MEASURES.items()}
+    fits = {name: fit for name, fit in found.items() if fit is not None}
     verdict = diagonal_verdict(cells, diagonal)
     if not fits:
         return [*verdict, "Not enough runs for the analysis yet."]
@@ -252,7 +246,7 @@ def analysis(
     boot = bootstrap_of(cells, refs)
     for name, fit in ((n, fits[n]) for n in MEASURES if n in fits):
         digits = MEASURES[name][2]
-        crossed = interaction(_grid_rows(cells, name), ("scorer", "mode"))
+        crossed = interaction(_grid_rows(cells, name), FACTORS)
         tested = boot if name == "test BLEU" else None
         text = paragraph(fit, name, tested, digits=digits, crossed=crossed)
         lines += [text + (bootstrap_notes(cells, tested) if tested else ""), ""]

@@ -24,6 +24,10 @@ from experiments import page_blocks
 
 Rows = Sequence[tuple[str, str, float]]
 """Runs of a two-factor grid: (level of A, level of B, y)."""
+ALPHA = 0.05
+"""The level of the tables' tests."""
+MIN_RUNS = 3
+"""The fewest runs an analysis fits."""
 
 
 # --- Student's t and Fisher's F ------------------------------------------------------------
@@ -255,6 +259,14 @@ def main_effects(
     )
 
 
+def fitted(rows: Rows, higher_is_better: bool, factors: tuple[str, str]) -> MainEffects | None:
+    """:func:`main_effects`, Bonferroni-adjusted; None with fewer than :data:`MIN_RUNS` rows
+    or cells that do not connect every level."""
+    if len(rows) < MIN_RUNS or _design(rows) is None:
+        return None
+    return main_effects(rows, higher_is_better, factors, bonferroni=True)
+
+
 @dataclass(frozen=True)
 class Interaction:
     """The F test of the A × B interaction: the additive fit against the cell-means fit
@@ -426,7 +438,7 @@ def paragraph(
     effects: MainEffects,
     measure: str,
     bootstrap: PairedBootstrap | None = None,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     digits: int = 2,
     factors: Sequence[FactorEffects] | None = None,
     scope: str = "",
@@ -445,7 +457,7 @@ def paragraph(
     return " ".join(sentences)
 
 
-def interaction_sentence(test: Interaction, higher: bool, digits: int, alpha: float = 0.05) -> str:
+def interaction_sentence(test: Interaction, higher: bool, digits: int, alpha: float = ALPHA) -> str:
     """Whether the interaction is resolved (p < alpha); if so, the best and the worst cell and
     the level they share."""
     a, b = test.factors

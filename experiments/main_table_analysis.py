@@ -11,13 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from experiments.comparison_stats import (
+    ALPHA,
     Interaction,
     MainEffects,
     PairedBootstrap,
     SystemTest,
+    fitted,
     holm,
     interaction,
-    main_effects,
     marginal_table,
     paired_bootstrap,
     paragraph,
@@ -27,9 +28,7 @@ from experiments.runs import Run, kept_hypotheses
 FACTORS = ("preset", "corpus")
 MEASURES = (("test BLEU", "bleu", 2), ("test chrF", "chrf", 1))
 """(measure, the summary's ``test`` field, digits), in the order they are written."""
-MIN_RUNS = 3
 SAMPLES = 1000
-ALPHA = 0.05
 
 References = Callable[[str], Sequence[str]]
 """Corpus name -> its test references ([] when they cannot be had)."""
@@ -60,15 +59,6 @@ class Fits:
         return self.preset is self.corpus
 
 
-def _fit(found: Sequence[Row]) -> MainEffects | None:
-    if len(found) < MIN_RUNS:
-        return None
-    try:
-        return main_effects(found, True, FACTORS, bonferroni=True)
-    except ValueError:  # the observed cells do not connect every level yet
-        return None
-
-
 def effects_of(runs: Sequence[Run], key: str) -> Fits:
     """:class:`Fits` of test ``key`` (higher is better); None where the runs do not support
     a fit yet."""
@@ -79,11 +69,11 @@ def effects_of(runs: Sequence[Run], key: str) -> Fits:
     full_corpora = tuple(c for c in corpora if all((p, c) in ran for p in presets))
     full_presets = tuple(p for p in presets if all((p, c) in ran for c in corpora))
     if len(full_corpora) == len(corpora):
-        fit = _fit(found)
+        fit = fitted(found, True, FACTORS)
         crossed = interaction(found, FACTORS) if fit is not None else None
         return Fits(fit, fit, full_corpora, full_presets, crossed)
-    by_preset = _fit([row for row in found if row[1] in full_corpora])
-    by_corpus = _fit([row for row in found if row[0] in full_presets])
+    by_preset = fitted([row for row in found if row[1] in full_corpora], True, FACTORS)
+    by_corpus = fitted([row for row in found if row[0] in full_presets], True, FACTORS)
     return Fits(by_preset, by_corpus, full_corpora, full_presets, None)
 
 

@@ -250,6 +250,18 @@ def test_no_residual_degrees_of_freedom_gives_no_intervals() -> None:
         cs.main_effects([("dot", "global", 1.0), ("general", "hard", 2.0)] * 2, True)
 
 
+def test_fitted_needs_three_runs_and_connected_cells_and_adjusts() -> None:
+    """Two runs or two islands: no fit; else main_effects with Bonferroni (a full 2 × 2 grid:
+    level x's mean (1.0 + 2.1) / 2 = 1.55, y's 3.45)."""
+    assert cs.fitted([("x", "p", 1.0), ("y", "q", 2.0)], True, ("a", "b")) is None
+    assert cs.fitted([("x", "p", 1.0), ("y", "q", 2.0)] * 2, True, ("a", "b")) is None
+    rows = [("x", "p", 1.0), ("x", "q", 2.1), ("y", "p", 3.0), ("y", "q", 3.9)]
+    fit = cs.fitted(rows, True, ("a", "b"))
+    assert fit is not None and fit.bonferroni and fit.a.factor == "a"
+    assert fit == cs.main_effects(rows, True, ("a", "b"), bonferroni=True)
+    assert fit.a.level("x").mean == pytest.approx(1.55) and fit.a.best == "y"
+
+
 # --- paired bootstrap -----------------------------------------------------------------------
 
 REFS = [

@@ -319,6 +319,6 @@ def test_results_docs_reports_an_unpreparable_corpus_and_writes_nothing(
     out.parent.mkdir()
     assert results_table.main(["docs", "--results", str(results), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: the test split of corpus 'ding_de_en'")
+    assert err.startswith("error: the corpus 'ding_de_en' does not prepare")
     assert "its package is not installed" in err and "Traceback" not in err
     assert list(out.parent.iterdir()) == []
