@@ -383,9 +383,10 @@ def _float(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment, in the input's order: with p_(1) <= ... <= p_(m),
-    p̃_(i) = max over k <= i of min(1, (m − k + 1)·p_(k))."""
+def holm(raw: Sequence[float | None]) -> list[float]:
+    """Holm's step-down adjustment, in the input's order (None: 1, a baseline's): with p_(1)
+    <= ... <= p_(m), p̃_(i) = max over k <= i of min(1, (m − k + 1)·p_(k))."""
+    p_values = [1.0 if p is None else p for p in raw]
     m = len(p_values)
     out = [1.0] * m
     running = 0.0
@@ -539,18 +540,16 @@ def _bootstrap_sentence(bootstrap: PairedBootstrap, alpha: float, d: int) -> str
     )
     if not others:
         return head + " has nothing to compare."
-    raw = [1.0 if s.p_value is None else s.p_value for s in others]
-    p = dict(zip((s.name for s in others), holm(raw)))
+    p = dict(zip((s.name for s in others), holm([s.p_value for s in others])))
     head += f", its p-values Holm-adjusted over its {len(others)} tests,"
-    separated = [s for s in others if p[s.name] < alpha]
-    kept = [s for s in others if s not in separated]
+    named = {s.name: f"{s.name} {s.diff:+.{d}f} (p = {p[s.name]:.3f})" for s in others}
+    separated = [named[s.name] for s in others if p[s.name] < alpha]
+    kept = [named[s.name] for s in others if p[s.name] >= alpha]
+    verb = "separates from it" if separated else "separates nothing from it"
+    return f"{head} {verb} {separation(separated, kept, alpha)}. {BOOTSTRAP_NOISE}"
 
-    def tests(chosen: list[SystemTest]) -> str:
-        return ", ".join(f"{s.name} {s.diff:+.{d}f} (p = {p[s.name]:.3f})" for s in chosen)
 
-    if not separated:
-        text = f"{head} separates nothing from it at p < {alpha:g}: {tests(kept)}."
-    else:
-        text = f"{head} separates from it at p < {alpha:g}: {tests(separated)}"
-        text += f"; not resolved: {tests(kept)}." if kept else "."
-    return f"{text} {BOOTSTRAP_NOISE}"
+def separation(separated: Sequence[str], kept: Sequence[str], alpha: float) -> str:
+    """'at p < 0.05: A, B; not resolved: C': the tests separated at ``alpha``, else the rest."""
+    text = f"at p < {alpha:g}: {', '.join(separated or kept)}"
+    return text + (f"; not resolved: {', '.join(kept)}" if separated and kept else "")

@@ -22,6 +22,7 @@ from experiments.comparison_stats import (
     marginal_table,
     paired_bootstrap,
     paragraph,
+    separation,
 )
 from experiments.runs import Run, kept_hypotheses
 
@@ -169,8 +170,7 @@ def bootstraps(
 def holm_adjusted(boots: Sequence[CorpusBootstrap]) -> dict[PresetTest, float]:
     """Every test of every corpus -> its p-value Holm-adjusted over all of them."""
     tests = [t for b in boots for t in b.tests]
-    raw = [1.0 if t.result.p_value is None else t.result.p_value for t in tests]
-    return dict(zip(tests, holm(raw)))
+    return dict(zip(tests, holm([t.result.p_value for t in tests])))
 
 
 def corpus_sentence(b: CorpusBootstrap, p: Mapping[PresetTest, float]) -> str:
@@ -178,15 +178,12 @@ def corpus_sentence(b: CorpusBootstrap, p: Mapping[PresetTest, float]) -> str:
     head = f"On {b.corpus} ({b.kept} of {b.runs} runs with kept outputs), against {b.best}"
     head += f" (mean test BLEU {b.best_bleu:.2f})"
     left = f"; no seed in common with it: {', '.join(b.untested)}" if b.untested else ""
-    separated = ", ".join(t.text(p[t]) for t in b.tests if p[t] < ALPHA)
-    kept = ", ".join(t.text(p[t]) for t in b.tests if p[t] >= ALPHA)
     if not b.tests:
         return f"{head}, nothing is tested{left}."
-    if not separated:
-        return f"{head}, nothing is separated at p < {ALPHA:g}: {kept}{left}."
-    return f"{head}, separated at p < {ALPHA:g}: {separated}" + (
-        f"; not resolved: {kept}" if kept else ""
-    ) + f"{left}."  # fmt: skip
+    separated = [t.text(p[t]) for t in b.tests if p[t] < ALPHA]
+    kept = [t.text(p[t]) for t in b.tests if p[t] >= ALPHA]
+    verb = "separated" if separated else "nothing is separated"
+    return f"{head}, {verb} {separation(separated, kept, ALPHA)}{left}."
 
 
 def bootstrap_paragraph(boots: Sequence[CorpusBootstrap], samples: int = SAMPLES) -> str:

@@ -443,6 +443,13 @@ def test_holm_by_hand() -> None:
     assert cs.holm([0.02, 0.02]) == pytest.approx([0.04, 0.04])
     assert cs.holm([0.6, 0.9]) == [1.0, 1.0]
     assert cs.holm([]) == []
+    assert cs.holm([None, 0.02]) == pytest.approx([1.0, 0.04])  # None: a baseline's p of 1
+
+
+def test_separation_names_the_separated_then_the_rest() -> None:
+    assert cs.separation(["a"], ["b", "c"], 0.05) == "at p < 0.05: a; not resolved: b, c"
+    assert cs.separation(["a"], [], 0.01) == "at p < 0.01: a"
+    assert cs.separation([], ["b", "c"], 0.05) == "at p < 0.05: b, c"
 
 
 def test_f_survival_by_closed_forms() -> None:
