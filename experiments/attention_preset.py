@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from experiments import page_blocks
 from experiments.attention_table import CellMeasures, columns
 from experiments.comparison_stats import main_effects
+from experiments.protocol import size_of
 from experiments.runs import config
 
 STUDY = "results_attention_preset"
@@ -54,8 +55,8 @@ def difference(cells: Sequence[CellMeasures]) -> Difference | None:
 
 
 def size(cells: Sequence[CellMeasures]) -> str:
-    """The RNN units of the cells' study overrides (embeddings = states: tested)."""
-    return ", ".join(dict.fromkeys(m.cell.overrides.get("model.hidden_size", "?") for m in cells))
+    """The RNN sizes of the cells' study overrides (:func:`protocol.size_of`)."""
+    return ", ".join(dict.fromkeys(size_of(m.cell.overrides) for m in cells))
 
 
 def table(
