@@ -16,6 +16,7 @@ from experiments.comparison_stats import (
     MainEffects,
     PairedBootstrap,
     SystemTest,
+    cell_means_rows,
     fitted,
     holm,
     interaction,
@@ -201,7 +202,8 @@ def bootstrap_paragraph(boots: Sequence[CorpusBootstrap], samples: int = SAMPLES
 
 def analysis(runs: Sequence[Run], refs_of: References, samples: int = SAMPLES) -> list[str]:
     """Each preset's and corpus' marginal mean with its 95% interval on test BLEU and chrF,
-    a paragraph per measure, the bootstrap's paragraph."""
+    a paragraph per measure (a resolved interaction: then its cell means), the bootstrap's
+    paragraph."""
     fits = {name: effects_of(runs, key) for name, key, _ in MEASURES}
     if all(f.preset is None and f.corpus is None for f in fits.values()):
         return ["Not enough runs for the analysis yet."]
@@ -221,4 +223,6 @@ def analysis(runs: Sequence[Run], refs_of: References, samples: int = SAMPLES) -
     for name, _, digits in MEASURES:
         if text := measure_paragraph(fits[name], name, digits):
             lines += [text, ""]
+        if (crossed := fits[name].crossed) is not None and crossed.p < ALPHA:
+            lines += [*cell_means_rows(crossed, name, digits), ""]  # "The cell means:" ends text
     return [*lines, bootstrap_paragraph(bootstraps(runs, refs_of, samples), samples)]

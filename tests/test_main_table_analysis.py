@@ -121,6 +121,12 @@ def test_an_interaction_is_tested_when_every_preset_ran_on_every_corpus(tmp_path
     text = mta.measure_paragraph(fits, "test BLEU", 2)
     assert "The preset × corpus interaction is resolved (F = " in text
     assert "the best cell is transformer bible_en_fr" in text
+    lines = mta.analysis(crossed, no_references)
+    at = lines.index(next(line for line in lines if line.startswith("On test BLEU")))
+    assert lines[at].endswith("The cell means:") and lines[at + 1] == ""
+    assert lines[at + 2 : at + 4] == ["| test BLEU: preset × corpus | ding_de_en | bible_en_fr |",
+                                      "|---|---:|---:|"]  # fmt: skip
+    assert lines[at + 4].startswith("| transformer | ")
 
 
 def test_no_marginal_mean_is_imputed_for_a_preset_that_never_ran_on_a_corpus(
