@@ -91,8 +91,18 @@ def lengths(main: list[Cell]) -> dict[str, int]:
     return {c: OmegaConf.load(ROOT / protocol.length_config(c)).max_steps for c in corpora(main)}
 
 
-def main_table(main: list[Cell], labels: dict[str, str]) -> list[str]:
-    """The lengths and seeds, then a row per corpus and preset."""
+def capped(main: list[Cell], probes: Path, every: int) -> frozenset[str]:
+    """The corpora where a main-table probe ran and has not flattened."""
+    runs = protocol.probes(protocol.MAIN, probes)
+    own = {c: [r for r in runs if r.overrides.get("data") == c] for c in corpora(main)}
+    return frozenset(c for c, rs in own.items() if rs and protocol.table_updates(rs, every) is None)
+
+
+def main_table(
+    main: list[Cell], labels: dict[str, str], capped: frozenset[str] = frozenset()
+) -> list[str]:
+    """The lengths and seeds, then a row per corpus and preset; the updates of a corpus in
+    ``capped`` (its probes have not flattened) are labelled "capped, not flat"."""
     data, seeds = corpora(main), sorted({s for c in main for s in c.seeds})
     rows = []
     for cell in main:
@@ -105,7 +115,8 @@ def main_table(main: list[Cell], labels: dict[str, str]) -> list[str]:
             mean_std([r.test_score("bleu") for r in got]),
             mean_std([r.test_score("chrf") for r in got]),
             span([(r.summary.params or math.nan) / 1e6 for r in got], "M"),
-            span([r.summary.step or math.nan for r in got], digits=0),
+            span([r.summary.step or math.nan for r in got], digits=0)
+            + (" (capped, not flat)" if got and cell.overrides["data"] in capped else ""),
             f"{statistics.median(minutes):.1f}" if minutes else "–",
             ", ".join(sorted({labels[r.machine_line] for r in got})) or "not yet run",
         ])  # fmt: skip
@@ -113,7 +124,12 @@ def main_table(main: list[Cell], labels: dict[str, str]) -> list[str]:
             "minutes (median)", "machines"]  # fmt: skip
     return [
         f"`experiment=results_main`: {', '.join(map(str, sorted(set(lengths(main).values()))))} "
-        f"updates per run, seeds {', '.join(map(str, seeds))}.",
+        f"updates per run, seeds {', '.join(map(str, seeds))}."
+        + "".join(
+            f" On {c} the length is capped, not flat: its probes have not flattened "
+            "(Protocol, below), so its rows compare presets at a fixed, unfinished length."
+            for c in sorted(capped)
+        ),
         "",
         *page_blocks.table(head, "lllrrrrrl", rows),
     ]
@@ -153,6 +169,7 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
     data = corpora(main)
     refs = functools.cache(lambda corpus: corpus_test_split(data.get(corpus) or None, ROOT)[1])
     every = {config(r)["trainer"].get("val_every_steps") for r in main_runs}
+    step = every.pop() if len(every) == 1 else None
     seeds = max((len(c.seeds) for c in main), default=1)
     toy = attention_table.toy_records(probes)
     measured = attention_table.measures(table, toy)
@@ -164,12 +181,12 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
             f"sacrebleu: {'; '.join(f'`{s}`' for s in signatures) or 'none yet'}; "
             f"beam {', '.join(beams) or '1'}."
         ],
-        "main": main_table(main, labels),
+        "main": main_table(main, labels, capped(main, probes, step) if step else frozenset()),
         "main analysis": main_table_analysis.analysis(main_runs, refs),
         "main length": protocol.main_section(
-            protocol.probes(protocol.MAIN, probes), lengths(main), every.pop(), seeds
+            protocol.probes(protocol.MAIN, probes), lengths(main), step, seeds
         )
-        if len(every) == 1
+        if step
         else ["No one validation interval among the runs: no length to judge yet."],
         "attention": [
             f"`experiment=results_attention` on ding_de_en: {trained.max_steps} updates per run, "

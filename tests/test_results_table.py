@@ -3,6 +3,7 @@ studies' run folders (planted: the main table, mean ± std, machines, curves, mi
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -230,3 +231,32 @@ def test_results_docs_refuses_a_page_without_a_block_and_writes_nothing(
     with pytest.raises(DataError, match="generated blocks missing, repeated or unknown: machines"):
         rt.write_docs(tmp_path / "results", out, tmp_path / "no_probes", page)
     assert not out.parent.exists()  # neither the page nor its PNGs
+
+
+def test_a_corpus_whose_probe_has_not_flattened_is_labelled_capped_not_flat(
+    tmp_path: Path,
+) -> None:
+    """The main table's rows on a corpus whose main-protocol probe ran and has not flattened
+    say so beside their updates; a corpus whose probe flattened, or without a probe, not."""
+    results, probes = tmp_path / "results", tmp_path / "probes"
+    main_run(results, "ding_de_en", "transformer", 1, 4.0)
+    main_run(results, "bible_en_fr", "transformer", 1, 14.0, step=1500)
+    falling = [4.0 - s / 1000 for s in range(250, 3001, 250)]  # 1/4 nat better every 1,000
+    flat = [max(3.0, 4.0 - s / 1000) for s in range(250, 3001, 250)]  # flat from 1,000 on
+    for corpus, nlls in (("bible_en_fr", falling), ("ding_de_en", flat)):
+        overrides = ["experiment=results_main", f"data={corpus}", "model=transformer", "seed=1"]
+        probe = plant_run(probes, "main_protocol", f"data-{corpus}_model-transformer", overrides)
+        events = [{"event": "valid", "step": 250 * (i + 1), "minutes": 1.0 * i, "nll": nll,
+                   "bleu": 1.0, "chrf": 20.0} for i, nll in enumerate(nlls)]  # fmt: skip
+        (probe / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    main = rt.cells(results, rt.MAIN)
+    assert rt.capped(main, probes, 250) == frozenset({"bible_en_fr"})
+    assert rt.capped(main, tmp_path / "none", 250) == frozenset()
+    labels = rt.machine_labels(r for c in main for r in c.runs)
+    text = "\n".join(rt.main_table(main, labels, frozenset({"bible_en_fr"})))
+    rows = [x for x in text.splitlines() if "| transformer |" in x]
+    bible, ding = (
+        next(x for x in rows if x.startswith(f"| {c} (")) for c in ("bible_en_fr", "ding_de_en")
+    )
+    assert "| 1500 (capped, not flat) |" in bible and "capped" not in ding
+    assert "On bible_en_fr the length is capped, not flat" in text
