@@ -91,9 +91,8 @@ def lengths(main: list[Cell]) -> dict[str, int]:
     return {c: OmegaConf.load(ROOT / protocol.length_config(c)).max_steps for c in corpora(main)}
 
 
-def capped(main: list[Cell], probes: Path, every: int) -> frozenset[str]:
-    """The corpora where a main-table probe ran and has not flattened."""
-    runs = protocol.probes(protocol.MAIN, probes)
+def capped(main: list[Cell], runs: list[Run], every: int) -> frozenset[str]:
+    """The corpora where a main-table probe (one of ``runs``) ran and has not flattened."""
     own = {c: [r for r in runs if r.overrides.get("data") == c] for c in corpora(main)}
     return frozenset(c for c, rs in own.items() if rs and protocol.table_updates(rs, every) is None)
 
@@ -170,6 +169,7 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
     refs = functools.cache(lambda corpus: corpus_test_split(data.get(corpus) or None, ROOT)[1])
     every = {config(r)["trainer"].get("val_every_steps") for r in main_runs}
     step = every.pop() if len(every) == 1 else None
+    main_probes = protocol.probes(protocol.MAIN, probes)
     seeds = max((len(c.seeds) for c in main), default=1)
     toy = attention_table.toy_records(probes)
     measured = attention_table.measures(table, toy)
@@ -181,11 +181,9 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
             f"sacrebleu: {'; '.join(f'`{s}`' for s in signatures) or 'none yet'}; "
             f"beam {', '.join(beams) or '1'}."
         ],
-        "main": main_table(main, labels, capped(main, probes, step) if step else frozenset()),
+        "main": main_table(main, labels, capped(main, main_probes, step) if step else frozenset()),
         "main analysis": main_table_analysis.analysis(main_runs, refs),
-        "main length": protocol.main_section(
-            protocol.probes(protocol.MAIN, probes), lengths(main), step, seeds
-        )
+        "main length": protocol.main_section(main_probes, lengths(main), step, seeds)
         if step
         else ["No one validation interval among the runs: no length to judge yet."],
         "attention": [
