@@ -13,12 +13,12 @@ from pathlib import Path
 from helpers.alignment_runs import LUONG
 from helpers.alignment_runs import plant as plant_toy
 from helpers.run_folders import plant_run
+from scipy import stats
 
 from attnmt.decode.alignment_error import AlignmentScores
 from experiments import attention_preset, luong_reference
 from experiments import attention_table as at
 from experiments.alignment_baselines import ScoredBaseline
-from experiments.comparison_stats import t_quantile
 from experiments.runs import study_cells
 from experiments.study import load_study
 
@@ -299,7 +299,7 @@ def pooled_difference(a: list[float], b: list[float]) -> str:
     """mean(a) − mean(b) with the pooled two-sample t interval, as the section writes it."""
     df = len(a) + len(b) - 2
     pooled = ((len(a) - 1) * statistics.variance(a) + (len(b) - 1) * statistics.variance(b)) / df
-    half = t_quantile(0.975, df) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
+    half = float(stats.t.ppf(0.975, df)) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
     d = statistics.mean(a) - statistics.mean(b)
     return f"{d:+.2f} (95% interval {d - half:+.2f} to {d + half:+.2f}, {len(a) + len(b)} runs)"
 

@@ -1,4 +1,4 @@
-"""experiments/comparison_stats.py on toy numbers (issue 36 item 3): the t quantile, the
+"""experiments/comparison_stats.py on toy numbers (issue 36 item 3): the t intervals, the
 flattening rule, the main effects and their intervals, sacrebleu's paired bootstrap and the
 paragraph generated from them agreeing with planted differences and planted noise."""
 
@@ -7,21 +7,31 @@ from __future__ import annotations
 import math
 import os
 import re
+import statistics
 
 import numpy as np
 import pytest
 
 from experiments import comparison_stats as cs
 
-# --- t quantile -----------------------------------------------------------------------------
+# --- t intervals ----------------------------------------------------------------------------
+
+
+def _one_cell_half(values: list[float], confidence: float = 0.95) -> float:
+    """Half the interval main_effects gives the mean of one cell: t_{(1+c)/2, n−1}·s/√n."""
+    fit = cs.main_effects([("a", "b", v) for v in values], True, confidence=confidence)
+    level = fit.a.level("a")
+    return (level.mean_high - level.mean_low) / 2.0
 
 
 @pytest.mark.parametrize(
     ("df", "table"),
-    [(1, 12.706), (2, 4.303), (5, 2.571), (10, 2.228), (30, 2.042), (10**6, 1.960)],
+    [(1, 12.706), (2, 4.303), (5, 2.571), (10, 2.228), (30, 2.042), (120, 1.980)],
 )
-def test_t_quantile_matches_the_table(df: int, table: float) -> None:
-    assert cs.t_quantile(0.975, df) == pytest.approx(table, abs=5e-4)
+def test_the_t_quantile_of_the_intervals_matches_the_table(df: int, table: float) -> None:
+    values = [float(i * i) for i in range(df + 1)]
+    t = _one_cell_half(values) * math.sqrt(len(values)) / statistics.stdev(values)
+    assert t == pytest.approx(table, abs=5e-4)
 
 
 def test_the_t_interval_of_a_mean_by_hand() -> None:
@@ -34,21 +44,18 @@ def test_the_t_interval_of_a_mean_by_hand() -> None:
     assert cs.t_interval([4.2]) is None and cs.t_interval([]) is None
 
 
-def test_t_quantile_closed_forms_and_symmetry() -> None:
-    # df = 1 is the Cauchy distribution: t_q = tan(π (q − ½))
-    # df = 2: t_q = (2q − 1)·sqrt(2 / (4q(1 − q)))
-    for q in (0.6, 0.9, 0.99, 0.9995):
-        assert cs.t_quantile(q, 1) == pytest.approx(math.tan(math.pi * (q - 0.5)), rel=1e-9)
-        assert cs.t_quantile(q, 2) == pytest.approx(
-            (2 * q - 1) * math.sqrt(2 / (4 * q * (1 - q))), rel=1e-9
+def test_the_confidence_sets_the_t_quantile_by_closed_forms() -> None:
+    # q = (1 + c)/2; df = 1 is the Cauchy distribution: t_q = tan(π (q − ½)) = tan(π c / 2);
+    # df = 2: t_q = (2q − 1)·sqrt(2 / (4q(1 − q))) = c·sqrt(2 / (1 − c²)).
+    # 0, 2: s = √2, n = 2, half = t; 1, 2, 3: s = 1, n = 3, half = t / √3
+    for c in (0.2, 0.8, 0.98, 0.999):
+        assert _one_cell_half([0.0, 2.0], c) == pytest.approx(math.tan(math.pi * c / 2), rel=1e-9)
+        assert _one_cell_half([1.0, 2.0, 3.0], c) == pytest.approx(
+            c * math.sqrt(2 / (1 - c * c)) / math.sqrt(3), rel=1e-9
         )
-    for df in (1, 3, 7, 50):
-        for q in (0.6, 0.95, 0.999):
-            assert cs.t_quantile(1 - q, df) == pytest.approx(-cs.t_quantile(q, df), rel=1e-9)
-            assert cs.t_cdf(cs.t_quantile(q, df), df) == pytest.approx(q, abs=1e-10)
-    assert cs.t_quantile(0.5, 4) == 0.0
-    with pytest.raises(ValueError):
-        cs.t_quantile(1.0, 4)
+    for c in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="confidence"):
+            cs.main_effects([("a", "b", 1.0), ("a", "b", 2.0)], True, confidence=c)
 
 
 # --- flattening rule ------------------------------------------------------------------------
@@ -452,18 +459,6 @@ def test_separation_names_the_separated_then_the_rest() -> None:
     assert cs.separation([], ["b", "c"], 0.05) == "at p < 0.05: b, c"
 
 
-def test_f_survival_by_closed_forms() -> None:
-    """F(1, d) = t(d)²: P(F > 4) = P(|t_4| > 2) = 2·(1 − t_cdf(2, 4)) = 0.1161; F(2, d2) has
-    P(F > f) = (1 + 2f/d2)^(−d2/2): f = 3, d2 = 4 gives 2.5⁻² = 0.16; F(2, 2): 1/(1 + f)."""
-    assert cs.f_sf(4.0, 1, 4) == pytest.approx(2 * (1 - cs.t_cdf(2.0, 4)), abs=1e-9)
-    assert cs.f_sf(4.0, 1, 4) == pytest.approx(0.1161, abs=1e-4)
-    assert cs.f_sf(3.0, 2, 4) == pytest.approx(0.16, abs=1e-9)
-    assert cs.f_sf(1.0, 2, 2) == pytest.approx(0.5, abs=1e-9)
-    assert cs.f_sf(0.0, 3, 5) == 1.0
-    with pytest.raises(ValueError):
-        cs.f_sf(1.0, 0, 5)
-
-
 def test_the_interaction_test_by_hand() -> None:
     """2 × 2, two runs a cell, each ±1 around its mean (2, 3, 3, 8): RSS_cells = 8 on
     df2 = 8 − 4 = 4; the interaction contrast 2 − 3 − 3 + 8 = 4 adds r·4²/4 = 8 on df1 = 1,
@@ -484,6 +479,20 @@ def test_the_interaction_test_by_hand() -> None:
     assert flat is not None and flat.f == pytest.approx(0.0, abs=1e-9) and flat.p == 1.0
     one_run_a_cell = [(a, b, m) for (a, b), m in means.items()]
     assert cs.interaction(one_run_a_cell) is None  # no replicate: df2 = 0
+
+
+def test_the_interaction_p_of_two_and_six_degrees_of_freedom() -> None:
+    """3 × 2, two runs a cell, each ±1 around its mean; the interaction part of the cell means
+    is ((1, −1), (−1, 1), (0, 0)) on top of main effects: SS = 2·4 = 8 on df1 = 2,
+    RSS_cells = 12 on df2 = 12 − 6 = 6, F = (8/2)/(12/6) = 2, and F(2, d2) has
+    P(F > f) = (1 + 2f/d2)^(−d2/2) = (5/3)^(−3) = 27/125 (P(F(6, 2) > 2) would be 0.37)."""
+    a = {"a1": 0.0, "a2": 1.0, "a3": 3.0}
+    e = {("a1", "b1"): 1.0, ("a1", "b2"): -1.0, ("a2", "b1"): -1.0, ("a2", "b2"): 1.0}
+    rows = [(x, y, 5.0 + a[x] + 2.0 * (y == "b2") + e.get((x, y), 0.0) + d)
+            for x in a for y in ("b1", "b2") for d in (-1.0, 1.0)]  # fmt: skip
+    test = cs.interaction(rows)
+    assert test is not None and (test.df1, test.df2) == (2, 6)
+    assert test.f == pytest.approx(2.0) and test.p == pytest.approx(27 / 125, rel=1e-9)
 
 
 def test_a_crossed_grid_is_resolved_and_its_cells_shown() -> None:
