@@ -71,12 +71,10 @@ results: setup ## run the results studies (RESULTS_HOURS each), keep their runs,
 		--hours $(RESULTS_HOURS) --record $(ARGS) &&) true
 	$(MAKE) results-docs
 
-results-docs: setup ## docs/results.md, attention.md, alignment.md, luong_bahdanau.md, ding_loose.md, recipe.md from results/
+results-docs: setup ## docs/results.md, attention.md, alignment.md from results/
 	$(PY) -m experiments.results_table docs
 	$(PY) -m experiments.attention_guide
 	$(PY) -m experiments.alignment_aer table
-	$(PY) -m experiments.variant_pages
-	$(PY) -m experiments.recipe_page
 
 clean: ## remove caches and outputs/ (keeps data/ and .venv)
 	rm -rf outputs/* multirun .pytest_cache .ruff_cache .mypy_cache .hypothesis

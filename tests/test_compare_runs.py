@@ -10,11 +10,8 @@ from helpers.toy_train import toy_train_config
 
 from attnmt import run_curves
 from attnmt.run_dir import RunDir
-from attnmt.run_record import RecordWriter, Validation
-from attnmt.run_summary import Summary
+from attnmt.run_record import RecordWriter
 from attnmt.train.loop import train
-from experiments import recipe_page
-from experiments.runs import Run
 from scripts import compare_runs as compare
 
 
@@ -135,7 +132,7 @@ def test_a_run_its_budget_stopped_counts_its_final_validation_at_the_budget(
         compare.read_run(budget)
 
 
-def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_recipe() -> None:
+def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_run_curves() -> None:
     points = [(4.0, 1.0), (9.8, 3.0), (15.0, 2.0)]  # (training minutes, valid BLEU)
     assert [run_curves.best_by(points, m) for m in (5, 10, 15, 15.7, 15.8)] == [
         1.0,  # the best by minute 5 is the first validation's
@@ -147,17 +144,11 @@ def test_the_best_by_a_mark_is_one_rule_for_compare_runs_and_the_recipe() -> Non
     assert run_curves.best_by([], 5) is None
     assert run_curves.best_by([(10.3, 2.0)], 10.0) is None  # its first validation came later
     run = compare.Run(path=Path("r"), label="r", valid=[(100, m, b, 0.0) for m, b in points])
-    valid = tuple(Validation(100, m, 5.0, b, 0.0, None) for m, b in points)
-
-    def recipe_run(reason: str, budget: float) -> Run:
-        """The recipe page's run of these validations, stopped for ``reason``."""
-        overrides = {"trainer.time_budget_min": str(budget)}
-        return Run(Path("r"), overrides, Summary(reason=reason), (), None, valid=valid)
-
-    for mark in (5, 10, 15.7, 15.8):
-        assert compare.best_by(run, mark) == recipe_page.bleu_by(recipe_run("max_steps", 0), mark)
-    run.budget_stop = 14.0  # its budget stopped it at 14 minutes (its last check at 15)
-    stopped = recipe_run("time_budget", 14.0)
-    for mark in (5, 10, 14, 15.8):
-        assert compare.best_by(run, mark) == recipe_page.bleu_by(stopped, mark)
-    assert recipe_page.bleu_by(stopped, 14) == 3.0 and recipe_page.bleu_by(stopped, 13.9) == 3.0
+    marks = (5, 10, 13.9, 14, 15.7, 15.8)
+    assert [compare.best_by(run, m) for m in marks] == [1.0, 3.0, 3.0, 3.0, 3.0, None]
+    assert run_curves.budget_stop("max_steps", 14.0) is None  # only the budget's stop counts
+    run.budget_stop = run_curves.budget_stop("time_budget", 14.0)  # stopped at 14 (checked at 15)
+    # from the budget on, every validation counts, the one past 0.95 * 15.8 too
+    assert [compare.best_by(run, m) for m in marks] == [1.0, 3.0, 3.0, 3.0, 3.0, 3.0]
+    assert [run_curves.best_by(points, m, 14.0) for m in marks] == [1.0, 3.0, 3.0, 3.0, 3.0, 3.0]
+    assert run_curves.best_by([(4.0, 1.0), (14.1, 0.5)], 14, 14.0) == 1.0  # the best, not the last
