@@ -75,8 +75,6 @@ class Run:
     pace_note: str | None = None
     valid: tuple[Validation, ...] = ()
     """The validations, typed (with their minutes and chrF)."""
-    starts: tuple[dict[str, Any], ...] = ()
-    """The start events: each train.py process's time, machine, precision and device."""
 
     @property
     def seed(self) -> int:
@@ -133,7 +131,6 @@ def read_run(folder: Path) -> Run:
             kept.get("pace_ms_per_update"),
             kept.get("pace_note"),
             tuple(rec.validations()),
-            tuple(rec.of("start")),
         )
     except (OSError, KeyError, TypeError, ValueError, RecordError) as err:
         raise DataError(
