@@ -9,9 +9,11 @@ results/alignment/maps/; :func:`draw` puts every kept seed-1 map into one figure
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,14 @@ import numpy as np
 
 from attnmt.atomic import write_json
 from attnmt.decode.alignment_error import alignment_error
-from attnmt.decode.attention_maps import attention_maps
 from attnmt.decode.forced_alignment import select_map
 from attnmt.decode.translator import load_translator
 from attnmt.decode.word_alignment import word_alignment, word_index
 from attnmt.errors import DataError
 from experiments import page_blocks
 from experiments.alignment_aer import MECHANISMS, gold_test, mechanism_of, stem
+from experiments.attention_measures import forced_maps
+from experiments.page_blocks import report
 from experiments.runs import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,9 +51,7 @@ def keep(run: Path, mechanism: str, path: Path) -> Path:
             f"toy_align's test line {EXAMPLE + 1} is {src!r} -> {ref!r}, not the pair of this "
             "figure: update EXAMPLE_SOURCE/REFERENCE"
         )
-    tok = translator.tokenizer
-    src_ids, (tgt_ids,) = tok.encode_src([src]), tok.encode_tgt([ref])
-    (maps,) = attention_maps(translator.model, tok, translator.device, src_ids, [(tgt_ids, True)])
+    maps, _ = forced_maps(translator, src, ref)
     weights = select_map(maps.cross, -1, None)
     links = word_alignment(weights, maps.source_pieces, maps.target_pieces)
     kept = {
@@ -115,14 +116,19 @@ def draw(maps_dir: Path = MAPS, figure: Path = FIGURE) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Keep the example's map of each named run folder (named by its mechanism and seed),
-    then draw the figure."""
-    for arg in sys.argv[1:] if argv is None else argv:
-        run = read_run(Path(arg))
-        name = mechanism_of(run.overrides)
-        print(f"wrote {keep(run.folder, name, MAPS / f'{stem(name, run.seed)}.json')}")
-    print(f"wrote {draw()}")
-    return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="*", type=Path, help="trained run folders to keep")
+    args = parser.parse_args(argv)
+
+    def write() -> Iterator[Path]:
+        """The example's map of each run (named by its mechanism and seed), then the figure."""
+        for run in map(read_run, args.runs):
+            name = mechanism_of(run.overrides)
+            yield keep(run.folder, name, MAPS / f"{stem(name, run.seed)}.json")
+        if (png := draw()) is not None:
+            yield png
+
+    return report(write)
 
 
 if __name__ == "__main__":

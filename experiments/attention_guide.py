@@ -27,7 +27,7 @@ from attnmt.atomic import write_text
 from attnmt.data import batching
 from attnmt.models import alignment, attention, masking, multihead, scorers
 from experiments import alignment_maps, attention_table, page_blocks, results_table
-from experiments.attention_map import FIXED_CORPUS
+from experiments.attention_measures import FIXED_CORPUS
 from experiments.runs import Run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,8 +4,8 @@
 
 writes into the run's record results/STUDY/RUN/ eval/silver/scores.json (evaluate.py's test
 AER against the kept silver links of its corpus, results/silver/: an aligner's, not gold) and
-attention_map.json (experiments/attention_map.py). The table reads them, the last
-validation's entropy (runs.Run.entropy) and each map's :func:`collapse_share`.
+attention_map.json (:func:`capture`). The table reads them, the last validation's entropy
+(runs.Run.entropy) and each map's :func:`collapse_share`.
 """
 
 from __future__ import annotations
@@ -13,18 +13,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 
 from attnmt.atomic import write_json
 from attnmt.decode.alignment_error import read_gold
-from attnmt.errors import AttnmtError, DataError
+from attnmt.decode.attention_maps import AttentionMaps, attention_maps
+from attnmt.decode.translator import Translator, load_translator
+from attnmt.errors import DataError
 from attnmt.machine import usable_cores
-from experiments import attention_map
 from experiments.alignment_baselines import ScoredBaseline, aer_with_interval, diagonal_links
+from experiments.page_blocks import report
 from experiments.runs import evaluate_test
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +35,57 @@ SILVER = {"ding_de_en": ROOT / "results" / "silver" / "ding_de_en.test.de-en.sil
 """Corpus -> its kept silver alignments of the test split."""
 COLLAPSED = 0.8
 """A map is flagged collapsed when more than this share of its rows peak on one column."""
+FIXED_CORPUS = "ding_de_en"
+FIXED_SOURCE = "Tieffliegende Flugzeuge sind ein ständiges Ärgernis für die Anrainer."
+FIXED_REFERENCE = "Low flying aircraft are a constant irritant to neighbouring residents."
+"""Ding's test pair #2 (the end-of-run block prints it for every run): attention_map.json's."""
+DIGITS = 3  # keeps a Transformer's maps of one sentence under ~80 kB
+
+
+def forced_maps(
+    translator: Translator, source: str, target: str | None = None
+) -> tuple[AttentionMaps, str]:
+    """The maps of ``source`` teacher-forced on ``target`` (None: on the greedy translation),
+    and the target they were forced on."""
+    if target is None:
+        (hyp,) = translator.hypotheses([source], beam=1)
+        tokens, target = (hyp.tokens, translator.text(hyp)) if hyp is not None else ([], "")
+    else:
+        (tokens,) = translator.tokenizer.encode_tgt([target])
+    (maps,) = attention_maps(
+        translator.model, translator.tokenizer, translator.device,
+        translator.encode([source]), [(tokens, True)],
+    )  # fmt: skip
+    return maps, target
+
+
+def _rounded(weights: torch.Tensor) -> list[Any]:
+    """[..., R, C] -> nested lists of ``DIGITS``-rounded floats."""
+    return [[round(x, DIGITS) for x in row] for row in weights.flatten(0, -2).tolist()]
+
+
+def capture(run: Path, source: str = FIXED_SOURCE, reference: str = FIXED_REFERENCE) -> dict:
+    """attention_map.json: the maps of ``source`` forced on ``run``'s greedy translation (its
+    best checkpoint): an RNN's cross map [T][S], or each head of a Transformer's last layer,
+    encoder self [H][S][S], decoder self [H][T][T] and cross [H][T][S]."""
+    maps, hypothesis = forced_maps(load_translator(run, device="cpu"), source)
+    enc, dec = maps.encoder_self, maps.decoder_self
+    layer: int | None = None
+    kept: dict[str, Any] = {"cross": _rounded(maps.cross[0, 0])}  # an RNN's one map
+    if enc is not None and dec is not None:
+        layer = maps.cross.size(0) - 1
+        last = {"enc_self": enc[-1], "self": dec[-1], "cross": maps.cross[-1]}
+        kept = {name: [_rounded(head) for head in w] for name, w in last.items()}
+    return {
+        "source": source,
+        "reference": reference,
+        "hypothesis": hypothesis,
+        "src_pieces": maps.source_pieces,
+        "tgt_input": maps.decoder_input_pieces,
+        "tgt_out": maps.target_pieces,
+        "layer": layer,
+        "maps": kept,
+    }
 
 
 def collapse_share(rows: Sequence[Sequence[float]]) -> float:
@@ -83,9 +137,8 @@ def measure(run: Path, record: Path, threads: int) -> list[Path]:
         written.append(
             write_json(record / "eval" / "silver" / "scores.json", {"test-beam1": entry})
         )
-    if corpus == attention_map.FIXED_CORPUS:
-        maps = attention_map.capture(run)
-        written.append(write_json(record / "attention_map.json", maps, indent=None))
+    if corpus == FIXED_CORPUS:
+        written.append(write_json(record / "attention_map.json", capture(run), indent=None))
     return written
 
 
@@ -97,14 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=ROOT / "results", help="the records' root")
     parser.add_argument("--threads", type=int, default=usable_cores(), help="evaluate.py's")
     args = parser.parse_args(argv)
-    try:
+
+    def write() -> Iterator[Path]:
         for run in args.runs:
-            for path in measure(run, args.results / run.parent.name / run.name, args.threads):
-                print(f"wrote {path}")
-    except AttnmtError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+            yield from measure(run, args.results / run.parent.name / run.name, args.threads)
+
+    return report(write)
 
 
 if __name__ == "__main__":

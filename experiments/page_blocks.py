@@ -93,12 +93,12 @@ def save_png(fig: Figure, path: Path, dpi: int | None = None) -> Path:
 
 
 def report(write: Callable[[], Iterable[Path]]) -> int:
-    """A page command's end: ``wrote PATH`` for each file ``write`` wrote (0), or one line
-    ``error: ...`` on stderr (2)."""
+    """A command's end: ``wrote PATH`` for each file ``write`` wrote, as it comes (0), and
+    one line ``error: ...`` on stderr at the first error (2)."""
     try:
-        written = list(write())
+        for path in write():
+            print(f"wrote {path}")
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print("\n".join(f"wrote {path}" for path in written))
     return 0

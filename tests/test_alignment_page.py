@@ -16,6 +16,7 @@ from attnmt.errors import DataError
 from attnmt.machine import Cpu, Machine
 from attnmt.run_summary import Summary
 from experiments import alignment_aer as aa
+from experiments import alignment_maps
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.runs import CorpusUnavailable, Run
 from experiments.study import load_study
@@ -203,6 +204,16 @@ def test_the_table_command_refuses_a_bad_record_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"error: {folder}: not a run record") and err.count("\n") == 1
     assert doc.read_text(encoding="utf-8") == "kept\n"
+
+
+def test_the_maps_command_refuses_a_folder_that_is_not_a_run_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m experiments.alignment_maps FOLDER``: one error line naming it, exit 2."""
+    assert alignment_maps.main([str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: {tmp_path}: not a run record")
+    assert captured.err.count("\n") == 1 and captured.out == ""
 
 
 def test_the_studies_make_the_tables_mechanisms() -> None:

@@ -1,8 +1,7 @@
 """experiments/attention_measures.py: what the attention table reads of a run beyond BLEU
 (the collapse share and cross map of an attention_map.json, the last validation's entropy,
-the silver diagonal), on hand-made inputs; the fixed sentence's maps
-(experiments/attention_map.py) of a tiny trained model; a new run's record given its
-silver scores and maps by the command."""
+the silver diagonal), on hand-made inputs; the fixed sentence's maps of a tiny trained
+model; a new run's record given its silver scores and maps by the command."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from helpers.tiny_checkpoint import make_run
 
 from attnmt.run_dir import RunDir
 from attnmt.run_record import RecordWriter
-from experiments import attention_map
 from experiments import attention_measures as am
 from experiments.attention_table import collapsed_text
 from experiments.runs import read_run, scores_entry
@@ -103,7 +101,7 @@ def test_the_diagonal_alignment_by_hand(tmp_path: Path, monkeypatch: pytest.Monk
     assert am.silver_diagonal("toy", [], []) is None
 
 
-# ---- the fixed sentence's maps (experiments/attention_map.py) -----------------------------------
+# ---- the fixed sentence's maps (attention_map.json) --------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["transformer", "rnn_luong"])
@@ -111,8 +109,8 @@ def test_the_kept_maps_of_a_tiny_run(name: str, tmp_path: Path) -> None:
     """Rows are tgt_out pieces and columns source pieces; every row a distribution (to the
     3 kept digits); a Transformer keeps each head of its last layer, its decoder
     self-attention causal (0 above the diagonal); an RNN its one map."""
-    maps = attention_map.capture(make_run(tmp_path, name, steps=20))
-    assert maps["source"] == attention_map.FIXED_SOURCE
+    maps = am.capture(make_run(tmp_path, name, steps=20))
+    assert maps["source"] == am.FIXED_SOURCE
     src, tgt_in, tgt_out = maps["src_pieces"], maps["tgt_input"], maps["tgt_out"]
     assert src[-1] == tgt_out[-1] == "</s>" and tgt_in[0] == "<s>" and tgt_in[1:] == tgt_out[:-1]
     if name == "rnn_luong":
@@ -149,7 +147,7 @@ def test_a_new_runs_record_gets_silver_scores_and_maps(
     gold = tmp_path / "toy.silver.align"
     gold.write_text("0-0\n", encoding="utf-8")
     monkeypatch.setitem(am.SILVER, "toy_reverse", gold)
-    monkeypatch.setattr(attention_map, "FIXED_CORPUS", "toy_reverse")
+    monkeypatch.setattr(am, "FIXED_CORPUS", "toy_reverse")
     calls: list[list[str]] = []
 
     def evaluate(cmd: list[str], cwd: Path, env: dict[str, str], **kwargs: Any) -> Any:
@@ -174,4 +172,4 @@ def test_a_new_runs_record_gets_silver_scores_and_maps(
     entry = scores_entry(record / "eval" / "silver" / "scores.json")
     assert entry is not None and (entry["aer"], entry["aer_recall"]) == (0.3125, 0.65)
     maps = json.loads((record / "attention_map.json").read_text(encoding="utf-8"))
-    assert maps == attention_map.capture(run) and maps["layer"] is None
+    assert maps == am.capture(run) and maps["layer"] is None

@@ -4,6 +4,7 @@ tests/test_results_table.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,15 @@ def test_report_prints_the_files_written_or_one_error_line(
     assert pb.report(fails) == 2
     captured = capsys.readouterr()
     assert captured.err == "error: x.md: no generated part\n" and captured.out == ""
+
+    def second_fails() -> Iterator[Path]:  # the files written before the error are named
+        yield tmp_path / "a.md"
+        raise DataError("b.md: no generated part")
+
+    assert pb.report(second_fails) == 2
+    captured = capsys.readouterr()
+    assert captured.out == f"wrote {tmp_path / 'a.md'}\n"
+    assert captured.err == "error: b.md: no generated part\n"
 
 
 def test_panel_labels_its_axes_and_takes_its_place_among_n() -> None:
