@@ -40,15 +40,6 @@ def mean_std(values: Sequence[float], digits: int = 2) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
-    """m ± t_{(1+level)/2, n−1}·s/√n, the interval of the mean of >= 2 values; None for fewer."""
-    if len(values) < 2:
-        return None
-    m, s = statistics.mean(values), statistics.stdev(values)
-    half = float(stats.t.ppf((1.0 + level) / 2.0, len(values) - 1)) * s / math.sqrt(len(values))
-    return m - half, m + half
-
-
 def flattened_at(
     curve: Sequence[tuple[int, float]], tol: float = 0.01, tail: float = 0.2, stays: bool = False
 ) -> int | None:

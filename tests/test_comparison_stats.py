@@ -34,16 +34,6 @@ def test_the_t_quantile_of_the_intervals_matches_the_table(df: int, table: float
     assert t == pytest.approx(table, abs=5e-4)
 
 
-def test_the_t_interval_of_a_mean_by_hand() -> None:
-    # 1, 2, 3: mean 2, s = 1; df = 2: t_0.975 = 0.95·sqrt(2 / (4·0.975·0.025)) = 4.30265
-    half = 0.95 * math.sqrt(2 / (4 * 0.975 * 0.025)) / math.sqrt(3)
-    low, high = cs.t_interval([1.0, 2.0, 3.0])  # type: ignore[misc]
-    assert (low, high) == pytest.approx((2 - half, 2 + half), rel=1e-9)
-    assert half == pytest.approx(2.48414, abs=1e-5)
-    assert cs.t_interval([5.0, 5.0]) == (5.0, 5.0)  # no spread: a point
-    assert cs.t_interval([4.2]) is None and cs.t_interval([]) is None
-
-
 def test_the_confidence_sets_the_t_quantile_by_closed_forms() -> None:
     # q = (1 + c)/2; df = 1 is the Cauchy distribution: t_q = tan(π (q − ½)) = tan(π c / 2);
     # df = 2: t_q = (2q − 1)·sqrt(2 / (4q(1 − q))) = c·sqrt(2 / (1 − c²)).
