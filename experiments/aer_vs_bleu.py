@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from scipy import stats
 
 from attnmt.errors import DataError
 from attnmt.run_record import Validation, read_record
@@ -43,23 +44,12 @@ class AerCurve:
         return np.array([p.aer for p in self.points], dtype=float)
 
 
-def ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``x``, tied values given the mean of their ranks: (values below)
-    + (ties + 1) / 2."""
-    below = (x[None, :] < x[:, None]).sum(axis=1)
-    ties = (x[None, :] == x[:, None]).sum(axis=1)
-    return below + (ties + 1) / 2.0
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman's ρ (Pearson's r of the ranks); None with fewer than 3 points or a constant
-    series."""
-    if len(x) < 3:
+    """Spearman's ρ (Pearson's r of the ranks, ties given their mean rank: scipy.stats);
+    None with fewer than 3 points or a constant series."""
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return None
-    rx, ry = ranks(x), ranks(y)
-    if rx.std() == 0 or ry.std() == 0:
-        return None
-    return float(np.corrcoef(rx, ry)[0, 1])
+    return float(stats.spearmanr(x, y).statistic)
 
 
 def labels(runs: Sequence[Path]) -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from experiments.aer_vs_bleu import main, ranks, read_curves, spearman, table
+from experiments.aer_vs_bleu import main, read_curves, spearman, table
 
 
 def _plant(folder: Path, points: list[tuple[int, float, float | None]]) -> Path:
@@ -26,13 +26,16 @@ def _plant(folder: Path, points: list[tuple[int, float, float | None]]) -> Path:
     return folder
 
 
-def test_ranks_and_spearman_by_hand() -> None:
-    assert ranks(np.array([3.0, 1.0, 2.0, 1.0])).tolist() == [4.0, 1.5, 3.0, 1.5]
+def test_spearman_by_hand() -> None:
     # BLEU rises, AER falls monotonically: ρ = -1
     assert spearman(np.array([1.0, 2.0, 5.0]), np.array([0.9, 0.7, 0.6])) == pytest.approx(-1.0)
     # ranks (1, 2, 3, 4) against (2, 1, 4, 3): d² = 1+1+1+1 = 4, ρ = 1 - 6·4/(4·15) = 0.6
     rho = spearman(np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.2, 0.1, 0.4, 0.3]))
     assert rho == pytest.approx(0.6)
+    # tied AER take their mean rank: (1.5, 1.5, 4, 3) against (1, 2, 3, 4); centred, the ranks
+    # are (-1, -1, 1.5, 0.5) and (-1.5, -0.5, 0.5, 1.5): ρ = 3.5 / sqrt(4.5 · 5)
+    rho = spearman(np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.1, 0.1, 0.3, 0.2]))
+    assert rho == pytest.approx(3.5 / (4.5 * 5) ** 0.5)
     assert spearman(np.array([1.0, 2.0]), np.array([0.5, 0.4])) is None  # too few
     assert spearman(np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.5, 0.5])) is None  # constant
 
