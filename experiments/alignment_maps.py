@@ -29,9 +29,8 @@ from experiments import page_blocks
 from experiments.alignment_aer import MECHANISMS, gold_test, mechanism_of, stem
 from experiments.attention_measures import forced_maps
 from experiments.page_blocks import report
-from experiments.runs import read_run
+from experiments.runs import ROOT, read_run
 
-ROOT = Path(__file__).resolve().parents[1]
 MAPS = ROOT / "results" / "alignment" / "maps"
 FIGURE = ROOT / "docs" / "attention" / "toy_align_maps.png"
 EXAMPLE = 6

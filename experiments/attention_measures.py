@@ -11,6 +11,8 @@ attention_map.json (:func:`capture`). The table reads them, the last validation'
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -28,9 +30,8 @@ from attnmt.errors import DataError
 from attnmt.machine import usable_cores
 from experiments.alignment_baselines import ScoredBaseline, aer_with_interval, diagonal_links
 from experiments.page_blocks import report
-from experiments.runs import evaluate_test
+from experiments.runs import ROOT, scores_entry
 
-ROOT = Path(__file__).resolve().parents[1]
 SILVER = {"ding_de_en": ROOT / "results" / "silver" / "ding_de_en.test.de-en.silver.align"}
 """Corpus -> its kept silver alignments of the test split."""
 COLLAPSED = 0.8
@@ -119,6 +120,22 @@ def silver_diagonal(
     return aer_with_interval(diagonal_links(sources, refs), read_gold(gold))
 
 
+def silver_scores(run: Path, gold: Path, threads: int) -> dict[str, Any]:
+    """The entry of the newest eval/*-test-beam1-*/scores.json of ``python evaluate.py ckpt=RUN
+    split=test beam=1 gold_alignments=GOLD`` on ``threads`` threads (its output on stderr);
+    DataError when it gives no AER."""
+    args = ["evaluate.py", f"ckpt={run}", "split=test", "beam=1", f"gold_alignments={gold}"]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, stdout=sys.stderr, stderr=sys.stderr
+    )
+    found = sorted((run / "eval").glob("*-test-beam1-*/scores.json"), key=os.path.getmtime)
+    entry = scores_entry(found[-1]) if done.returncode == 0 and found else None
+    if entry is None or entry.get("aer") is None:
+        raise DataError(f"{run}: evaluate.py gave no AER against {gold} (its output above)")
+    return entry
+
+
 def measure(run: Path, record: Path, threads: int) -> list[Path]:
     """Write what ``run``'s corpus has of the measures into ``record``; the files written.
     DataError without the record or the run's config, or when evaluate.py fails."""
@@ -131,9 +148,7 @@ def measure(run: Path, record: Path, threads: int) -> list[Path]:
     corpus = str(yaml.safe_load(config.read_text(encoding="utf-8"))["data"]["name"])
     written = []
     if (gold := SILVER.get(corpus)) is not None:
-        entry = evaluate_test(run, threads, ("beam=1", f"gold_alignments={gold}"), sys.stderr)
-        if entry is None or entry.get("aer") is None:
-            raise DataError(f"{run}: evaluate.py gave no AER against {gold} (its output above)")
+        entry = silver_scores(run, gold, threads)
         written.append(
             write_json(record / "eval" / "silver" / "scores.json", {"test-beam1": entry})
         )

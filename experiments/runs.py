@@ -1,18 +1,12 @@
 """The one reader of study run folders, results/<study>/<run>/ (experiments/sweep.py
-``--record``): :func:`read_runs` gives them as :class:`Run`, :func:`study_cells` a study's
-runs as table rows (:class:`Cell`), :func:`provenance` says where they ran,
-:func:`evaluate_test` runs evaluate.py on a run's test split, :func:`prepared` prepares a
-corpus, :func:`corpus_test_split` gives its test split and :func:`kept_hypotheses` a run's
-kept outputs (hyps/test.txt.xz)."""
+``--record``): each as a :class:`Run`, a study's rows as :class:`Cell`, where they ran, a
+run's kept outputs and evaluate.py scores, and the corpus whose test split a page scores."""
 
 from __future__ import annotations
 
 import json
 import lzma
 import math
-import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,25 +21,6 @@ from attnmt.run_summary import Summary
 from experiments.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def evaluate_test(
-    run: Path, threads: int, overrides: tuple[str, ...] = (), out: Any = None
-) -> dict[str, Any] | None:
-    """``python evaluate.py ckpt=RUN split=test <overrides>`` on ``threads`` threads (output to
-    the open file ``out``, else captured): the entry of the newest ``eval/*-test-beam1-*``
-    scores.json it wrote, None when it failed."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    cmd = [sys.executable, "evaluate.py", f"ckpt={run}", "split=test", *overrides]
-    streams: dict[str, Any] = (
-        {"stdout": out, "stderr": out}
-        if out is not None
-        else {"capture_output": True, "text": True}
-    )
-    if subprocess.run(cmd, cwd=ROOT, env=env, **streams).returncode != 0:
-        return None
-    found = sorted((run / "eval").glob("*-test-beam1-*/scores.json"), key=os.path.getmtime)
-    return scores_entry(found[-1]) if found else None
 
 
 def scores_entry(path: Path) -> dict[str, Any] | None:
