@@ -1,7 +1,7 @@
 """What the generated pages share: a hand-written page's generated blocks, each between
 ``<!-- generated: KEY -->`` and ``<!-- end -->`` (:func:`fill`), a generated part's
 :func:`header`, Markdown tables (:func:`table`, :func:`num`), figures (:func:`figure`,
-:func:`save_png`) and a page command's exit status (:func:`report`)."""
+:func:`save_png`) and a command's files written or one error line (:func:`report`)."""
 
 from __future__ import annotations
 
