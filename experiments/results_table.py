@@ -1,6 +1,7 @@
 """docs/results.md's generated blocks (experiments/page_blocks.py) from the run folders of
-the results studies (configs/study/results_*.yaml): both tables with their analyses and
-length protocols, validation BLEU curves (a PNG per corpus), the machines, the missing runs.
+the results studies (configs/study/results_*.yaml): both tables with their analyses, the main
+table's length protocol, validation BLEU curves (a PNG per corpus), the machines, the missing
+runs (the attention table's protocol and the check at the preset's size are frozen records).
 
     python -m experiments.results_table docs       # = make results-docs
 """
@@ -23,7 +24,6 @@ from attnmt.atomic import write_text
 from attnmt.run_curves import Curve, validation_figure
 from experiments import (
     attention_measures,
-    attention_preset,
     attention_table,
     main_table_analysis,
     page_blocks,
@@ -39,6 +39,8 @@ PAGE = ROOT / "docs" / "results.md"
 MAIN = "results_main"
 ATTENTION = ("results_attention", "results_attention_reference", "results_attention_transformer")
 PRESET = "results_attention_preset"
+"""The check at the preset's size: its section is a frozen record (docs/results.md), its runs
+still count among the machines' and the missing."""
 
 
 def span(values: Iterable[float], unit: str = "", digits: int = 2) -> str:
@@ -156,8 +158,8 @@ def curves(main: list[Cell], folder: Path) -> list[str]:
 
 
 def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
-    """Every block but the curves' (``probes``: where the probes' and the synthetic task's
-    run folders are)."""
+    """Every block but the curves' (``probes``: where the main table's probes' and the
+    synthetic task's run folders are)."""
     main, table, check = cells(results, MAIN), cells(results, *ATTENTION), cells(results, PRESET)
     runs = [r for c in [*main, *table, *check] for r in c.runs]
     labels = machine_labels(runs)
@@ -169,7 +171,7 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
     refs = functools.cache(lambda corpus: corpus_test_split(data.get(corpus) or None, ROOT)[1])
     every = {config(r)["trainer"].get("val_every_steps") for r in main_runs}
     step = every.pop() if len(every) == 1 else None
-    main_probes = protocol.probes(protocol.MAIN, probes)
+    main_probes = protocol.probes(probes)
     seeds = max((len(c.seeds) for c in main), default=1)
     toy = attention_table.toy_records(probes)
     measured = attention_table.measures(table, toy)
@@ -193,11 +195,7 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
             "",
             *attention_table.table(measured, labels),
         ],
-        "attention protocol": protocol.attention_section(
-            table, check, trained.max_steps, trained.val_every_steps, toy, probes
-        ),
         "attention analysis": attention_table.analysis(measured, test_refs, diagonal),
-        "preset": attention_preset.section(attention_table.measures(check), measured, labels),
         "machines": machines(runs, labels) if runs else ["No run recorded yet."],
         "missing": [f"- {c.study}: {n}" for c in [*main, *table, *check] for n in c.missing]
         or ["Nothing: every run of the results studies is recorded."],

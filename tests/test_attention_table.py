@@ -1,23 +1,21 @@
-"""experiments/attention_table.py and attention_preset.py from planted run folders of the
-results_attention* studies (no training): the table's rows, the paired bootstrap against the
-grid's best cell, the verdict against the diagonal alignment, the check at the preset's size."""
+"""experiments/attention_table.py from planted run folders of the results_attention* studies
+(no training): the table's rows, the paired bootstrap against the grid's best cell, the verdict
+against the diagonal alignment; the check at the preset's size differs from the table only in
+the model's size."""
 
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from helpers.alignment_runs import LUONG
 from helpers.alignment_runs import plant as plant_toy
 from helpers.run_folders import plant_run
-from scipy import stats
 
 from attnmt.decode.alignment_error import AlignmentScores
-from experiments import attention_preset, luong_reference
 from experiments import attention_table as at
+from experiments import luong_reference
 from experiments.alignment_baselines import ScoredBaseline
 from experiments.runs import study_cells
 from experiments.study import load_study
@@ -40,7 +38,6 @@ def plant(
     entropy: float | None = None,
     cross: list[list[float]] | None = None,
     hypotheses: list[str] | None = None,
-    config: dict | None = None,
 ) -> Path:
     """The folder of ``study``'s run of seed ``seed`` whose grid holds ``grid``: plant_run's,
     with the last validation's cross-attention entropy, eval/silver/scores.json (its AER) and
@@ -48,7 +45,7 @@ def plant(
     spec = load_study(STUDIES / f"{study}.yaml")
     run = next(r for r in spec.runs if {*grid, f"seed={seed}"} <= set(r.grid))
     overrides = [*spec.overrides, *run.grid]
-    folder = plant_run(results, study, run.name, overrides, bleu, config or CONFIG, hypotheses)
+    folder = plant_run(results, study, run.name, overrides, bleu, CONFIG, hypotheses)
     if entropy is not None:
         events = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
         events[-1]["attention_entropy_norm"] = {"cross": entropy}
@@ -292,111 +289,7 @@ def test_without_silver_links_there_is_no_verdict(tmp_path: Path) -> None:
     assert at.analysis(measured, [], None) == ["Not enough runs for the analysis yet."]
 
 
-# ---- the check at the preset's size (experiments/attention_preset.py) ----------------------
-
-
-def pooled_difference(a: list[float], b: list[float]) -> str:
-    """mean(a) − mean(b) with the pooled two-sample t interval, as the section writes it."""
-    df = len(a) + len(b) - 2
-    pooled = ((len(a) - 1) * statistics.variance(a) + (len(b) - 1) * statistics.variance(b)) / df
-    half = float(stats.t.ppf(0.975, df)) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
-    d = statistics.mean(a) - statistics.mean(b)
-    return f"{d:+.2f} (95% interval {d - half:+.2f} to {d + half:+.2f}, {len(a) + len(b)} runs)"
-
-
-def check_text(
-    bleu: dict[tuple[str, str], list[float]], results: Path, preset_config: dict | None = None
-) -> str:
-    """The "At the preset's size" section from planted runs of test BLEU
-    ``bleu[(study, mode)]`` (seeds 1, 2, ...) of rnn_luong general local_m / local_p."""
-    for (study, mode), values in bleu.items():
-        grid = [f"model.attention.mode={mode}"]
-        grid += ["model.attention.score=general"] if study == TABLE[0] else []
-        config = preset_config if study == PRESET else None
-        for seed, value in enumerate(values, start=1):
-            plant(results, study, seed, *grid, bleu=value, config=config)
-    check, table = cells(results, PRESET), cells(results)
-    labels = {r.machine_line: "M1" for m in (*check, *table) for r in m.runs}
-    return "\n".join(attention_preset.section(check, table, labels))
-
-
-def test_the_preset_size_check_says_when_the_order_holds(tmp_path: Path) -> None:
-    """Planted: local_m ahead of local_p at both sizes, resolved at the preset's size."""
-    bleu = {
-        (TABLE[0], "local_m"): [2.2, 2.4],
-        (TABLE[0], "local_p"): [1.1, 1.3],
-        (PRESET, "local_m"): [3.0, 3.2],
-        (PRESET, "local_p"): [2.0, 2.2],
-    }
-    lines = check_text(bleu, tmp_path).splitlines()
-    header = lines.index(next(line for line in lines if line.startswith("| score | mode |")))
-    rows = [line.split(" | ")[:5] for line in lines[header + 2 : header + 6]]
-    assert rows == [
-        ["| general", "local_m", "256: the preset's", "2 of 2 (1, 2)", "3.10 ± 0.14"],
-        ["| general", "local_m", "128: the table's", "2 of 2 (1, 2)", "2.30 ± 0.14"],
-        ["| general", "local_p", "256: the preset's", "2 of 2 (1, 2)", "2.10 ± 0.14"],
-        ["| general", "local_p", "128: the table's", "2 of 2 (1, 2)", "1.20 ± 0.14"],
-    ]
-    assert lines[-1] == (
-        "In test BLEU the order of the two modes is the same at both sizes (local_m ahead at "
-        "both sizes), and at the preset's size the difference is resolved: local_m − local_p = "
-        f"{pooled_difference([3.0, 3.2], [2.0, 2.2])} at 256 units, "
-        f"{pooled_difference([2.2, 2.4], [1.1, 1.3])} at 128 units."
-    )
-    assert lines[0] == (
-        "`experiment=results_attention_preset`: rnn_luong at its preset's size (256 units) "
-        "where the table's RNNs have 128, the rest the table's (5500 updates), seeds 1, 2. "
-        "Its cells: general in the modes local_m and local_p."
-    )
-
-
-def test_the_preset_size_check_says_when_the_order_flips(tmp_path: Path) -> None:
-    """Planted: local_p ahead at the preset's size, local_m at the table's; not resolved."""
-    bleu = {
-        (TABLE[0], "local_m"): [2.2, 2.4],
-        (TABLE[0], "local_p"): [1.1, 1.3],
-        (PRESET, "local_m"): [2.0, 2.2],
-        (PRESET, "local_p"): [2.6, 3.0],
-    }
-    assert (
-        "In test BLEU the order of the two modes is not the same at both sizes (local_p ahead "
-        "at 256 units, local_m ahead at 128), and at the preset's size the difference is not "
-        f"resolved: local_m − local_p = {pooled_difference([2.0, 2.2], [2.6, 3.0])} at 256 "
-        "units"
-    ) in check_text(bleu, tmp_path)
-
-
-def test_the_preset_size_check_says_plainly_when_it_is_not_run(tmp_path: Path) -> None:
-    section = check_text({(TABLE[0], "local_m"): [2.2], (TABLE[0], "local_p"): [1.1]}, tmp_path)
-    assert section.endswith(
-        "Not comparable yet: local_m and local_p have no run at the preset's size (0 of 4 runs "
-        "recorded so far; `python -m experiments.sweep configs/study/results_attention_preset"
-        ".yaml --jobs 2 --record` runs the rest)."
-    )
-    assert (
-        "| general | local_m | 256: the preset's | 0 of 2 | – | – | – | – | – | not yet run |"
-        in (section)
-    )
-
-
-def test_the_preset_size_check_waits_for_both_modes_and_needs_two_runs_a_mode(
-    tmp_path: Path,
-) -> None:
-    """One mode recorded: not comparable; one run a mode: no interval, so not resolved."""
-    one = check_text({(TABLE[0], "local_m"): [2.2], (PRESET, "local_m"): [3.0]}, tmp_path / "a")
-    assert "Not comparable yet: local_p has no run at the preset's size (1 of 4 runs" in one
-    bleu = {
-        (TABLE[0], "local_m"): [2.2],
-        (TABLE[0], "local_p"): [1.1],
-        (PRESET, "local_m"): [3.0],
-        (PRESET, "local_p"): [2.0],
-    }
-    assert (
-        "is the same at both sizes (local_m ahead at both sizes), and at the preset's size the "
-        "difference is not resolved: local_m − local_p = +1.00 (2 runs: one per mode gives no "
-        "interval) at 256 units, +1.10 (2 runs: one per mode gives no interval) at 128 units "
-        "(2 of 4 runs recorded so far;"
-    ) in check_text(bleu, tmp_path / "b")
+# ---- the check at the preset's size (its section is a frozen record) ----------------------
 
 
 def test_the_preset_size_check_differs_from_the_table_only_in_the_models_size() -> None:

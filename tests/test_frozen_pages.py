@@ -1,7 +1,7 @@
 """The closed studies' pages are frozen final reports (docs/recipe.md, luong_bahdanau.md,
-ding_loose.md; their generators are in git history): each page still shows its records'
-figures, and the study configs that made the runs still load and compose, so the runs can be
-repeated."""
+ding_loose.md, and docs/results.md's attention protocol and check at the preset's size; their
+generators are in git history): each page still shows its records' figures, and the study
+configs that made the runs still load and compose, so the runs can be repeated."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 
 from attnmt.train.run_config import validate_config
+from experiments.protocol import flattening
 from experiments.runs import Run, read_run
 from experiments.study import load_study
 
@@ -62,6 +63,29 @@ def test_the_frozen_pages_show_their_records_figures() -> None:
         last = [r.curve[-1] for r in seeds]
         shown = f"| {spread([c[1] for c in last], 3)} | {spread([c[2] for c in last], 2)} |"
         assert len(row) == 1 and shown in row[0], (params, shown)
+
+
+def test_the_frozen_results_sections_show_their_records_figures() -> None:
+    """docs/results.md's attention protocol: each probe's row (the 64-unit one marked) holds
+    its updates, where the rule finds it flat, its last valid NLL and test BLEU; the check at
+    the preset's size: each mode's row at 256 units its test BLEU over its seeds."""
+    results = page("results.md").splitlines()
+    for run in runs("attention_protocol*"):
+        small = run.overrides["model.hidden_size"] != "128"
+        row = [x for x in results if x.startswith("| rnn_luong general global")
+               and ("(64 units" in x) == small]  # fmt: skip
+        test = run.summary.test
+        assert len(row) == 1 and test is not None, run.folder
+        shown = f"| {run.summary.step} | {flattening(run) or 'not yet'} |"
+        assert shown in row[0] and f"| {run.curve[-1][1]:.3f}, {test.bleu:.2f} |" in row[0]
+    modes: dict[str, list[float]] = defaultdict(list)
+    for run in runs("results_attention_preset"):
+        assert run.summary.test is not None, run.folder
+        modes[run.overrides["model.attention.mode"]].append(run.summary.test.bleu)
+    assert sorted(modes) == ["local_m", "local_p"]
+    for mode, bleu in modes.items():
+        row = [x for x in results if x.startswith(f"| general | {mode} | 256: the preset's |")]
+        assert len(row) == 1 and f"| 2 of 2 (1, 2) | {spread(bleu, 2)} |" in row[0], mode
 
 
 def test_every_recipe_study_loads_and_its_runs_compose() -> None:

@@ -1,12 +1,10 @@
-"""experiments/protocol.py: a table's length from its probes (the flattening rule that must
-stay), rounded to the table's validations; the attention table's size and time, and the main
-table's length per corpus, as docs/results.md states them."""
+"""experiments/protocol.py: the main table's length from its probes (the flattening rule that
+must stay), rounded to the table's validations, per corpus, as docs/results.md states it."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,8 +14,7 @@ from hydra import compose, initialize_config_dir
 from attnmt.machine import Cpu, Machine
 from attnmt.run_summary import FinalTest, Summary
 from experiments import protocol as pr
-from experiments.alignment_aer import AlignmentRun
-from experiments.runs import Cell, Run
+from experiments.runs import Run
 from experiments.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def probe(
     nll: list[float],
-    overrides: tuple[str, ...] = ("model=rnn_luong", "model.hidden_size=128"),
+    overrides: tuple[str, ...] = ("experiment=results_main", "data=ding_de_en", "model=rnn_luong"),
     *,
     threads: int = 1,
     bleu: float | None = None,
@@ -46,11 +43,6 @@ def main_probe(name: str, nll: list[float], threads: int = 1) -> Run:
     run = probe(nll, ("experiment=results_main", f"data={corpus}", f"model={model}"),
                 threads=threads, bleu=5.0)  # fmt: skip
     return run
-
-
-def toy_run(mechanism: str, seed: int, minutes: float) -> AlignmentRun:
-    run = Run(Path("."), {}, Summary(seed=seed), ((1, 1.0, 1.0),), None, wall_minutes=minutes)
-    return AlignmentRun(run, mechanism, 0.1, 0.9, 0.9, 99.0)
 
 
 # a curve that pauses at 3,750 and falls again, flat from 5,000 on (by hand: 5,000 vs 4,000
@@ -79,13 +71,13 @@ def test_the_plan_packs_runs_longest_first_onto_two_jobs() -> None:
 
 
 def lines(runs: list[Run], updates: int, every: int = 500) -> str:
-    return "\n".join(pr.protocol_lines(runs, updates, every, "CMD", "table.yaml"))
+    return "\n".join(pr.protocol_lines(runs, updates, every, "table.yaml"))
 
 
 def test_the_protocol_text_follows_the_numbers() -> None:
     rec = probe(PAUSING, pace=200, bleu=7.5)
     text = lines([rec], 5000)
-    row = "| rnn_luong general global | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 (1) | Toy CPU"
+    row = "| ding_de_en rnn_luong | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 (1) | Toy CPU"
     assert row in text
     assert "The rule gives 5000 updates" in text and "They differ" not in text
     other = lines([probe(PAUSING)], 3000)
@@ -93,128 +85,44 @@ def test_the_protocol_text_follows_the_numbers() -> None:
     assert "| 5250 | 5000 | 3.667 | 3.667, nan | 114 (1) |" in other  # 10 min over 5,250 updates
     assert "| 114 (2) |" in lines([probe(PAUSING, threads=2)], 3000)
     assert "not settled" in lines([probe(PAUSING[:14])], 3000)
-    smaller = probe(PAUSING[:14], ("model=rnn_luong", "model.hidden_size=64"))  # not for the length
-    both = lines([rec, smaller], 5000)
-    assert "(64 units: not the table's) | 3500 | not yet |" in both
-    assert "The rule gives 5000 updates" in both
-    assert lines([], 5000) == "No probe recorded yet (`CMD`)."
+    assert lines([], 5000) == f"No probe recorded yet (`{pr.COMMAND}`)."
 
 
-def cell(study: str, overrides: dict[str, str], minutes: list[float], missing: int = 0) -> Cell:
-    """A table row of ``study`` whose recorded runs took ``minutes`` (one a seed)."""
-    runs = tuple(
-        Run(Path("."), overrides, Summary(seed=s + 1, machine=Machine(Cpu("Toy CPU"), "2.0", 1)),
-            ((1, 1.0, 1.0),), None, wall_minutes=m)
-        for s, m in enumerate(minutes)
-    )  # fmt: skip
-    seeds = tuple(range(1, len(minutes) + missing + 1))
-    return Cell(study, overrides, seeds, runs, tuple(f"seed-{s}" for s in seeds[len(runs) :]))
-
-
-LUONG = {"model": "rnn_luong", "model.emb_dim": "128", "model.hidden_size": "128"}
-PRESET = {"model": "rnn_luong", "model.emb_dim": "256", "model.hidden_size": "256"}
-
-
-def test_the_size_line_sets_the_table_s_size_against_the_check_s() -> None:
-    table = [cell("results_attention", LUONG, [20.0]), cell("t", {"model": "transformer"}, [])]
-    check = [cell("p", PRESET, [1.0, 1.0]), cell("p", PRESET, [1.0], missing=1)]
-    text = "\n".join(pr.size_line(table, check))
-    assert "Size: the table's RNNs have 128 units" in text
-    assert "rnn_luong's preset has 256 (configs/model/rnn_luong.yaml)" in text
-    assert "checked on 2 of the table's cells, 4 runs at 256 units" in text
-    assert pr.size_line(table, [])[-1].endswith("; it is not checked at the presets' size.")
-    assert pr.size_of({"model.emb_dim": "128", "model.hidden_size": "256"}) == "emb 128, states 256"
-    assert pr.size_line(table[1:], check) == []
-
-
-def test_the_time_line_packs_recorded_and_missing_runs_with_the_synthetic_task() -> None:
-    """By hand: runs of 60, 30 and 30 minutes, one run not recorded at results_attention's
-    minutes_per_run (21), toy runs of 9 and 9 (one at another seed, one not a table
-    mechanism: left out). Two at a time: 60 + 9 | 30 + 30 + 21 + 9 ... packed longest first:
-    60 | 30, 30 -> 60 | 60, 21 -> 81 | 60, 9 -> 81 | 69, 9 -> 81 | 78: 1.35 h -> 1.4."""
-    per_run = load_study(ROOT / "configs" / "study" / "results_attention.yaml")
-    assert per_run.header.minutes_per_run == 21
-    table = [cell("results_attention", LUONG, [60.0, 30.0]), cell("results_attention", LUONG,
-             [30.0], missing=1)]  # fmt: skip
-    mechanisms = pr.GRID[:2]
-    toy = [toy_run(mechanisms[0], 1, 9.0), toy_run(mechanisms[1], 2, 9.0),
-           toy_run(mechanisms[0], 7, 50.0), toy_run("not a mechanism", 1, 50.0)]  # fmt: skip
-    (text,) = pr.time_line(table, toy)[1:]
-    assert text.startswith(
-        "Time: the 3 ding_de_en runs recorded took 2.0 job-hours, median 30.0 minutes a run "
-        "(3 on Toy CPU, torch 2.0, 1 threads); 1 not recorded yet, at their studies' minutes"
-    )
-    assert "synthetic task's 2 runs" in text and "about **1.4 hours** two at a time" in text
-    assert "more than the 8 hours" not in text
-    swept = replace(table[1].runs[0], wall_minutes=None)  # sweep.py's: training minutes only
-    swept = replace(swept, summary=replace(swept.summary, minutes=30.0))
-    table[1] = replace(table[1], runs=(swept,))
-    assert pr.time_line(table, toy)[1] == text
-    slow = [cell("results_attention", LUONG, [300.0, 300.0, 300.0, 300.0])]
-    assert "**10.0 hours**" in pr.time_line(slow, [])[1]
-    assert ": more than the 8 hours (one night on 2 cores)" in pr.time_line(slow, [])[1]
-    assert pr.time_line([cell("results_attention", LUONG, [], missing=2)], toy) == []
-
-
-def plant_probe(results: Path, study: str, hidden: str) -> None:
-    folder = results / study / "seed-1"
+def plant_probe(results: Path, study: str, corpus: str, model: str) -> None:
+    folder = results / study / f"data-{corpus}_model-{model}"
     (folder / ".hydra").mkdir(parents=True)
     summary = {"format": "attnmt-run-summary", "status": "finished", "step": 500, "seed": 1,
                "minutes": 5.0, "pace_ms_per_update": 90, "pace_note": "idle"}  # fmt: skip
     (folder / "summary.json").write_text(json.dumps(summary))
     events = [{"event": "valid", "step": 250 * k, "nll": 4.0 / k, "bleu": 1.0} for k in (1, 2)]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    overrides = ["model=rnn_luong", f"model.hidden_size={hidden}", "seed=1"]
+    overrides = ["experiment=results_main", f"data={corpus}", f"model={model}", "seed=1"]
     (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
 
 
-def test_the_probes_are_read_from_their_run_folders_and_their_studies(tmp_path: Path) -> None:
-    """Planted run folders (summary.json with a kept pace, metrics.jsonl, overrides) read as
-    probes, the smaller size first; the section states them after the rule; the studies'
-    runs are the probes the page names."""
-    for study, hidden in zip(pr.ATTENTION.studies, ("128", "64"), strict=True):
-        plant_probe(tmp_path, study, hidden)
-    runs = pr.probes(pr.ATTENTION, tmp_path)
-    assert [pr.other_size(r) for r in runs] == ["64 units", None]
-    assert [r.curve for r in runs] == [((250, 4.0, 1.0), (500, 2.0, 1.0))] * 2
-    text = "\n".join(pr.attention_section([], [], 500, 250, [], tmp_path))
-    assert text.startswith("The rule: the first validation L of a probe")
-    assert "| rnn_luong general global | 500 | not yet | – | 2.000, nan | 90 (1) | ? |" in text
-    assert "rnn_luong general global, idle." in text
-    names = set()
-    for study in pr.ATTENTION.studies:
-        s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
-        assert f"trainer.max_steps={pr.PROBE_UPDATES}" in s.overrides
-        assert f"trainer.val_every_steps={pr.PROBE_EVERY}" in s.overrides
-        for run in s.runs:
-            settings = dict(o.split("=", 1) for o in (*s.overrides, *run.grid))
-            fake = Run(Path("."), settings, Summary(), (), None)
-            names.add((pr.probe_name(fake), pr.other_size(fake)))
-    assert names == {
-        ("rnn_luong general global", None),
-        ("rnn_bahdanau additive global", None),
-        ("rnn_luong general global", "64 units"),
-    }
-
-
-def test_the_committed_attention_probes_give_the_committed_length() -> None:
-    """results/attention_protocol*/: rnn_luong at the table's size flattens at 5,500 of its
-    6,000 updates, the 64-unit one not yet; docs/results.md says so."""
-    runs = pr.probes(pr.ATTENTION)
-    assert [(pr.other_size(r), pr.flattening(r)) for r in runs] == [
-        ("64 units", None),
-        (None, 5500),
+def test_the_probes_are_read_from_their_run_folders(tmp_path: Path) -> None:
+    """Planted run folders of both probe studies (summary.json with a kept pace,
+    metrics.jsonl, overrides) read as probes by name; the section states them after the
+    rule, with their pace notes."""
+    plant_probe(tmp_path, pr.STUDIES[0], "ding_de_en", "transformer")
+    plant_probe(tmp_path, pr.STUDIES[1], "bible_en_fr", "rnn_bahdanau")
+    runs = pr.probes(tmp_path)
+    assert [pr.probe_name(r) for r in runs] == [
+        "bible_en_fr rnn_bahdanau",
+        "ding_de_en transformer",
     ]
-    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    rows = pr.protocol_lines(runs, 5500, 500, "", "")
-    assert all(line in page for line in rows[2:4] + rows[5:6])
+    assert [r.curve for r in runs] == [((250, 4.0, 1.0), (500, 2.0, 1.0))] * 2
+    text = "\n".join(pr.main_section(runs, {"bible_en_fr": 500}, 250))
+    assert text.startswith("The rule: the first validation L of a probe")
+    assert "| bible_en_fr rnn_bahdanau | 500 | not yet | – | 2.000, nan | 90 (1) | ? |" in text
+    assert "bible_en_fr rnn_bahdanau, idle." in text and "ding_de_en" not in text
 
 
 def test_every_main_table_row_has_a_probe_with_the_table_s_settings() -> None:
     """The main probe studies' runs are the table's rows at experiment=results_main (the
     first PROBE_UPDATES long), the rows of configs/study/results_main.yaml."""
     made: dict[str, list[str]] = {}
-    for study in ("results_main", *pr.MAIN.studies):
+    for study in ("results_main", *pr.STUDIES):
         s = load_study(ROOT / "configs" / "study" / f"{study}.yaml")
         assert "experiment=results_main" in s.overrides
         for run in s.runs:
@@ -232,7 +140,7 @@ def test_every_main_table_row_has_a_probe_with_the_table_s_settings() -> None:
 def test_the_committed_main_probes_give_each_corpus_its_flattening() -> None:
     """results/main_protocol*/: ding_de_en's three rows flatten at 1,750, 1,750 and 1,250
     updates; bible_en_fr's have not flattened."""
-    flat = {pr.probe_name(r): pr.flattening(r) for r in pr.probes(pr.MAIN)}
+    flat = {pr.probe_name(r): pr.flattening(r) for r in pr.probes()}
     assert flat == {
         "bible_en_fr rnn_bahdanau": None,
         "bible_en_fr rnn_luong": None,

@@ -3,7 +3,6 @@ studies' run folders (planted: the main table, mean ± std, machines, curves, mi
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import subprocess
@@ -251,9 +250,8 @@ def test_a_corpus_whose_probe_has_not_flattened_is_labelled_capped_not_flat(
                    "bleu": 1.0, "chrf": 20.0} for i, nll in enumerate(nlls)]  # fmt: skip
         (probe / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     main = rt.cells(results, rt.MAIN)
-    probes_of = functools.partial(rt.protocol.probes, rt.protocol.MAIN)
-    assert rt.capped(main, probes_of(probes), 250) == frozenset({"bible_en_fr"})
-    assert rt.capped(main, probes_of(tmp_path / "none"), 250) == frozenset()
+    assert rt.capped(main, rt.protocol.probes(probes), 250) == frozenset({"bible_en_fr"})
+    assert rt.capped(main, rt.protocol.probes(tmp_path / "none"), 250) == frozenset()
     labels = rt.machine_labels(r for c in main for r in c.runs)
     text = "\n".join(rt.main_table(main, labels, frozenset({"bible_en_fr"})))
     rows = [x for x in text.splitlines() if "| transformer |" in x]
