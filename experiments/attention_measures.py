@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import yaml
 
@@ -100,12 +101,8 @@ def collapse_share(rows: Sequence[Sequence[float]]) -> float:
 def cross_map(maps: dict[str, Any]) -> list[list[float]]:
     """The fixed sentence's cross-attention [T][S] from an attention_map.json: an RNN's map,
     or the mean over heads of a Transformer's last layer."""
-    cross = maps["maps"]["cross"]
-    if maps.get("layer") is None:
-        return [list(map(float, row)) for row in cross]
-    heads = len(cross)
-    return [[sum(h[t][s] for h in cross) / heads for s in range(len(cross[0][t]))]
-            for t in range(len(cross[0]))]  # fmt: skip
+    cross = np.asarray(maps["maps"]["cross"], dtype=float)  # [T][S], or [H][T][S]
+    return (cross if maps.get("layer") is None else cross.mean(axis=0)).tolist()
 
 
 def silver_diagonal(
