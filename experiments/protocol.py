@@ -45,7 +45,8 @@ def probes(results: Path = RESULTS) -> list[Run]:
 
 def flattening(run: Run) -> int | None:
     """The probe's flattening step (None: still improving at its last validation)."""
-    return flattened_at([(p[0], p[1]) for p in run.curve], TOL, TAIL, stays=True)
+    curve = [(v.step, v.nll) for v in run.valid if v.nll is not None]
+    return flattened_at(curve, TOL, TAIL, stays=True)
 
 
 def table_updates(runs: list[Run], every: int) -> int | None:
@@ -98,14 +99,14 @@ def protocol_lines(
     rows = []
     for run in runs:
         step = flattening(run)
-        nll = run.at_step(step, 1) if step else None
+        nll = run.nll_at(step) if step else None
         machine = run.summary.machine
         rows.append([
             probe_name(run),
             str(run.summary.step),
             str(step or "not yet"),
             f"{nll:.3f}" if nll is not None else "–",
-            f"{run.curve[-1][1]:.3f}, {run.test_score('bleu'):.2f}",
+            f"{run.valid[-1].nll:.3f}, {run.test_score('bleu'):.2f}",
             f"{pace_ms(run):.0f} ({threads(run)})",
             machine.describe("plain") if machine else "?",
         ])  # fmt: skip

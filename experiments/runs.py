@@ -36,20 +36,18 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
 @dataclass(frozen=True)
 class Run:
     """A run folder: its train.py overrides (.hydra/overrides.yaml, ``{"model": ...}``),
-    summary.json, its validations as (step, NLL, BLEU) and the last one's cross-attention
+    summary.json, its validations (each with NLL and BLEU) and the last one's cross-attention
     entropy; summary.json's ``wall_minutes`` (an old runner's start-to-record minutes) and a
     hand-kept ``pace_ms_per_update`` with its ``pace_note``, where it has them."""
 
     folder: Path
     overrides: dict[str, str]
     summary: Summary
-    curve: tuple[tuple[int, float, float], ...]
+    valid: tuple[Validation, ...]
     entropy: float | None
     wall_minutes: float | None = None
     pace_ms_per_update: float | None = None
     pace_note: str | None = None
-    valid: tuple[Validation, ...] = ()
-    """The validations, typed (with their minutes and chrF)."""
 
     @property
     def seed(self) -> int:
@@ -64,11 +62,12 @@ class Run:
     def tested_nll(self) -> float:
         """Validation NLL of the checkpoint the test decoded: the first validation of best BLEU
         (the trainer keeps a new best only when BLEU rises); NaN without validations."""
-        return max(self.curve, key=lambda p: (p[2], -p[0]), default=(0, math.nan, 0.0))[1]
+        best = max(self.valid, key=lambda v: (v.bleu or 0.0, -v.step), default=None)
+        return math.nan if best is None or best.nll is None else best.nll
 
-    def at_step(self, step: int, col: int) -> float | None:
-        """Column ``col`` (1: NLL, 2: BLEU) of the validation at ``step``."""
-        return next((float(p[col]) for p in self.curve if p[0] == step), None)
+    def nll_at(self, step: int) -> float | None:
+        """Validation NLL at ``step``."""
+        return next((v.nll for v in self.valid if v.step == step), None)
 
     @property
     def machine_line(self) -> str:
@@ -93,19 +92,21 @@ def read_run(folder: Path) -> Run:
             overrides = yaml.safe_load(hydra.read_text(encoding="utf-8"))
         except yaml.YAMLError as err:
             raise ValueError(f"{hydra}: not YAML ({str(err).partition(chr(10))[0]})") from None
-        if rec.summary is None or not rec.valid:
+        valid = tuple(rec.validations())
+        if rec.summary is None or not valid:
             raise ValueError("no summary.json or no validation")
+        if any(v.nll is None or v.bleu is None for v in valid):
+            raise ValueError("a validation without nll or bleu")
         kept = json.loads(rec.run.summary.read_text(encoding="utf-8"))
         return Run(
             folder,
             dict(o.split("=", 1) for o in overrides),
             rec.summary,
-            tuple((int(e["step"]), float(e["nll"]), float(e["bleu"])) for e in rec.valid),
+            valid,
             (rec.valid[-1].get("attention_entropy_norm") or {}).get("cross"),
             kept.get("wall_minutes"),
             kept.get("pace_ms_per_update"),
             kept.get("pace_note"),
-            tuple(rec.validations()),
         )
     except (OSError, KeyError, TypeError, ValueError, RecordError) as err:
         raise DataError(

@@ -185,6 +185,10 @@ def test_a_run_folder_without_its_test_is_named(tmp_path: Path) -> None:
     scores.write_text(json.dumps({"best-test-beam1": {"bleu": 99.0}}), encoding="utf-8")
     with pytest.raises(DataError, match=f"{folder}: not an alignment record .*'aer'"):
         aa.read_runs(tmp_path)
+    metrics = folder / "metrics.jsonl"
+    metrics.write_text(json.dumps({"event": "valid", "step": 1200, "bleu": 9.0}) + "\n")
+    with pytest.raises(DataError, match=f"{folder}: not a run record .*without nll or bleu"):
+        aa.read_runs(tmp_path)
     (folder / ".hydra" / "overrides.yaml").unlink()
     with pytest.raises(DataError, match=f"{folder}: not a run record"):
         aa.read_runs(tmp_path)

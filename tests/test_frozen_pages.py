@@ -47,7 +47,7 @@ def test_the_frozen_pages_show_their_records_figures() -> None:
         if (test := run.summary.test) is not None:
             assert f"{test.bleu:.2f}" in recipe and f"{test.chrf:.2f}" in recipe, run.folder
         else:
-            assert f"| {run.curve[-1][1]:.3f} | {run.summary.step} |" in recipe, run.folder
+            assert f"| {run.valid[-1].nll:.3f} | {run.summary.step} |" in recipe, run.folder
         assert f"| {run.summary.step} |" in recipe, run.folder
     loose = page("ding_loose.md")
     for run in runs("ding_loose*"):
@@ -60,8 +60,8 @@ def test_the_frozen_pages_show_their_records_figures() -> None:
     assert len(variants) == 5
     for params, seeds in variants.items():
         row = [line for line in luong if f"| {len(seeds)} | {params:,} |" in line]
-        last = [r.curve[-1] for r in seeds]
-        shown = f"| {spread([c[1] for c in last], 3)} | {spread([c[2] for c in last], 2)} |"
+        last = [r.valid[-1] for r in seeds]
+        shown = f"| {spread([v.nll for v in last], 3)} | {spread([v.bleu for v in last], 2)} |"
         assert len(row) == 1 and shown in row[0], (params, shown)
 
 
@@ -77,7 +77,7 @@ def test_the_frozen_results_sections_show_their_records_figures() -> None:
         test = run.summary.test
         assert len(row) == 1 and test is not None, run.folder
         shown = f"| {run.summary.step} | {flattening(run) or 'not yet'} |"
-        assert shown in row[0] and f"| {run.curve[-1][1]:.3f}, {test.bleu:.2f} |" in row[0]
+        assert shown in row[0] and f"| {run.valid[-1].nll:.3f}, {test.bleu:.2f} |" in row[0]
     modes: dict[str, list[float]] = defaultdict(list)
     for run in runs("results_attention_preset"):
         assert run.summary.test is not None, run.folder

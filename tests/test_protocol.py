@@ -12,6 +12,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from attnmt.machine import Cpu, Machine
+from attnmt.run_record import Validation
 from attnmt.run_summary import FinalTest, Summary
 from experiments import protocol as pr
 from experiments.runs import Run
@@ -29,11 +30,11 @@ def probe(
     pace: float | None = None,
 ) -> Run:
     """A probe's run: validations every 250 updates at ``nll``, 10 training minutes."""
-    curve = tuple((250 * (i + 1), v, 0.0) for i, v in enumerate(nll))  # step, NLL, BLEU
+    valid = tuple(Validation(250 * (i + 1), None, v, 0.0, None, None) for i, v in enumerate(nll))
     machine = Machine(Cpu("Toy CPU", family=25, model=1), "2.0", threads)
     test = None if bleu is None else FinalTest(bleu=bleu)
-    summary = Summary(step=curve[-1][0], minutes=10.0, seed=1, machine=machine, test=test)
-    return Run(Path("."), dict(o.split("=") for o in overrides), summary, curve, None,
+    summary = Summary(step=valid[-1].step, minutes=10.0, seed=1, machine=machine, test=test)
+    return Run(Path("."), dict(o.split("=") for o in overrides), summary, valid, None,
                pace_ms_per_update=pace)  # fmt: skip
 
 
@@ -111,7 +112,9 @@ def test_the_probes_are_read_from_their_run_folders(tmp_path: Path) -> None:
         "bible_en_fr rnn_bahdanau",
         "ding_de_en transformer",
     ]
-    assert [r.curve for r in runs] == [((250, 4.0, 1.0), (500, 2.0, 1.0))] * 2
+    assert [[(v.step, v.nll, v.bleu) for v in r.valid] for r in runs] == [
+        [(250, 4.0, 1.0), (500, 2.0, 1.0)]
+    ] * 2
     text = "\n".join(pr.main_section(runs, {"bible_en_fr": 500}, 250))
     assert text.startswith("The rule: the first validation L of a probe")
     assert "| bible_en_fr rnn_bahdanau | 500 | not yet | – | 2.000, nan | 90 (1) | ? |" in text
