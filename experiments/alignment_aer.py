@@ -1,10 +1,9 @@
 """docs/alignment.md: does each attention mechanism learn an alignment on ``data=toy_align``?
+Read from results/alignment_*/<run>/ (configs/study/alignment_*.yaml, evaluate.py's test
+scores in eval/), each mechanism's AER beside two alignments no network makes
+(experiments.alignment_baselines).
 
     python -m experiments.alignment_aer table   # the generated part; the hand-written end stays
-
-The records are the run folders ``results/alignment_*/<run>/`` of the studies
-configs/study/alignment_*.yaml with evaluate.py's test scores under ``eval/``; each
-mechanism's AER stands beside two alignments no network makes (experiments.alignment_baselines).
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ from experiments import alignment_baselines as ab
 from experiments import page_blocks, runs
 from experiments.comparison_stats import mean_std
 from experiments.page_blocks import header, num, report
+from experiments.runs import RESULTS, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
 DOC = ROOT / "docs" / "alignment.md"
 HAND_WRITTEN = "<!-- written by hand from here on: the generator keeps it as it is -->"
 """The line after which docs/alignment.md is prose the table command leaves alone."""
@@ -73,13 +71,10 @@ def stem(name: str, seed: int, updates: int = UPDATES) -> str:
 
 def mechanism_of(overrides: dict[str, str]) -> str:
     """The :data:`GRID` or :data:`MECHANISMS` name of a run's train.py overrides."""
-    model = overrides.get("model", "")
-    if model.startswith("transformer"):
-        return TRANSFORMER
+    model = overrides.get("model", "rnn_luong")
+    score = "additive" if model == "rnn_bahdanau" else "general"  # the presets' scores
     mode = overrides.get("model.attention.mode", "global")
-    if model == "rnn_bahdanau":
-        return f"bahdanau additive {mode}"
-    name = f"luong {overrides.get('model.attention.score', 'general')} {mode}"
+    name = grid_name(model, overrides.get("model.attention.score", score), mode)
     return name + (f" window{w}" if (w := overrides.get("model.attention.window")) else "")
 
 
@@ -101,10 +96,6 @@ class AlignmentRun:
     @property
     def updates(self) -> int:
         return self.run.summary.step or 0
-
-    @property
-    def wall_minutes(self) -> float | None:
-        return self.run.wall_minutes
 
 
 def read_run(folder: Path) -> AlignmentRun:

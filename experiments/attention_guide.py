@@ -1,7 +1,6 @@
-"""docs/attention.md's generated blocks, each between ``<!-- generated: KEY -->`` and
-``<!-- end -->`` in the hand-written page: a mechanism's code quoted from the source, its
-attention-table row and its map of the fixed sentence (PNGs in docs/attention/, one 0–1
-colour scale), the sheet's worked example, the Transformer's maps.
+"""docs/attention.md's generated blocks (page_blocks.fill): each mechanism's code quoted from
+the source, its attention-table row and its map of the fixed sentence (PNGs in
+docs/attention/, one 0–1 colour scale), the sheet's worked example, the Transformer's maps.
 
     python -m experiments.attention_guide            # part of make results-docs
 """
@@ -28,9 +27,8 @@ from attnmt.data import batching
 from attnmt.models import alignment, attention, masking, multihead, scorers
 from experiments import alignment_maps, attention_table, page_blocks, results_table
 from experiments.attention_measures import FIXED_CORPUS
-from experiments.runs import Run
+from experiments.runs import ROOT, Run
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "attention.md"
 CMAP = "viridis"
 STATE = [5.0, 1.0, 20.0]
@@ -89,15 +87,15 @@ def kept_maps(runs: Sequence[Run]) -> tuple[int, dict[str, Any]] | None:
     return runs[0].seed, json.loads(path.read_text(encoding="utf-8"))
 
 
-def code_lines(obj: Any, limit: int = 14) -> tuple[str, str, int, str]:
+def code_lines(obj: Any) -> tuple[str, str, int, str]:
     """(repository path, qualified name, first line, the lines that compute it): the body of
-    ``obj`` after its signature and docstring, at most ``limit`` non-blank lines."""
+    ``obj`` after its signature and docstring, at most 14 non-blank lines."""
     lines, start = inspect.getsourcelines(obj)
     path = Path(inspect.getsourcefile(obj) or "?").resolve().relative_to(ROOT).as_posix()
     node = ast.parse(textwrap.dedent("".join(lines))).body[0]
     assert isinstance(node, ast.FunctionDef)
     body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-    kept = [line.rstrip() for line in lines[body[0].lineno - 1 :] if line.strip()][:limit]
+    kept = [line.rstrip() for line in lines[body[0].lineno - 1 :] if line.strip()][:14]
     return path, obj.__qualname__, start, textwrap.dedent("\n".join(kept))
 
 
@@ -138,12 +136,9 @@ def worked_figure(example: dict[str, list[float]]) -> Figure:
     return fig
 
 
-DPI = 100
-
-
 def save(fig: Figure, path: Path) -> str:
-    """Write ``fig`` as PNG (atomically); its path relative to the page's folder."""
-    return page_blocks.save_png(fig, path, DPI).relative_to(path.parent.parent).as_posix()
+    """Write ``fig`` as PNG (atomically, 100 dpi); its path relative to the page's folder."""
+    return page_blocks.save_png(fig, path, 100).relative_to(path.parent.parent).as_posix()
 
 
 def map_figure(maps: dict[str, Any], name: str, rows: str, cols: str, title: str) -> Figure:

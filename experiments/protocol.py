@@ -1,14 +1,9 @@
-"""How long the main table trains: its rows trained long (the probes, ``experiment=
-results_main``) and the update at which their validation NLL flattens (docs/results.md's
-"Protocol: the main table's length"; the attention table's is a frozen record there).
+"""How long the main table trains (docs/results.md's "Protocol: the main table's length"):
+its rows trained long (the probes) until their validation NLL flattens by :data:`RULE`; a
+corpus' length is its probes' latest flattening rounded up to a validation
+(configs/table_length/): a small corpus flattens, then overfits, long before a large one.
 
     python -m experiments.protocol            # where each recorded probe flattens
-
-The rule (:func:`~experiments.comparison_stats.flattened_at`, ``stays``): the first validation
-L from which on the best NLL so far is less than :data:`TOL` better than the best at
-(1 − :data:`TAIL`) · L, at L and at every later one. The table's length on a corpus is its
-probes' latest flattening step there rounded up to one of its validations
-(configs/table_length/): a small corpus flattens, then overfits, long before a large one.
 """
 
 from __future__ import annotations
@@ -20,10 +15,8 @@ from pathlib import Path
 
 from experiments import page_blocks
 from experiments.comparison_stats import flattened_at
-from experiments.runs import Run, read_runs
+from experiments.runs import RESULTS, Run, read_runs
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
 TOL, TAIL = 0.01, 0.2
 PROBE_UPDATES, PROBE_EVERY = 6000, 250
 """The probe studies' ``trainer.max_steps`` and ``val_every_steps``."""
@@ -31,6 +24,12 @@ PRESETS = ("transformer", "rnn_bahdanau", "rnn_luong")
 STUDIES = ("main_protocol", "main_protocol_long")
 """The probes' studies (configs/study/, their run folders in results/<study>/)."""
 COMMAND = "python -m experiments.sweep configs/study/main_protocol.yaml --jobs 8 --record"
+RULE = (
+    f"The rule: the first validation L of a probe from which on the best validation NLL so "
+    f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
+    "every later validation of the probe (a pause in a falling curve does not count)."
+)
+"""comparison_stats.flattened_at with ``stays``, as the page states it."""
 
 
 def probe_name(run: Run) -> str:
@@ -80,14 +79,6 @@ def threads(run: Run) -> int:
     return machine.threads if machine and machine.threads else 1
 
 
-def rule_line() -> str:
-    return (
-        f"The rule: the first validation L of a probe from which on the best validation NLL so "
-        f"far is less than {TOL:.0%} better than the best at {1 - TAIL:.0%} of L, at L and at "
-        "every later validation of the probe (a pause in a falling curve does not count)."
-    )
-
-
 def protocol_lines(
     runs: list[Run], updates: int, every: int, config: str, complete: bool = True
 ) -> list[str]:
@@ -105,7 +96,7 @@ def protocol_lines(
             probe_name(run),
             str(run.summary.step),
             str(step or "not yet"),
-            f"{nll:.3f}" if nll is not None else "–",
+            page_blocks.num(nll, ".3f"),
             f"{run.valid[-1].nll:.3f}, {run.test_score('bleu'):.2f}",
             f"{pace_ms(run):.0f} ({threads(run)})",
             machine.describe("plain") if machine else "?",
@@ -165,7 +156,7 @@ def main_section(
     """The main table's length on each corpus of ``lengths`` (corpus -> the table's
     ``trainer.max_steps`` there): its probes, the rule's length, what ``seeds`` runs of each
     row take, and which probes are still to run."""
-    lines = [rule_line(), ""]
+    lines = [RULE, ""]
     for corpus, updates in lengths.items():
         own = [r for r in runs if r.overrides.get("data") == corpus]
         done = {probe_name(r) for r in own}

@@ -30,11 +30,9 @@ from experiments import (
     protocol,
 )
 from experiments.comparison_stats import mean_std
-from experiments.runs import Cell, Run, config, corpus_test_split, study_cells
+from experiments.runs import RESULTS, ROOT, Cell, Run, config, corpus_test_split, study_cells
 from experiments.study import load_study
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
 PAGE = ROOT / "docs" / "results.md"
 MAIN = "results_main"
 ATTENTION = ("results_attention", "results_attention_reference", "results_attention_transformer")

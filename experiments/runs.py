@@ -21,6 +21,7 @@ from attnmt.run_summary import Summary
 from experiments.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
 
 
 def scores_entry(path: Path) -> dict[str, Any] | None:
@@ -36,16 +37,14 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
 @dataclass(frozen=True)
 class Run:
     """A run folder: its train.py overrides (.hydra/overrides.yaml, ``{"model": ...}``),
-    summary.json, its validations (each with NLL and BLEU) and the last one's cross-attention
-    entropy; summary.json's ``wall_minutes`` (an old runner's start-to-record minutes) and a
-    hand-kept ``pace_ms_per_update`` with its ``pace_note``, where it has them."""
+    summary.json, its validations (each with NLL and BLEU), the last one's cross-attention
+    entropy and summary.json's hand-kept ``pace_ms_per_update`` and ``pace_note``, if any."""
 
     folder: Path
     overrides: dict[str, str]
     summary: Summary
     valid: tuple[Validation, ...]
     entropy: float | None
-    wall_minutes: float | None = None
     pace_ms_per_update: float | None = None
     pace_note: str | None = None
 
@@ -104,7 +103,6 @@ def read_run(folder: Path) -> Run:
             rec.summary,
             valid,
             (rec.valid[-1].get("attention_entropy_norm") or {}).get("cross"),
-            kept.get("wall_minutes"),
             kept.get("pace_ms_per_update"),
             kept.get("pace_note"),
         )

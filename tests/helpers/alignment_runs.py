@@ -21,7 +21,6 @@ def plant(
     bleu: float = 99.0,
     updates: int = 1200,
     entropy: float | None = 0.1,
-    wall_minutes: float | None = None,
 ) -> Path:
     """A finished run of ``overrides`` + ``seed=S`` under ``results``/``study``/; its test
     AER ``aer`` (precision and recall 1 - aer), BLEU ``bleu``, last entropy ``entropy``."""
@@ -36,7 +35,6 @@ def plant(
         "seed": seed,
         "machine": {"cpu": {"name": "Toy CPU"}, "torch_version": "2.0", "threads": 1},
         "commit": "abc1234",
-        **({} if wall_minutes is None else {"wall_minutes": wall_minutes}),
     }
     (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     last = {"event": "valid", "step": updates, "nll": 0.1, "bleu": bleu}
