@@ -109,3 +109,27 @@ def test_validation_heatmaps_of_a_511_piece_hypothesis_stay_small(
     for name, image in images:
         height, width, _ = image.shape
         assert 512 <= height <= most and width <= most, (name, image.shape)
+
+
+def test_results_png_is_savefigs_picture_and_tensorboards_drawn_once(tmp_path) -> None:
+    """The trainer's results.png and its TensorBoard image come from one drawing: the file
+    holds savefig's pixels, the returned array figure_to_array's."""
+    from matplotlib.image import imread
+
+    from attnmt.train.reporting import results_figure, save_figure
+    from attnmt.train.state import History
+
+    history = History()
+    for step in (1, 2, 3, 4):
+        history.add_train(step, 0.1 * step, 4.0 - 0.5 * step)
+    history.add_valid(2, 0.2, 3.5, 1.0, 10.0)
+    history.add_valid(4, 0.4, 3.0, 2.5, 14.0)
+    fig = results_figure(history, "run: transformer on toy_reverse, step 4")
+    pixels = save_figure(fig, tmp_path / "results.png")
+    fig.savefig(tmp_path / "savefig.png", format="png")
+    written, expected = imread(tmp_path / "results.png"), imread(tmp_path / "savefig.png")
+    assert written.shape == expected.shape == (700, 1000, 4)
+    np.testing.assert_array_equal(written, expected)
+    np.testing.assert_array_equal(pixels, figure_to_array(fig))
+    assert pixels.dtype == np.uint8 and pixels.min() < 50 and pixels.max() > 200
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.png", "savefig.png"]

@@ -34,7 +34,6 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from attnmt.batch import Batch
 from attnmt.checkpoint import CheckpointManager
 from attnmt.checkpoint_format import Checkpoint
-from attnmt.decode.plots import figure_to_array
 from attnmt.errors import AttnmtError, WriteError
 from attnmt.machine import this_machine
 from attnmt.run_dir import AVERAGED, RunDir
@@ -554,8 +553,8 @@ class Trainer:
         cfg = self.cfg
         title = f"{self.run_dir.name}: {cfg.model.name} on {cfg.data.name}, step {step}"
         fig = results_figure(self.state.history, title)
-        save_figure(fig, RunDir(self.run_dir).results_png)
-        self.tb.image("valid_summary/results", figure_to_array(fig), step)
+        pixels = save_figure(fig, RunDir(self.run_dir).results_png)  # one drawing for both
+        self.tb.image("valid_summary/results", pixels, step)
 
     # ------------------------------------------------------------------ the end of a run
 

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import imsave
 
 from attnmt.atomic import atomic_path
 from attnmt.data.textio import write_lines
@@ -59,11 +61,17 @@ def results_figure(history: History, title: str) -> Figure:
     return fig
 
 
-def save_figure(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as PNG atomically (temporary name, then rename)."""
+def save_figure(fig: Figure, path: Path) -> np.ndarray:
+    """Draw ``fig`` once, write that drawing as PNG atomically (temporary name, then
+    rename) and return its pixels, RGB uint8 [H, W, 3] (for TensorBoard): the same file as
+    ``fig.savefig(path)`` and the same array as :func:`attnmt.decode.plots.figure_to_array`,
+    for one drawing instead of two (a drawing costs about 0.2 s of CPU)."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    rgba = np.asarray(canvas.buffer_rgba())
     with atomic_path(path, fsync=False) as tmp:
-        fig.savefig(tmp, format="png")
-    return path
+        imsave(tmp, rgba, format="png", dpi=fig.dpi)
+    return rgba[..., :3].copy()
 
 
 def hparams(cfg: RunConfig, n_params: int, vocab: int, precision: str) -> dict[str, Any]:
