@@ -27,6 +27,7 @@ from attnmt.data import batching
 from attnmt.models import alignment, attention, masking, multihead, scorers
 from experiments import alignment_maps, attention_table, page_blocks, results_table
 from experiments.attention_measures import FIXED_CORPUS
+from experiments.attention_table import CellMeasures
 from experiments.runs import ROOT, Run
 
 PAGE = ROOT / "docs" / "attention.md"
@@ -63,10 +64,10 @@ Labels = tuple[str, str, str]
 
 @dataclass(frozen=True)
 class Rows:
-    """The attention table's rows in its order, each with its runs by seed, and the runs of
-    the main table's Transformer on the fixed sentence's corpus."""
+    """The attention table's rows in its order (their runs by seed), and the runs of the main
+    table's Transformer on the fixed sentence's corpus."""
 
-    cells: dict[Labels, tuple[Run, ...]]
+    cells: dict[Labels, CellMeasures]
     transformer: tuple[Run, ...] = ()
 
 
@@ -76,7 +77,7 @@ def rows_of(results: Path) -> Rows:
     main = results_table.cells(results, results_table.MAIN)
     pick = {"data": FIXED_CORPUS, "model": "transformer"}
     transformer = next((c.runs for c in main if pick.items() <= c.overrides.items()), ())
-    return Rows({m.labels: m.runs for m in table}, transformer)
+    return Rows({m.labels: m for m in table}, transformer)
 
 
 def kept_maps(runs: Sequence[Run]) -> tuple[int, dict[str, Any]] | None:
@@ -181,8 +182,8 @@ def mechanism(rows: Rows, code: Sequence[Any], cells: list[Labels], head: list[s
 
 
 def heatmap(rows: Rows, cell: Labels, folder: Path) -> list[str]:
-    what = " ".join(cell)
-    if (kept := kept_maps(rows.cells.get(cell, ()))) is None:
+    what, m = " ".join(cell), rows.cells.get(cell)
+    if (kept := kept_maps(m.runs if m else ())) is None:
         return [f"Heatmap: not yet run ({what}, seed 1)."]
     seed, maps = kept
     title = f"{what}, seed {seed}: {maps['hypothesis']}"

@@ -1,8 +1,6 @@
-"""docs/results.md's attention table: one row per cell (model, score, mode), each measure the
-mean ± sample std over the cell's seeds, and its generated analysis (the silver AER against
-the diagonal alignment, the scorer × mode main effects, the paired bootstrap, Luong et al.).
-The measures are experiments/attention_measures.py's; AER toy_align is the same cell's runs
-on the synthetic task (experiments/alignment_aer.py)."""
+"""docs/results.md's attention table: a row per cell (model, score, mode), each measure's mean
+± sample std over its seeds (attention_measures; AER toy_align: alignment_aer's runs), and its
+analysis: silver AER against the diagonal, scorer × mode effects, the bootstrap, Luong et al."""
 
 from __future__ import annotations
 
@@ -244,7 +242,7 @@ def analysis(
         "",
     ]
     boot = bootstrap_of(cells, refs)
-    for name, fit in ((n, fits[n]) for n in MEASURES if n in fits):
+    for name, fit in fits.items():
         digits = MEASURES[name][2]
         crossed = interaction(_grid_rows(cells, name), FACTORS)
         tested = boot if name == "test BLEU" else None
@@ -321,12 +319,10 @@ def diagonal_verdict(cells: Sequence[CellMeasures], diagonal: ScoredBaseline | N
     ]
 
 
-def brief(runs: Sequence[Run]) -> str:
-    """'test BLEU / test chrF / valid NLL' (mean ± std over seeds) of one cell's runs, for
-    the attention guide; 'not yet run' without runs."""
-    if not runs:
+def brief(m: CellMeasures) -> str:
+    """'test BLEU / test chrF / valid NLL' (mean ± std over seeds) of a cell, for the
+    attention guide; 'not yet run' without runs."""
+    if not m.runs:
         return "not yet run"
-    n = f" ({len(runs)} seeds)" if len(runs) > 1 else ""
-    bleu = mean_std([r.test_score("bleu") for r in runs])
-    chrf = mean_std([r.test_score("chrf") for r in runs], 1)
-    return f"{bleu} / {chrf} / {mean_std([r.tested_nll for r in runs], 3)}{n}"
+    n = f" ({len(m.runs)} seeds)" if len(m.runs) > 1 else ""
+    return f"{mean_std(m.bleu)} / {mean_std(m.chrf, 1)} / {mean_std(m.nll, 3)}{n}"

@@ -203,8 +203,8 @@ def test_valid_nll_is_the_tested_checkpoints(tmp_path: Path) -> None:
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (cell,) = [m for m in cells(tmp_path) if m.runs]
     assert cell.nll == (3.5,) and cell.runs[0].tested_nll == 3.5
-    assert at.brief(cell.runs) == "4.00 / 24.0 / 3.500"
-    assert at.brief(()) == "not yet run"
+    assert at.brief(cell) == "4.00 / 24.0 / 3.500"
+    assert at.brief(cells(tmp_path / "none")[0]) == "not yet run"  # a cell without runs
 
 
 # ---- the verdict against the diagonal alignment --------------------------------------------
