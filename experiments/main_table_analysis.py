@@ -83,19 +83,16 @@ def measure_paragraph(fits: Fits, measure: str, digits: int) -> str:
     """One measure's paragraph: the one fit with its interaction test, or each factor from
     its own fit, saying over which runs."""
     if fits.complete:
-        return "" if fits.preset is None else paragraph(
-            fits.preset, measure, digits=digits, crossed=fits.crossed
-        )  # fmt: skip
-    parts = []
-    if fits.preset is not None:
-        scope = f" on {', '.join(fits.preset_over)} (where every preset ran)"
-        parts.append(paragraph(fits.preset, measure, digits=digits, factors=(fits.preset.a,),
-                               scope=scope))  # fmt: skip
-    if fits.corpus is not None:
-        scope = f" of {', '.join(fits.corpus_over)} (the presets that ran on every corpus)"
-        parts.append(paragraph(fits.corpus, measure, digits=digits, factors=(fits.corpus.b,),
-                               scope=scope))  # fmt: skip
-    return " ".join(parts)
+        fit = fits.preset
+        return "" if fit is None else paragraph(fit, measure, digits=digits, crossed=fits.crossed)
+    preset = f" on {', '.join(fits.preset_over)} (where every preset ran)"
+    corpus = f" of {', '.join(fits.corpus_over)} (the presets that ran on every corpus)"
+    parts = [(fits.preset, preset, "a"), (fits.corpus, corpus, "b")]  # a: presets, b: corpora
+    return " ".join(
+        paragraph(fit, measure, digits=digits, factors=(getattr(fit, factor),), scope=scope)
+        for fit, scope, factor in parts
+        if fit is not None
+    )
 
 
 @dataclass(frozen=True)

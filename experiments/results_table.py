@@ -1,7 +1,6 @@
-"""docs/results.md's generated blocks (experiments/page_blocks.py) from the run folders of
-the results studies (configs/study/results_*.yaml): both tables with their analyses, the main
-table's length protocol, validation BLEU curves (a PNG per corpus), the machines, the missing
-runs (the attention table's protocol and the check at the preset's size are frozen records).
+"""docs/results.md's generated blocks from the runs of configs/study/results_*.yaml: both
+tables with their analyses, the main table's length protocol, validation BLEU curves (a PNG
+per corpus), the machines, the missing runs.
 
     python -m experiments.results_table docs       # = make results-docs
 """
