@@ -67,10 +67,8 @@ def plan_hours(run_minutes: list[float], jobs: int = 2) -> float:
 
 
 def pace_ms(run: Run) -> float:
-    """Milliseconds per update: the probe's kept ``pace_ms_per_update``, else its training
-    minutes over its updates (validations included)."""
-    if run.pace_ms_per_update is not None:
-        return run.pace_ms_per_update
+    """Milliseconds per update: the probe's training minutes over its updates (validations
+    included)."""
     return 60_000 * (run.summary.minutes or 0.0) / max(run.summary.step or 0, 1)
 
 
@@ -116,9 +114,7 @@ def protocol_lines(
         verdict = f"The rule gives {chosen} {rounded}; the table trains {updates}."
         if chosen != updates:
             verdict += f" **They differ: set trainer.max_steps in {config}.**"
-    notes = [f"{probe_name(r)}, {r.pace_note}." for r in runs if r.pace_note]
-    probed = page_blocks.table(head, "lrrrrrl", rows)
-    return [*probed, "", verdict, *(["", *notes] if notes else [])]
+    return [*page_blocks.table(head, "lrrrrrl", rows), "", verdict]
 
 
 def length_config(corpus: str) -> str:

@@ -37,16 +37,14 @@ def scores_entry(path: Path) -> dict[str, Any] | None:
 @dataclass(frozen=True)
 class Run:
     """A run folder: its train.py overrides (.hydra/overrides.yaml, ``{"model": ...}``),
-    summary.json, its validations (each with NLL and BLEU), the last one's cross-attention
-    entropy and summary.json's hand-kept ``pace_ms_per_update`` and ``pace_note``, if any."""
+    summary.json, its validations (each with NLL and BLEU) and the last one's cross-attention
+    entropy."""
 
     folder: Path
     overrides: dict[str, str]
     summary: Summary
     valid: tuple[Validation, ...]
     entropy: float | None
-    pace_ms_per_update: float | None = None
-    pace_note: str | None = None
 
     @property
     def seed(self) -> int:
@@ -96,15 +94,12 @@ def read_run(folder: Path) -> Run:
             raise ValueError("no summary.json or no validation")
         if any(v.nll is None or v.bleu is None for v in valid):
             raise ValueError("a validation without nll or bleu")
-        kept = json.loads(rec.run.summary.read_text(encoding="utf-8"))
         return Run(
             folder,
             dict(o.split("=", 1) for o in overrides),
             rec.summary,
             valid,
             (rec.valid[-1].get("attention_entropy_norm") or {}).get("cross"),
-            kept.get("pace_ms_per_update"),
-            kept.get("pace_note"),
         )
     except (OSError, KeyError, TypeError, ValueError, RecordError) as err:
         raise DataError(

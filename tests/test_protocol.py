@@ -27,15 +27,13 @@ def probe(
     *,
     threads: int = 1,
     bleu: float | None = None,
-    pace: float | None = None,
 ) -> Run:
     """A probe's run: validations every 250 updates at ``nll``, 10 training minutes."""
     valid = tuple(Validation(250 * (i + 1), None, v, 0.0, None, None) for i, v in enumerate(nll))
     machine = Machine(Cpu("Toy CPU", family=25, model=1), "2.0", threads)
     test = None if bleu is None else FinalTest(bleu=bleu)
     summary = Summary(step=valid[-1].step, minutes=10.0, seed=1, machine=machine, test=test)
-    return Run(Path("."), dict(o.split("=") for o in overrides), summary, valid, None,
-               pace_ms_per_update=pace)  # fmt: skip
+    return Run(Path("."), dict(o.split("=") for o in overrides), summary, valid, None)
 
 
 def main_probe(name: str, nll: list[float], threads: int = 1) -> Run:
@@ -76,9 +74,9 @@ def lines(runs: list[Run], updates: int, every: int = 500) -> str:
 
 
 def test_the_protocol_text_follows_the_numbers() -> None:
-    rec = probe(PAUSING, pace=200, bleu=7.5)
+    rec = probe(PAUSING, bleu=7.5)
     text = lines([rec], 5000)
-    row = "| ding_de_en rnn_luong | 5250 | 5000 | 3.667 | 3.667, 7.50 | 200 (1) | Toy CPU"
+    row = "| ding_de_en rnn_luong | 5250 | 5000 | 3.667 | 3.667, 7.50 | 114 (1) | Toy CPU"
     assert row in text
     assert "The rule gives 5000 updates" in text and "They differ" not in text
     other = lines([probe(PAUSING)], 3000)
@@ -93,7 +91,7 @@ def plant_probe(results: Path, study: str, corpus: str, model: str) -> None:
     folder = results / study / f"data-{corpus}_model-{model}"
     (folder / ".hydra").mkdir(parents=True)
     summary = {"format": "attnmt-run-summary", "status": "finished", "step": 500, "seed": 1,
-               "minutes": 5.0, "pace_ms_per_update": 90, "pace_note": "idle"}  # fmt: skip
+               "minutes": 5.0}  # fmt: skip
     (folder / "summary.json").write_text(json.dumps(summary))
     events = [{"event": "valid", "step": 250 * k, "nll": 4.0 / k, "bleu": 1.0} for k in (1, 2)]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
@@ -102,9 +100,9 @@ def plant_probe(results: Path, study: str, corpus: str, model: str) -> None:
 
 
 def test_the_probes_are_read_from_their_run_folders(tmp_path: Path) -> None:
-    """Planted run folders of both probe studies (summary.json with a kept pace,
+    """Planted run folders of both probe studies (summary.json with training minutes,
     metrics.jsonl, overrides) read as probes by name; the section states them after the
-    rule, with their pace notes."""
+    rule, each at its minutes over its updates."""
     plant_probe(tmp_path, pr.STUDIES[0], "ding_de_en", "transformer")
     plant_probe(tmp_path, pr.STUDIES[1], "bible_en_fr", "rnn_bahdanau")
     runs = pr.probes(tmp_path)
@@ -117,8 +115,9 @@ def test_the_probes_are_read_from_their_run_folders(tmp_path: Path) -> None:
     ] * 2
     text = "\n".join(pr.main_section(runs, {"bible_en_fr": 500}, 250))
     assert text.startswith("The rule: the first validation L of a probe")
-    assert "| bible_en_fr rnn_bahdanau | 500 | not yet | – | 2.000, nan | 90 (1) | ? |" in text
-    assert "bible_en_fr rnn_bahdanau, idle." in text and "ding_de_en" not in text
+    # 5 training minutes over 500 updates: 600 ms per update
+    assert "| bible_en_fr rnn_bahdanau | 500 | not yet | – | 2.000, nan | 600 (1) | ? |" in text
+    assert "ding_de_en" not in text
 
 
 def test_every_main_table_row_has_a_probe_with_the_table_s_settings() -> None:
