@@ -149,12 +149,12 @@ def gold_test(
     return corpus, sources, refs, read_gold(gold_file)
 
 
-def toy_baselines(root: Path = ROOT) -> Baselines:
+def toy_baselines() -> Baselines:
     """The diagonal and the Dice count (over the train split) of toy_align's test split
-    against its gold links (the corpus prepared under ``root``/data)."""
+    against its gold links (the corpus prepared under data/)."""
     from attnmt.cli.data_group import data_config
 
-    data = data_config(["data=toy_align", f"data.root={root / 'data'}"], root / "configs")
+    data = data_config(["data=toy_align", f"data.root={ROOT / 'data'}"], ROOT / "configs")
     corpus, sources, refs, golds = gold_test(data)
     train = list(zip(*corpus.read("train")))
     return Baselines(

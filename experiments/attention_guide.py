@@ -131,8 +131,7 @@ def worked_figure(example: dict[str, list[float]]) -> Figure:
         for (r, c), v in np.ndenumerate(values):
             ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w")
         ax.set_title(title, fontsize=8)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xticks=[], yticks=[])
     fig.tight_layout()
     return fig
 

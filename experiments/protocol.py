@@ -88,7 +88,7 @@ def protocol_lines(
     rows = []
     for run in runs:
         step = flattening(run)
-        nll = run.nll_at(step) if step else None
+        nll = next((v.nll for v in run.valid if v.step == step), None)  # None: not flat
         machine = run.summary.machine
         rows.append([
             probe_name(run),

@@ -165,13 +165,12 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
     beams = sorted({str(t.beam) for t in tests if t.beam is not None})
     main_runs = [r for c in main for r in c.runs]
     data = corpora(main)
-    refs = functools.cache(lambda corpus: corpus_test_split(data.get(corpus) or None, ROOT)[1])
+    refs = functools.cache(lambda corpus: corpus_test_split(data.get(corpus) or None)[1])
     every = {config(r)["trainer"].get("val_every_steps") for r in main_runs}
     step = every.pop() if len(every) == 1 else None
     main_probes = protocol.probes(probes)
     seeds = max((len(c.seeds) for c in main), default=1)
-    toy = attention_table.toy_records(probes)
-    measured = attention_table.measures(table, toy)
+    measured = attention_table.measures(table, attention_table.toy_records(probes))
     corpus, sources, test_refs = attention_table.test_split(measured)
     diagonal = attention_measures.silver_diagonal(corpus, sources, test_refs)
     trained = OmegaConf.load(ROOT / "configs" / "experiment" / "results_attention.yaml").trainer

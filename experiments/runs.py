@@ -62,10 +62,6 @@ class Run:
         best = max(self.valid, key=lambda v: (v.bleu or 0.0, -v.step), default=None)
         return math.nan if best is None or best.nll is None else best.nll
 
-    def nll_at(self, step: int) -> float | None:
-        """Validation NLL at ``step``."""
-        return next((v.nll for v in self.valid if v.step == step), None)
-
     @property
     def machine_line(self) -> str:
         """CPU (family, model, flags), cores where known, torch, threads and GPU: one line."""
