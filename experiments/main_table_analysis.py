@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from experiments.comparison_stats import (
     ALPHA,
+    FactorEffects,
     Interaction,
     MainEffects,
     PairedBootstrap,
@@ -87,9 +88,12 @@ def measure_paragraph(fits: Fits, measure: str, digits: int) -> str:
         return "" if fit is None else paragraph(fit, measure, digits=digits, crossed=fits.crossed)
     preset = f" on {', '.join(fits.preset_over)} (where every preset ran)"
     corpus = f" of {', '.join(fits.corpus_over)} (the presets that ran on every corpus)"
-    parts = [(fits.preset, preset, "a"), (fits.corpus, corpus, "b")]  # a: presets, b: corpora
+    parts: list[tuple[MainEffects | None, str, Callable[[MainEffects], FactorEffects]]] = [
+        (fits.preset, preset, lambda fit: fit.a),  # a: the presets, b: the corpora
+        (fits.corpus, corpus, lambda fit: fit.b),
+    ]
     return " ".join(
-        paragraph(fit, measure, digits=digits, factors=(getattr(fit, factor),), scope=scope)
+        paragraph(fit, measure, digits=digits, factors=(factor(fit),), scope=scope)
         for fit, scope, factor in parts
         if fit is not None
     )
