@@ -5,11 +5,11 @@
 
 Run <run> trains in outputs/<study>/<run>/ (its log beside it, <run>.log): skipped where its
 summary.json, there or in results/<study>/<run>/, says finished; resumed where it holds a
-checkpoint; up to --jobs at once, cores // jobs threads each. A plan over MARGIN × the hours
---hours buy is refused (--force). Spent --hours or a signal: each running run gets one
-SIGTERM (it saves last.pt; the same command resumes it). Overrides after the study go to
-every run. --record copies a finished run's own files into results/<study>/<run>/. Exit
-status: 0, 1 when a run failed, 2 for a bad study, 128 + N after signal N.
+checkpoint; up to --jobs at once, cores // jobs threads each. Spent --hours or a signal:
+each running run gets one SIGTERM (it saves last.pt; the same command resumes it).
+Overrides after the study go to every run. --record copies a finished run's own files into
+results/<study>/<run>/. Exit status: 0, 1 when a run failed, 2 for a bad study, 128 + N
+after signal N.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from attnmt.run_summary import Summary
 from experiments.study import Run, Study, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-MARGIN = 2.0
 POLL_S = 1.0  # seconds between looks at the running runs
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -244,7 +243,7 @@ class Sweep:
         out.stopped += [r.name for r, _ in todo]
         return out
 
-    def call(self, dry_run: bool, force: bool) -> int:
+    def call(self, dry_run: bool) -> int:
         """Print the plan; then (unless ``dry_run``) run it, holding the study's lock."""
         name, h = self.study.name, self.study.header
         plan = [(r, self.state(r)) for r in self.study.runs]
@@ -267,12 +266,6 @@ class Sweep:
             for run, state in todo:
                 print(f"  python train.py {shlex.join(self.args(run, state))}")
             return 0
-        if self.hours and left > MARGIN * buy and not force:
-            raise AttnmtError(
-                f"study {name}: ~{left:.1f} h left on 2 cores is more than {MARGIN:g} × the "
-                f"~{buy:.1f} h that --hours {self.hours:g} buy here; give more --hours "
-                "or --jobs (on more cores), shrink the study, or run anyway with --force"
-            )
         lock = self.outputs / name / ".sweep.lock"
         lock.parent.mkdir(parents=True, exist_ok=True)
         with lock.open("w") as held:
@@ -305,7 +298,6 @@ def main(argv: Sequence[str] | None = None, launch: Launch = popen) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once")
     parser.add_argument("--hours", type=float, default=0.0, help="then stop them; 0: no limit")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
-    parser.add_argument("--force", action="store_true", help="run though --hours buy too little")
     parser.add_argument("--record", action="store_true", help="keep finished runs in results/")
     parser.add_argument("--outputs", type=Path, default=Path("outputs"))
     parser.add_argument("--results", type=Path, default=Path("results"))
@@ -318,7 +310,7 @@ def main(argv: Sequence[str] | None = None, launch: Launch = popen) -> int:
         sweep = Sweep(
             study, a.outputs, a.results, a.jobs, a.hours, a.record, tuple(a.extra), launch
         )
-        return sweep.call(a.dry_run, a.force)
+        return sweep.call(a.dry_run)
     except AttnmtError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -302,19 +302,6 @@ def test_record_copies_each_finished_runs_own_files(tmp_path: Path) -> None:
     assert fake.launches == []
 
 
-def test_the_driver_refuses_when_hours_buy_far_too_little(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argv = [str(GUIDED), "--hours", "0.5", "--outputs", str(tmp_path)]
-    fake = FakeTrain(polls=1)
-    assert main(argv, launch=fake) == 2
-    err = capsys.readouterr().err
-    assert "~4.0 h left on 2 cores is more than 2 × the ~0.5 h" in err and "--force" in err
-    assert fake.launches == []
-    assert main([*argv, "--force"], launch=fake) == 0
-    assert len(fake.launches) == 8
-
-
 def test_a_second_sweep_of_one_study_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
