@@ -225,34 +225,13 @@ def _seeds(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds[:-1])) + (" and " if len(seeds) > 1 else "") + str(seeds[-1])
 
 
-WINDOWS = {
-    "local-m at D = 5": "luong general local_m",
-    "at D = 10": "luong general local_m window10",
-    "global attention": "luong general global",
-}
-
-
-def window_sentence(recs: list[AlignmentRun]) -> list[str]:
-    """Mean test AER of the general scorer's :data:`WINDOWS`; nothing while one is not
-    recorded."""
-    means = [f"{label} {statistics.fmean(r.aer for r in _of(recs, m)):.3f}"
-             for label, m in WINDOWS.items() if _of(recs, m)]  # fmt: skip
-    if len(means) < len(WINDOWS):
-        return []
-    return [
-        "",
-        f"Mean test AER with the general scorer: {', '.join(means)} (what local-m's window "
-        "misses: *Analyses of the trained runs*, below).",
-    ]
-
-
 HEADER = ["mechanism", "seeds", "test AER", "AER per seed", "precision", "recall", "test BLEU",
           "entropy"]  # fmt: skip
 
 
 def table(recs: list[AlignmentRun], baselines: Baselines | None = None) -> str:
     """docs/alignment.md's generated part: each mechanism's row, the ``baselines``' rows,
-    who misses :data:`TARGET`, the windows of local-m, the longer runs, the machines."""
+    who misses :data:`TARGET`, the longer runs, the machines."""
     rows = [[m, *_row(_of(recs, m))] for m in MECHANISMS]
     if baselines is not None:
         rows += [
@@ -271,7 +250,6 @@ def table(recs: list[AlignmentRun], baselines: Baselines | None = None) -> str:
         "",
         *page_blocks.table(HEADER, "l" + "r" * 7, rows),
         *target_paragraph(recs, baselines),
-        *window_sentence(recs),
     ]
     if longer:
         rows = [[m, str(u), *_row(_of(recs, m, u))] for m, u in longer]

@@ -85,21 +85,6 @@ def test_the_table_shows_each_seed_and_the_baselines_as_rows() -> None:
     assert "None reaches" not in page and "likely cause" not in page  # no fixed verdict
 
 
-def test_the_windows_are_read_from_the_records() -> None:
-    recs = [
-        record("luong general local_m", 1, 0.12),
-        record("luong general local_m", 2, 0.13),
-        record("luong general local_m window10", 1, 0.07),
-    ]
-    assert aa.window_sentence(recs) == []  # global attention not recorded yet
-    recs.append(record("luong general global", 1, 0.05))
-    (blank, text) = aa.window_sentence(recs)
-    assert blank == "" and text.startswith(
-        "Mean test AER with the general scorer: local-m at D = 5 0.125, at D = 10 0.070, "
-        "global attention 0.050 ("
-    )
-
-
 def test_the_kept_analyses_are_on_the_page() -> None:
     """results/alignment/'s outputs of the removed analysis commands, as the page's
     hand-written part states them: each Transformer map's AER, local-m's blind share, the
