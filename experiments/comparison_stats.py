@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
+from unittest import mock
 
 import numpy as np
 from sacrebleu.metrics import BLEU
@@ -283,16 +284,9 @@ def paired_bootstrap(
         raise ValueError("samples and seed must be >= 1 (sacrebleu reads seed 0 as unseeded)")
     named: list[tuple[str, Sequence[str]]] = [(baseline, systems[baseline])]
     named += [(name, hyps) for name, hyps in systems.items() if name != baseline]
-    before = os.environ.get("SACREBLEU_SEED")
-    os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest's seed: set for the test alone
-    try:
+    with mock.patch.dict(os.environ, {"SACREBLEU_SEED": str(seed)}):  # PairedTest's seed
         test = PairedTest(named, {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=samples)
         signatures, scores = test()
-    finally:
-        if before is None:
-            del os.environ["SACREBLEU_SEED"]
-        else:
-            os.environ["SACREBLEU_SEED"] = before
     results = cast(list[Result], scores["BLEU"])
     tests = []
     for i, ((name, _), result) in enumerate(zip(named, results)):
