@@ -4,7 +4,8 @@
     python -m experiments.aer_vs_bleu RUN [RUN ...] [--out docs/aer_vs_bleu.png]
 
 Draws one line per run and prints each validation, then per run the first, last and lowest
-AER and Spearman's ρ of BLEU and AER (negative: AER falls as BLEU rises). A run without a
+AER, Spearman's ρ of BLEU and AER (negative: AER falls as BLEU rises) and the AER of the
+alignment that reads no words on its valid split. A run without a
 validation AER is named and left out; none with one is an error (exit status 2).
 """
 
@@ -17,13 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 from matplotlib.figure import Figure
 from scipy import stats
 
+from attnmt.decode.alignment_error import alignment_error, read_gold
 from attnmt.errors import DataError
 from attnmt.run_record import Validation, read_record
 from experiments import page_blocks
+from experiments.alignment_baselines import diagonal_links
 from experiments.page_blocks import num, report, save_png
+from experiments.runs import ROOT, prepared
 
 DEFAULT_OUT = Path("docs/aer_vs_bleu.png")
 
@@ -34,6 +39,7 @@ class AerCurve:
 
     label: str
     points: tuple[Validation, ...]
+    diagonal: float | None = None  # the valid split's diagonal alignment's AER
 
     @property
     def bleu(self) -> np.ndarray:
@@ -60,6 +66,23 @@ def labels(runs: Sequence[Path]) -> list[str]:
     return [f"{r.resolve().parent.name}/{r.resolve().name}" for r in runs]
 
 
+def diagonal_aer(sources: Sequence[str], refs: Sequence[str], links: Path) -> float | None:
+    """AER against ``links`` of the alignment that reads no words (alignment_baselines)."""
+    return alignment_error(diagonal_links(sources, refs), read_gold(links)).aer
+
+
+def run_diagonal(run: Path) -> float | None:
+    """:func:`diagonal_aer` of the run's valid split and ``trainer.valid_alignments`` file;
+    None without that file."""
+    config = run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(config.read_text(encoding="utf-8")) if config.is_file() else {}
+    links = ROOT / str(cfg.get("trainer", {}).get("valid_alignments"))
+    if not links.is_file():
+        return None
+    data = {**cfg["data"], "root": str(ROOT / "data")}
+    return diagonal_aer(*prepared(data).read("valid"), links)
+
+
 def read_curves(runs: Sequence[Path]) -> tuple[list[AerCurve], list[str]]:
     """(the runs' curves, the labels of runs without any validation AER); RecordError
     naming the file when a record is unreadable."""
@@ -69,7 +92,8 @@ def read_curves(runs: Sequence[Path]) -> tuple[list[AerCurve], list[str]]:
             v for v in read_record(run).validations() if v.aer is not None and v.bleu is not None
         ]
         if points:
-            curves.append(AerCurve(label, tuple(sorted(points, key=lambda v: v.step))))
+            ordered = tuple(sorted(points, key=lambda v: v.step))
+            curves.append(AerCurve(label, ordered, run_diagonal(run)))
         else:
             without.append(label)
     return curves, without
@@ -86,26 +110,28 @@ def table(curves: Sequence[AerCurve]) -> list[str]:
         summaries.append(
             [c.label, str(len(c.points)), num(first.aer, ".4f"), num(last.aer, ".4f"),
              f"{num(low.aer, '.4f')} ({low.step})", f"{num(first.bleu)} → {num(last.bleu)}",
-             num(spearman(c.bleu, c.aer), "+.2f")]
+             num(spearman(c.bleu, c.aer), "+.2f"), num(c.diagonal, ".4f")]
         )  # fmt: skip
     head = ["run", "validations", "AER first", "AER last", "lowest AER (step)"]
-    head += ["BLEU first → last", "Spearman ρ (BLEU, AER)"]
+    head += ["BLEU first → last", "Spearman ρ (BLEU, AER)", "diagonal AER"]
     return [
         *page_blocks.table(["run", "step", "minutes", "valid BLEU", "AER"], "lrrrr", rows),
         "",
-        *page_blocks.table(head, "lrrrrrr", summaries),
+        *page_blocks.table(head, "lrrrrrrr", summaries),
     ]
 
 
 def figure(curves: Sequence[AerCurve]) -> Figure:
     """AER (lower is better) against validation BLEU, one line per run in step order; each
-    run's first validation hollow, its last one labelled with its step."""
+    run's first validation hollow, its last one labelled with its step, its diagonal dashed."""
     fig = page_blocks.figure(7.5, 5)
     aer = "AER of the attention against the valid links (lower: aligns better)"
     ax = page_blocks.panel(fig, 1, 1, "validation BLEU (sacrebleu)", aer)
     for c in curves:
         (line,) = ax.plot(c.bleu, c.aer, "o-", markersize=4, label=c.label)
         ax.plot(c.bleu[:1], c.aer[:1], "o", color=line.get_color(), markerfacecolor="white")
+        if c.diagonal is not None:
+            ax.axhline(c.diagonal, ls="--", lw=1, color=line.get_color(), label="its diagonal")
         ax.annotate(
             f"step {c.points[-1].step}",
             (c.bleu[-1], c.aer[-1]),

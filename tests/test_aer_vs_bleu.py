@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from experiments.aer_vs_bleu import main, read_curves, spearman, table
+from experiments.aer_vs_bleu import diagonal_aer, main, read_curves, run_diagonal, spearman, table
 
 
 def _plant(folder: Path, points: list[tuple[int, float, float | None]]) -> Path:
@@ -54,9 +54,9 @@ def test_table_and_figure_of_planted_runs(
     assert lines[2] == "| ding | 200 | 2.0 | 1.50 | 0.7000 |"
     # the bible run's events are put in step order
     assert [line.split(" | ")[1] for line in lines[5:8]] == ["200", "400", "600"]
-    assert "| ding | 3 | 0.7000 | 0.6000 | 0.6000 (600) | 1.50 → 6.00 | -1.00 |" in lines
+    assert "| ding | 3 | 0.7000 | 0.6000 | 0.6000 (600) | 1.50 → 6.00 | -1.00 | – |" in lines
     # bible: BLEU ranks (1, 2, 3), AER (0.55, 0.50, 0.52) ranks (3, 1, 2): ρ = 1 - 6·6/24 = -0.5
-    assert "| bible | 3 | 0.5500 | 0.5200 | 0.5000 (400) | 4.00 → 12.00 | -0.50 |" in lines
+    assert "| bible | 3 | 0.5500 | 0.5200 | 0.5000 (400) | 4.00 → 12.00 | -0.50 | – |" in lines
     assert lines[-1] == f"wrote {out}"
     image = imread(out)
     assert image.shape[:2] == (500, 750)  # 7.5 × 5 inches at 100 dpi
@@ -80,3 +80,17 @@ def test_repeated_folder_names_are_told_apart(tmp_path: Path) -> None:
     curves, without = read_curves([a, b])
     assert [c.label for c in curves] == ["ding/seed-1", "bible/seed-1"] and without == []
     assert table(curves)[2].startswith("| ding/seed-1 | 200 |")
+
+
+def test_the_diagonal_of_a_split_against_its_links_by_hand(tmp_path: Path) -> None:
+    """Target word j links to source word round(j·S/T): pair 1 (S = 2, T = 2) gives 0-0 1-1,
+    pair 2 (S = 3, T = 1) gives 0-0, pair 3 (S = 4, T = 2) gives 0-0 2-1. Against 0-0 1-1 /
+    0-0 / 0-0 1-1 (all sure): 4 of the 5 links are right, |A| = |S| = 5, AER = 1 − 8/10."""
+    links = tmp_path / "valid.align"
+    links.write_text("0-0 1-1\n0-0\n0-0 1-1\n")
+    sources, refs = ["a b", "a b c", "a b c d"], ["x y", "x", "x y"]
+    assert diagonal_aer(sources, refs, links) == pytest.approx(0.2)
+    links.write_text("0-0 1-1\n0-0\n0-0 2-1\n")
+    assert diagonal_aer(sources, refs, links) == pytest.approx(0.0)
+    # a run without a valid links file (planted, or trained with valid_alignments=none) has none
+    assert run_diagonal(_plant(tmp_path / "run", [(200, 1.0, 0.7)])) is None
