@@ -156,9 +156,7 @@ def measure(run: Path, record: Path, threads: int) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "runs", nargs="+", type=Path, help="trained run folders (outputs/STUDY/RUN)"
-    )
+    parser.add_argument("runs", nargs="+", type=Path, help="trained runs: outputs/STUDY/RUN")
     parser.add_argument("--results", type=Path, default=ROOT / "results", help="the records' root")
     parser.add_argument("--threads", type=int, default=usable_cores(), help="evaluate.py's")
     args = parser.parse_args(argv)

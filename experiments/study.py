@@ -24,7 +24,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from attnmt.errors import ConfigError
-from attnmt.schema import parse, within
+from attnmt.schema import check_choice, parse, within
 
 NAME_VALUE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")  # Hydra and the shell take it as is
 SESSION_HOURS = 2.5  # a lent machine is held ~3 h; only the repository (results/) outlives it
@@ -61,8 +61,7 @@ class StudyFile:
 
     def check(self, prefix: str) -> None:
         h = self.study
-        if h.runs_on not in ("cpu", "gpu"):
-            raise ConfigError(f"study.runs_on: {h.runs_on!r} is not one of: cpu, gpu")
+        check_choice("study.runs_on", h.runs_on, ("cpu", "gpu"))
         if h.runs < 1:
             raise ConfigError("study.runs: missing or not positive; give the grid's size")
         if abs(h.hours - h.runs * h.minutes_per_run / 60) > 0.1:
