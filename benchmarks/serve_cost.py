@@ -25,8 +25,9 @@ configs/serve.yaml unless said):
   and as plain requests at beams 16, 4 and 1 (at most ``max_lines`` lines).
 
 Each request is sent ``--repeat`` times through the app (FastAPI's test client) in its own
-process (``--threads`` torch threads), so its peak resident memory (VmHWM, reset after the
-model is loaded where Linux allows) is its own. Reported: status, decode work (decoder
+process (``--threads`` torch threads; forked from a server that imported torch and the app
+once, where the platform has ``forkserver``), so its peak resident memory (VmHWM, reset
+after the model is loaded where Linux allows) is its own. Reported: status, decode work (decoder
 positions), seconds per request p50 / p99 (nearest rank; decode, maps and JSON: the time
 the model is held), ms per 1,000 decoder positions, memory idle and at the peak. Writes
 ``outputs/serve_cost/<time>.json`` and prints a markdown table.
@@ -157,6 +158,21 @@ def built_model(args: argparse.Namespace, tmp: Path) -> tuple[str, list[str], li
     return str(path), " ".join(src).split(), " ".join(tgt).split(), what
 
 
+PRELOAD = ["benchmarks.serve_cost", "attnmt.serve.app", "fastapi.testclient"]
+"""What each scenario's process needs imported before it loads the model (torch with them)."""
+
+
+def fresh_processes() -> multiprocessing.context.BaseContext:
+    """Where each scenario's process comes from: forked from a server that imported
+    :data:`PRELOAD` once (``forkserver``: a new process with its own memory, without the
+    seconds of imports each), else spawned (platforms without it)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
 def measure(job: dict[str, Any]) -> dict[str, Any]:
     """In a fresh process: load the model, send ``job["body"]`` ``job["repeat"]`` times."""
     from fastapi.testclient import TestClient
@@ -208,6 +224,7 @@ def main() -> None:
     settings = ServeSettings(ckpt="x")
     limit = args.max_decode_work or settings.max_decode_work
     limits = {"max_decode_work": limit}
+    context = fresh_processes()
     with tempfile.TemporaryDirectory(prefix="serve-cost-") as tmp:
         ckpt, src, tgt, what = built_model(args, Path(tmp))
         model = load_model("ckpt", ckpt, "attnmt", "cpu", DecodeConfig(**decode))
@@ -232,7 +249,7 @@ def main() -> None:
                 "repeat": repeat,
                 "threads": args.threads,
             }
-            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            with ProcessPoolExecutor(1, mp_context=context) as pool:
                 got = pool.submit(measure, job).result()
             work = work_of(model, body) if body["text"] else 0
             p50, p99 = percentile(got["seconds"], 50), percentile(got["seconds"], 99)

@@ -155,7 +155,8 @@ def test_the_cost_benchmark_runs_end_to_end(
     """benchmarks/serve_cost.py --quick: item 7's request refused under the default limit
     and decoded under the old ones; the largest admitted requests decoded (no figures
     kept)."""
-    monkeypatch.setattr(sys, "argv", ["serve_cost", "--quick", "--out", str(tmp_path)])
+    argv = ["serve_cost", "--quick", "--threads", "1", "--out", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", argv)  # one thread: the test workers share 2 cores
     serve_cost.main()
     (written,) = tmp_path.glob("*.json")
     rows = {r["scenario"]: r for r in json.loads(written.read_text())["rows"]}
