@@ -379,9 +379,14 @@ def test_a_sweep_whose_every_job_is_refused_exits_2_and_touches_no_config(
 def test_two_trainings_started_at_once_on_one_folder_leave_the_winners_config(
     tmp_path: Path,
 ) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from attnmt.train.loop import train
+
     run = tmp_path / "shared"
-    warm = _train_py(_toy(tmp_path / "data", f"hydra.run.dir={tmp_path / 'warm'}"), tmp_path)
-    assert warm.returncode == 0, warm.stderr[-3000:]  # the corpus is prepared once
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        warm = compose(config_name="train", overrides=_toy(tmp_path / "data"))
+    train(warm, tmp_path / "warm")  # the corpus is prepared once (in this process: no start-up)
     args = [*_toy(tmp_path / "data", f"hydra.run.dir={run}")]
     procs = [
         subprocess.Popen(
