@@ -88,30 +88,41 @@ class Ticks:
             raise RuntimeError("killed") if self.crash else KeyboardInterrupt
 
 
+BUDGET = ("trainer.time_budget_min=5", "trainer.val_every_steps=2", "trainer.max_steps=50")
+"""A 5-minute budget (one minute an update on the fake clock), validated every 2 updates."""
+
+
+@pytest.fixture(scope="module")
+def whole_run(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list]:
+    """The :data:`BUDGET` run trained without a kill (its result and the steps it trained):
+    the same for both kinds of kill, so trained once."""
+    whole = Ticks(FakeClock())
+    run = tmp_path_factory.mktemp("whole")
+    return train(_cfg(data_root, *BUDGET), run, whole, clock=whole.clock), whole.steps
+
+
 @pytest.mark.parametrize("crash", [True, False], ids=["crash", "sigterm"])
 def test_a_time_budget_spent_across_a_kill_and_a_resume_trains_its_minutes_in_total(
-    data_root: Path, tmp_path: Path, crash: bool
+    data_root: Path, tmp_path: Path, crash: bool, whole_run: tuple[dict, list]
 ) -> None:
     """trainer.time_budget_min is the run's own training minutes: a run killed at minute 3
     of 5 and resumed trains the 2 minutes left from its checkpoint's (the minutes after
     that checkpoint are trained again, and counted once), not 5 more."""
-    budget = ("trainer.time_budget_min=5", "trainer.val_every_steps=2", "trainer.max_steps=50")
-    whole = Ticks(FakeClock())
-    result = train(_cfg(data_root, *budget), tmp_path / "whole", whole, clock=whole.clock)
+    result, whole_steps = whole_run
     assert result["stop_reason"] == "time_budget" and result["step"] == 5
-    assert whole.steps == [1, 2, 3, 4, 5]
+    assert whole_steps == [1, 2, 3, 4, 5]
 
     run = tmp_path / "run"
     cut = Ticks(FakeClock(), kill_at=3, crash=crash)
     with pytest.raises(RuntimeError if crash else KeyboardInterrupt):
-        train(_cfg(data_root, *budget), run, cut, clock=cut.clock)
+        train(_cfg(data_root, *BUDGET), run, cut, clock=cut.clock)
     saved = load_checkpoint(run / "checkpoints" / "last.pt")
     assert saved.training is not None
     at = 2 if crash else 3  # a crash keeps the last validation's last.pt
     assert saved.step == at and saved.training.trainer["wall_s"] == 60.0 * at
 
     again = Ticks(FakeClock(start=5e6))  # another process: its own clock
-    cfg = _cfg(data_root, *budget, f"resume={run}")
+    cfg = _cfg(data_root, *BUDGET, f"resume={run}")
     second = train(cfg, tmp_path / "hydra-dir", again, clock=again.clock)
     assert second["stop_reason"] == "time_budget" and second["step"] == 5
     assert again.steps == list(range(at + 1, 6))
