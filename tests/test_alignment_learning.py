@@ -38,7 +38,9 @@ def test_global_attention_learns_the_synthetic_alignment(tmp_path: Path) -> None
     (scores,) = (tmp_path / "run" / "eval").glob("*-test-beam1-*/scores.json")
     (entry,) = json.loads(scores.read_text()).values()
     # these settings gave AER 0.095 through train.py and evaluate.py split=test (2-core EPYC,
-    # 2026-11-25); 0.2 is the bar for "learns within a few hundred updates"
+    # 2026-11-25); 0.2 is the bar for "learns within a few hundred updates". Not
+    # fewer updates: at 300 seed 1 gave 0.127 and seeds 2, 3 valid AER 0.146, 0.244 (at 400:
+    # 0.079, 0.171; 2026-12-07)
     assert entry["aer"] <= 0.2, entry["alignment"]
     assert entry["aer_recall"] > 0.8 and entry["aer_precision"] > 0.7
 
