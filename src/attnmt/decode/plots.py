@@ -114,11 +114,16 @@ def attention_figure(
     return fig
 
 
-def figure_to_array(fig: Figure) -> np.ndarray:
-    """Render ``fig`` to an RGB uint8 array [H,W,3] (for add_image(dataformats="HWC"))."""
+def drawn_rgba(fig: Figure) -> np.ndarray:
+    """Draw ``fig`` with Agg once: its pixels, RGBA uint8 [H,W,4] (a view of the canvas)."""
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
-    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    return np.asarray(canvas.buffer_rgba())
+
+
+def figure_to_array(fig: Figure) -> np.ndarray:
+    """Render ``fig`` to an RGB uint8 array [H,W,3] (for add_image(dataformats="HWC"))."""
+    return drawn_rgba(fig)[..., :3].copy()
 
 
 def save_attention_png(
