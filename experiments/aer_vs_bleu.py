@@ -28,7 +28,7 @@ from attnmt.run_record import Validation, read_record
 from experiments import page_blocks
 from experiments.alignment_baselines import diagonal_links
 from experiments.page_blocks import num, report, save_png
-from experiments.runs import ROOT, prepared
+from experiments.runs import ROOT, corpus_split
 
 DEFAULT_OUT = Path("docs/aer_vs_bleu.png")
 
@@ -79,8 +79,7 @@ def run_diagonal(run: Path) -> float | None:
     links = ROOT / str(cfg.get("trainer", {}).get("valid_alignments"))
     if not links.is_file():
         return None
-    data = {**cfg["data"], "root": str(ROOT / "data")}
-    return diagonal_aer(*prepared(data).read("valid"), links)
+    return diagonal_aer(*corpus_split(cfg["data"], split="valid"), links)
 
 
 def read_curves(runs: Sequence[Path]) -> tuple[list[AerCurve], list[str]]:

@@ -26,7 +26,7 @@ from experiments.comparison_stats import (
     paired_bootstrap,
     paragraph,
 )
-from experiments.runs import Cell, Run, config, corpus_test_split, kept_hypotheses, scores_entry
+from experiments.runs import Cell, Run, config, corpus_split, kept_hypotheses, scores_entry
 
 GRID_MODEL = "rnn_luong"
 """The model whose scorer × mode grid the analysis fits (the other rows are tested against
@@ -261,9 +261,9 @@ def analysis(
 
 def test_split(cells: Sequence[CellMeasures]) -> tuple[str, list[str], list[str]]:
     """(corpus, test sources, test references) of the corpus the cells' runs trained on
-    (runs.corpus_test_split); ('', [], []) without runs."""
+    (runs.corpus_split); ('', [], []) without runs."""
     data = next((config(r)["data"] for m in cells for r in m.runs), None)
-    return (data["name"] if data else "", *corpus_test_split(data))
+    return (data["name"] if data else "", *corpus_split(data))
 
 
 # ---- against the diagonal alignment --------------------------------------------------------

@@ -29,7 +29,7 @@ from experiments import (
     protocol,
 )
 from experiments.comparison_stats import mean_std
-from experiments.runs import RESULTS, ROOT, Cell, Run, config, corpus_test_split, study_cells
+from experiments.runs import RESULTS, ROOT, Cell, Run, config, corpus_split, study_cells
 from experiments.study import load_study
 
 PAGE = ROOT / "docs" / "results.md"
@@ -165,7 +165,7 @@ def blocks(results: Path, probes: Path) -> dict[str, list[str]]:
     beams = sorted({str(t.beam) for t in tests if t.beam is not None})
     main_runs = [r for c in main for r in c.runs]
     data = corpora(main)
-    refs = functools.cache(lambda corpus: corpus_test_split(data.get(corpus) or None)[1])
+    refs = functools.cache(lambda corpus: corpus_split(data.get(corpus) or None)[1])
     every = {config(r)["trainer"].get("val_every_steps") for r in main_runs}
     step = every.pop() if len(every) == 1 else None
     main_probes = protocol.probes(probes)

@@ -185,14 +185,14 @@ def prepared(data: Mapping[str, Any]) -> PreparedCorpus:
         ) from e
 
 
-def corpus_test_split(
-    data: Mapping[str, Any] | None, root: Path = ROOT
+def corpus_split(
+    data: Mapping[str, Any] | None, root: Path = ROOT, split: str = "test"
 ) -> tuple[list[str], list[str]]:
-    """(sources, references) of the test split of the corpus that the ``data`` settings name,
+    """(sources, references) of ``split`` of the corpus that the ``data`` settings name,
     :func:`prepared` under ``root``/data; ([], []) when they name none."""
     if not isinstance(data, Mapping) or "name" not in data:
         return [], []
-    return prepared({**data, "root": str(root / "data")}).read("test")
+    return prepared({**data, "root": str(root / "data")}).read(split)
 
 
 def provenance(runs: list[Run]) -> str:

